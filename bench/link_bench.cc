@@ -1,0 +1,173 @@
+// Google Benchmarks for each link stage and end to end, on resnet_1gpu (real trace: 1,313 host
+// nodes, 111,631 device events, 23 MB of JSON) from ../shared/data. Results are checked before
+// they are timed. Reports bytes/s of JSON input and items/s (events or nodes).
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "pipeline/link_graph.h"
+#include "stages/device_trace_loader.h"
+#include "stages/et_plus_writer.h"
+#include "stages/file_io.h"
+#include "stages/host_et_loader.h"
+#include "stages/link.h"
+
+namespace chakraflow {
+namespace {
+
+std::string data_dir(const char* pair) {
+  std::string dir = std::string(CHAKRAFLOW_SHARED_DATA) + "/pairs/" + pair;
+  return std::filesystem::exists(dir) ? dir : std::string();
+}
+
+struct Fixture {
+  std::string host_text, device_text;
+  HostTrace host;
+  DeviceTrace device;
+  bool ok = false;
+  explicit Fixture(const char* pair) {
+    std::string dir = data_dir(pair);
+    if (dir.empty()) return;
+    auto h = read_input_file(dir + "/host_et.json.gz");
+    auto d = read_input_file(dir + "/kineto.modern.json.gz");
+    if (!h.ok() || !d.ok()) return;
+    host_text = *h;
+    device_text = *d;
+    auto ht = parse_host_trace("host", host_text);
+    auto dt = parse_device_trace("device", device_text);
+    if (!ht.ok() || !dt.ok()) return;
+    host = std::move(ht).value();
+    device = std::move(dt).value();
+    ok = true;
+  }
+};
+
+Fixture& resnet() {
+  static Fixture f("resnet_1gpu");
+  return f;
+}
+
+#define REQUIRE_DATA(f)                                                \
+  if (!(f).ok) {                                                       \
+    state.SkipWithError("../shared/data/pairs/resnet_1gpu is absent"); \
+    return;                                                            \
+  }
+
+void BM_ParseHost(benchmark::State& state) {
+  auto& f = resnet();
+  REQUIRE_DATA(f);
+  for (auto _ : state) {
+    auto t = parse_host_trace("host", f.host_text);
+    if (!t.ok() || t->nodes.size() != f.host.nodes.size()) state.SkipWithError("parse failed");
+    benchmark::DoNotOptimize(t);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(f.host_text.size()));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(f.host.nodes.size()));
+}
+BENCHMARK(BM_ParseHost)->Unit(benchmark::kMillisecond);
+
+void BM_ParseDevice(benchmark::State& state) {
+  auto& f = resnet();
+  REQUIRE_DATA(f);
+  for (auto _ : state) {
+    auto t = parse_device_trace("device", f.device_text);
+    if (!t.ok() || t->events.size() != f.device.events.size()) state.SkipWithError("parse failed");
+    benchmark::DoNotOptimize(t);
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(f.device_text.size()));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(f.device.events.size()));
+}
+BENCHMARK(BM_ParseDevice)->Unit(benchmark::kMillisecond);
+
+void BM_ExclusiveDurations(benchmark::State& state) {
+  auto& f = resnet();
+  REQUIRE_DATA(f);
+  for (auto _ : state)
+    benchmark::DoNotOptimize(compute_exclusive_durations(f.device, Compat::kDefault));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(f.device.cpu_ops.size()));
+}
+BENCHMARK(BM_ExclusiveDurations)->Unit(benchmark::kMillisecond);
+
+void BM_GapDependencies(benchmark::State& state) {
+  auto& f = resnet();
+  REQUIRE_DATA(f);
+  for (auto _ : state) benchmark::DoNotOptimize(compute_gap_dependencies(f.device, 1000 * 1000));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(f.device.cpu_ops.size()));
+}
+BENCHMARK(BM_GapDependencies)->Unit(benchmark::kMillisecond);
+
+void BM_LauncherCorrelation(benchmark::State& state) {
+  auto& f = resnet();
+  REQUIRE_DATA(f);
+  for (auto _ : state) {
+    LinkStats stats;
+    auto r = correlate_launchers(f.device, Compat::kDefault, stats);
+    if (r.linked == 0) state.SkipWithError("nothing linked");
+    benchmark::DoNotOptimize(r);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(f.device.gpu_ops.size()));
+}
+BENCHMARK(BM_LauncherCorrelation)->Unit(benchmark::kMillisecond);
+
+void BM_MapAndAssignIds(benchmark::State& state) {
+  auto& f = resnet();
+  REQUIRE_DATA(f);
+  LinkOptions opt;
+  LinkStats s0;
+  auto excl = compute_exclusive_durations(f.device, opt.compat);
+  auto gaps = compute_gap_dependencies(f.device, opt.gap_threshold);
+  auto launch = correlate_launchers(f.device, opt.compat, s0);
+  for (auto _ : state) {
+    LinkStats stats;
+    auto map = map_host_to_device(f.host, f.device, opt, stats);
+    auto linked = assign_ids({f.host, f.device, excl, gaps, launch, *map}, opt, stats);
+    if (linked.node_count < f.host.nodes.size()) state.SkipWithError("bad link");
+    benchmark::DoNotOptimize(linked);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(f.host.nodes.size()));
+}
+BENCHMARK(BM_MapAndAssignIds)->Unit(benchmark::kMillisecond);
+
+void BM_WriteEtPlus(benchmark::State& state) {
+  auto& f = resnet();
+  REQUIRE_DATA(f);
+  auto linked = link_traces(f.host, f.device, {});
+  if (!linked.ok()) {
+    state.SkipWithError("link failed");
+    return;
+  }
+  size_t bytes = 0;
+  for (auto _ : state) {
+    bytes = 0;
+    Status s = write_et_plus(f.host, f.device, *linked, {},
+                             [&bytes](std::string_view b) { bytes += b.size(); });
+    if (!s.ok() || bytes == 0) state.SkipWithError("write failed");
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(bytes));
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(linked->node_count));
+}
+BENCHMARK(BM_WriteEtPlus)->Unit(benchmark::kMillisecond);
+
+// End to end through the flow graph: read .json.gz, parse, link, write ET+ (plain JSON).
+void BM_LinkEndToEnd(benchmark::State& state) {
+  std::string dir = data_dir("resnet_1gpu");
+  if (dir.empty()) {
+    state.SkipWithError("../shared/data/pairs/resnet_1gpu is absent");
+    return;
+  }
+  std::string out = std::filesystem::temp_directory_path() / "chakraflow_bench_et_plus.json";
+  uint64_t input = 0;
+  for (auto _ : state) {
+    LinkJob job{dir + "/host_et.json.gz", dir + "/kineto.modern.json.gz", out, {}};
+    auto r = run_link_graph({job}, 1);
+    if (!r[0].status.ok()) state.SkipWithError(r[0].status.message().c_str());
+    input = r[0].input_bytes;
+  }
+  std::remove(out.c_str());
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(input));
+}
+BENCHMARK(BM_LinkEndToEnd)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace chakraflow

@@ -1,0 +1,96 @@
+#include "pipeline/cli_args.h"
+
+#include <charconv>
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+namespace chakraflow::cli {
+
+StatusOr<Args> Args::parse(int argc, char** argv, int first, const std::vector<FlagSpec>& specs) {
+  Args args;
+  auto find = [&specs](const std::string& name) -> const FlagSpec* {
+    for (const auto& s : specs) {
+      if (s.name == name) return &s;
+      for (const auto& a : s.aliases) {
+        if (a == name) return &s;
+      }
+    }
+    return nullptr;
+  };
+  for (int i = first; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.size() > 1 && arg[0] == '-' && arg != "-") {
+      std::string body = arg.substr(arg[1] == '-' ? 2 : 1);
+      std::optional<std::string> inline_value;
+      auto eq = body.find('=');
+      if (eq != std::string::npos) {
+        inline_value = body.substr(eq + 1);
+        body = body.substr(0, eq);
+      }
+      const FlagSpec* spec = find(body);
+      if (spec == nullptr) return Status::errorf("unknown option '{}' (see --help)", arg);
+      if (!spec->takes_value) {
+        if (inline_value) return Status::errorf("option '--{}' takes no value", body);
+        args.values_[spec->name] = "1";
+        continue;
+      }
+      if (inline_value) {
+        args.values_[spec->name] = *inline_value;
+      } else {
+        if (i + 1 >= argc) return Status::errorf("option '--{}' needs a value", body);
+        args.values_[spec->name] = argv[++i];
+      }
+      continue;
+    }
+    args.positionals_.push_back(arg);
+  }
+  return args;
+}
+
+std::optional<std::string> Args::get(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::string Args::get_or(const std::string& name, const std::string& fallback) const {
+  auto v = get(name);
+  return v ? *v : fallback;
+}
+
+StatusOr<int64_t> Args::get_int(const std::string& name, int64_t fallback) const {
+  auto v = get(name);
+  if (!v) return fallback;
+  int64_t out = 0;
+  auto r = std::from_chars(v->data(), v->data() + v->size(), out);
+  if (r.ec != std::errc() || r.ptr != v->data() + v->size()) {
+    return Status::errorf("option '--{}': '{}' is not an integer", name, *v);
+  }
+  return out;
+}
+
+StatusOr<double> Args::get_double(const std::string& name, double fallback) const {
+  auto v = get(name);
+  if (!v) return fallback;
+  char* end = nullptr;
+  double out = std::strtod(v->c_str(), &end);
+  if (v->empty() || end != v->c_str() + v->size()) {
+    return Status::errorf("option '--{}': '{}' is not a number", name, *v);
+  }
+  return out;
+}
+
+std::string usage(const std::string& command, const std::string& synopsis,
+                  const std::vector<FlagSpec>& specs) {
+  std::string out = fmt::format("usage: {} {}\n\noptions:\n", command, synopsis);
+  for (const auto& s : specs) {
+    std::string names = "--" + s.name;
+    for (const auto& a : s.aliases) names += ", --" + a;
+    if (s.takes_value) names += " V";
+    out += fmt::format("  {:<34} {}\n", names, s.help);
+  }
+  return out;
+}
+
+}  // namespace chakraflow::cli

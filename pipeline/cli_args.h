@@ -1,0 +1,42 @@
+// A small command-line parser: "--name value", "--name=value", boolean "--flag", positionals.
+// Unknown flags are errors that name the flag. Not thread-safe; used once per process.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "stages/status.h"
+
+namespace chakraflow::cli {
+
+struct FlagSpec {
+  std::string name;  // without dashes; aliases share one canonical name
+  bool takes_value = true;
+  std::string help;
+  std::vector<std::string> aliases;
+};
+
+class Args {
+ public:
+  // Parses argv[first..argc).
+  static StatusOr<Args> parse(int argc, char** argv, int first, const std::vector<FlagSpec>& specs);
+
+  bool has(const std::string& name) const { return values_.count(name) > 0; }
+  std::optional<std::string> get(const std::string& name) const;
+  std::string get_or(const std::string& name, const std::string& fallback) const;
+  StatusOr<int64_t> get_int(const std::string& name, int64_t fallback) const;
+  StatusOr<double> get_double(const std::string& name, double fallback) const;
+  const std::vector<std::string>& positionals() const { return positionals_; }
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positionals_;
+};
+
+std::string usage(const std::string& command, const std::string& synopsis,
+                  const std::vector<FlagSpec>& specs);
+
+}  // namespace chakraflow::cli

@@ -1,0 +1,9 @@
+// The CLI verbs. Each takes the full argv and the index of its first argument (after the verb),
+// returns the process exit code: 0 success, 1 failure (bad input, I/O), 2 usage error.
+#pragma once
+
+namespace chakraflow {
+
+int run_link_command(int argc, char** argv, int first);
+
+}  // namespace chakraflow

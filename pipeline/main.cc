@@ -1,0 +1,58 @@
+// chakraflow: one binary, one verb per stage group. Also installed as Chakra's executable names
+// (chakra_trace_link, ...), which select their verb from argv[0] and accept Chakra's flags.
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "pipeline/commands.h"
+
+namespace {
+
+struct Command {
+  const char* verb;
+  const char* alias;  // Chakra executable name that maps to this verb
+  int (*run)(int argc, char** argv, int first);
+  const char* help;
+};
+
+constexpr Command kCommands[] = {
+    {"link", "chakra_trace_link", chakraflow::run_link_command,
+     "merge a host execution trace with its device trace into ET+"},
+};
+
+void print_usage() {
+  std::fprintf(
+      stderr,
+      "usage: chakraflow <command> [options]   (chakraflow <command> --help)\n\ncommands:\n");
+  for (const auto& c : kCommands) std::fprintf(stderr, "  %-10s %s\n", c.verb, c.help);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string_view self = argv[0];
+  if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
+  for (const auto& c : kCommands) {
+    if (self == c.alias) return c.run(argc, argv, 1);
+  }
+  if (argc < 2) {
+    print_usage();
+    return 2;
+  }
+  std::string_view verb = argv[1];
+  if (verb == "--help" || verb == "-h" || verb == "help") {
+    print_usage();
+    return 0;
+  }
+  if (verb == "--version") {
+    std::printf("chakraflow 0.1.0\n");
+    return 0;
+  }
+  for (const auto& c : kCommands) {
+    if (verb == c.verb) return c.run(argc, argv, 2);
+  }
+  std::fprintf(stderr, "chakraflow: unknown command '%s'\n", argv[1]);
+  print_usage();
+  return 2;
+}

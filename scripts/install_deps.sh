@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Installs every build and test dependency of chakraflow from Debian packages (nothing else is downloaded).
+set -euo pipefail
+SUDO=""
+if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+pkgs=(build-essential cmake ninja-build pkg-config
+      libtbb-dev libsimdjson-dev libprotobuf-dev protobuf-compiler libfmt-dev libyaml-cpp-dev
+      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev)
+missing=()
+for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
+if [ ${#missing[@]} -gt 0 ]; then
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,368 @@
+#include "stages/device_trace_loader.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "stages/file_io.h"
+#include "stages/json_util.h"
+
+namespace chakraflow {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Kineto writes some ids as strings ("tid": "stream 7", pid "Spans"); map those to a stable
+// integer.
+int64_t id_from_text(std::string_view s) {
+  int64_t v = 0;
+  bool digits = !s.empty();
+  for (char c : s) {
+    if (c < '0' || c > '9') {
+      digits = false;
+      break;
+    }
+    v = v * 10 + (c - '0');
+    if (v > (int64_t{1} << 60)) {
+      digits = false;
+      break;
+    }
+  }
+  if (digits) return v;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a, negative so it cannot collide with real ids
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return -static_cast<int64_t>(h >> 2) - 1;
+}
+
+class DeviceParser {
+ public:
+  explicit DeviceParser(DeviceTrace& t) : t_(t), text_(t.text) {}
+
+  Status parse() {
+    if (text_.empty())
+      return Status::errorf("{}: empty file, expected a Kineto device trace", t_.path);
+    od::parser parser;
+    od::document doc;
+    auto err = parser
+                   .iterate(simdjson::padded_string_view(t_.text.data(), t_.text.size(),
+                                                         t_.text.capacity()))
+                   .get(doc);
+    if (err) return fail(doc, err, "cannot parse JSON");
+    od::object root;
+    if ((err = doc.get_object().get(root))) return fail(doc, err, "top level is not a JSON object");
+    bool saw_events = false;
+    for (auto field_result : root) {
+      od::field field;
+      if ((err = std::move(field_result).get(field)))
+        return fail(doc, err, "invalid top-level field");
+      std::string_view key_literal = json::string_literal(field.key().raw(), end());
+      if (key_literal != "\"traceEvents\"") continue;  // deviceProperties etc. are skipped
+      saw_events = true;
+      od::array events;
+      if ((err = field.value().get_array().get(events))) {
+        return fail(doc, err, "\"traceEvents\" is not an array");
+      }
+      size_t index = 0;
+      for (auto element : events) {
+        od::value value;
+        if ((err = std::move(element).get(value)))
+          return fail(doc, err, fmt::format("traceEvents[{}]", index));
+        const char* start = nullptr;
+        if ((err = value.current_location().get(start))) {
+          return fail(doc, err, fmt::format("traceEvents[{}]", index));
+        }
+        od::object obj;
+        if ((err = value.get_object().get(obj))) {
+          return fail(doc, err, fmt::format("traceEvents[{}] is not an object", index));
+        }
+        DeviceEvent e;
+        e.byte_offset = json::offset_in(text_, start);
+        last_offset_ = e.byte_offset;
+        CF_RETURN_IF_ERROR(parse_event(doc, obj, index, e));
+        t_.events.push_back(e);
+        ++index;
+      }
+    }
+    if (!saw_events) {
+      return Status::errorf("{}: no \"traceEvents\" array: not a Kineto device trace", t_.path);
+    }
+    const char* trailing = nullptr;
+    if (doc.current_location().get(trailing) == simdjson::SUCCESS) {
+      return Status::errorf("{}: byte {}: unexpected content after the top-level object", t_.path,
+                            json::current_offset(doc, text_));
+    }
+    build_indices();
+    return Status();
+  }
+
+ private:
+  const char* end() const { return text_.data() + text_.size(); }
+
+  // The iterator cannot be asked where it is once it has failed: errors name the start of the
+  // element being read (last_offset_), which is where the user should look.
+  Status fail(od::document& doc, simdjson::error_code err, std::string_view what) {
+    (void)doc;
+    const char* hint = (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::TAPE_ERROR)
+                           ? " (the file is truncated or malformed after this point)"
+                           : "";
+    return Status::errorf("{}: byte {}: {}: {}{}", t_.path, last_offset_, what,
+                          simdjson::error_message(err), hint);
+  }
+  uint64_t last_offset_ = 0;
+
+  Status event_error(const DeviceEvent& e, size_t index, std::string_view what) {
+    return Status::errorf("{}: byte {}: traceEvents[{}]: {}", t_.path, e.byte_offset, index, what);
+  }
+
+  Status read_literal(od::value v, const DeviceEvent& e, size_t index, std::string_view what,
+                      std::string_view* literal, std::string_view* unescaped) {
+    od::raw_json_string raw;
+    if (v.get_raw_json_string().get(raw)) {
+      return event_error(e, index, fmt::format("\"{}\" is not a string", what));
+    }
+    *literal = json::string_literal(raw.raw(), end());
+    auto s = json::unescape_literal(*literal, t_.arena);
+    if (!s) return event_error(e, index, fmt::format("\"{}\" holds an invalid escape", what));
+    *unescaped = *s;
+    return Status();
+  }
+
+  // Integer-like id fields: numbers, integral doubles, or strings.
+  bool read_id(od::value v, int64_t* out) {
+    od::json_type type;
+    if (v.type().get(type)) return false;
+    if (type == od::json_type::number) {
+      if (json::get_int64(v, out)) return true;
+      uint64_t u;
+      if (json::get_uint64(v, &u)) {  // ids above int64: keep the bit pattern
+        *out = static_cast<int64_t>(u);
+        return true;
+      }
+      return false;
+    }
+    if (type == od::json_type::string) {
+      std::string_view s;
+      if (v.get_string().get(s)) return false;
+      *out = id_from_text(s);
+      return true;
+    }
+    return false;
+  }
+
+  Status read_time(od::value v, const DeviceEvent& e, size_t index, std::string_view what,
+                   TimeNs* out, bool* fractional) {
+    od::json_type type;
+    if (v.type().get(type) || type != od::json_type::number) {
+      // Some exporters quote numbers; accept "123.4" but nothing else.
+      std::string_view s;
+      if (type == od::json_type::string && !v.get_string().get(s) &&
+          json::parse_micros_as_ns(s, out, fractional)) {
+        return Status();
+      }
+      return event_error(e, index, fmt::format("\"{}\" is not a number", what));
+    }
+    std::string_view token = v.raw_json_token();
+    while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
+                              token.back() == '\t')) {
+      token.remove_suffix(1);
+    }
+    if (!json::parse_micros_as_ns(token, out, fractional)) {
+      return event_error(e, index, fmt::format("\"{}\" ({}) is not a finite number", what, token));
+    }
+    return Status();
+  }
+
+  Status parse_event(od::document& doc, od::object obj, size_t index, DeviceEvent& e) {
+    std::string_view cat;
+    for (auto field_result : obj) {
+      od::field field;
+      if (std::move(field_result).get(field)) return event_error(e, index, "invalid field");
+      std::string_view key_literal = json::string_literal(field.key().raw(), end());
+      std::string_view key = key_literal.size() >= 2 ? key_literal.substr(1, key_literal.size() - 2)
+                                                     : std::string_view();
+      od::value v = field.value();
+      if (key == "ph") {
+        std::string_view lit, s;
+        CF_RETURN_IF_ERROR(read_literal(v, e, index, "ph", &lit, &s));
+        e.ph = s.empty() ? 0 : s[0];
+      } else if (key == "cat") {
+        std::string_view lit;
+        CF_RETURN_IF_ERROR(read_literal(v, e, index, "cat", &lit, &cat));
+      } else if (key == "name") {
+        od::json_type type;
+        if (v.type().get(type) == simdjson::SUCCESS && type != od::json_type::string) continue;
+        CF_RETURN_IF_ERROR(read_literal(v, e, index, "name", &e.name_raw, &e.name));
+      } else if (key == "ts") {
+        bool frac = false;
+        CF_RETURN_IF_ERROR(read_time(v, e, index, "ts", &e.ts, &frac));
+        if (frac) e.flags |= kTsFractional;
+      } else if (key == "dur") {
+        od::json_type type;
+        if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) continue;
+        bool frac = false;
+        CF_RETURN_IF_ERROR(read_time(v, e, index, "dur", &e.dur, &frac));
+        e.flags |= kHasDur;
+        if (frac) e.flags |= kDurFractional;
+      } else if (key == "tid") {
+        if (read_id(v, &e.tid)) e.flags |= kHasTid;
+      } else if (key == "pid") {
+        read_id(v, &e.pid);
+      } else if (key == "id") {
+        if (read_id(v, &e.flow_id)) e.flags |= kHasFlowId;
+      } else if (key == "args") {
+        const char* args_start = nullptr;
+        od::object args;
+        if (v.current_location().get(args_start) || v.get_object().get(args)) continue;
+        CF_RETURN_IF_ERROR(parse_args(args, index, e));
+        // Keep the raw text of args for stages that read more of it (synchronization events).
+        const char* after = nullptr;
+        if (doc.current_location().get(after)) after = end();
+        while (after > args_start && after[-1] != '}') --after;
+        e.args_raw = std::string_view(args_start, static_cast<size_t>(after - args_start));
+      }
+    }
+    e.cat = classify_category(cat);
+    if ((e.cat == DeviceCategory::kCpuOp || e.cat == DeviceCategory::kUserAnnotation) &&
+        e.name.find("ProfilerStep") != std::string_view::npos) {
+      e.flags |= kProfilerStep;
+    }
+    return Status();
+  }
+
+  Status parse_args(od::object args, size_t index, DeviceEvent& e) {
+    for (auto field_result : args) {
+      od::field field;
+      if (std::move(field_result).get(field)) return event_error(e, index, "invalid \"args\"");
+      std::string_view key_literal = json::string_literal(field.key().raw(), end());
+      std::string_view key = key_literal.size() >= 2 ? key_literal.substr(1, key_literal.size() - 2)
+                                                     : std::string_view();
+      od::value v = field.value();
+      int64_t id = 0;
+      if (key == "External id") {
+        if (read_id(v, &id)) {
+          e.external_id = id;
+          e.flags |= kHasExternalId;
+        }
+      } else if (key == "correlation") {
+        if (read_id(v, &id)) {
+          e.correlation = id;
+          e.flags |= kHasCorrelation;
+        }
+      } else if (key == "stream") {
+        od::json_type type;
+        if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) {
+          e.flags |= kStreamNull;
+        } else if (read_id(v, &id)) {
+          e.stream = id;
+          e.flags |= kHasStream;
+        }
+      } else if (key == "device") {
+        if (read_id(v, &id)) {
+          e.device = id;
+          e.flags |= kHasDevice;
+        }
+      } else if (key == "Record function id") {
+        if (read_id(v, &id) && id > 0) {
+          e.rf_id = static_cast<uint64_t>(id);
+          e.flags |= kHasRfId;
+        }
+      } else if (key == "Process Group Name") {
+        od::json_type type;
+        if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::string) {
+          std::string_view lit;
+          CF_RETURN_IF_ERROR(read_literal(v, e, index, "Process Group Name", &lit, &e.pg_name));
+        }
+      }
+    }
+    return Status();
+  }
+
+  void build_indices() {
+    const auto& ev = t_.events;
+    for (uint32_t i = 0; i < ev.size(); ++i) {
+      const DeviceEvent& e = ev[i];
+      switch (e.cat) {
+        case DeviceCategory::kCpuOp:
+        case DeviceCategory::kUserAnnotation:
+          if (!e.has(kProfilerStep)) {
+            t_.cpu_ops.push_back({i});
+            if (e.has(kHasRfId)) t_.has_rf_ids = true;
+          }
+          break;
+        case DeviceCategory::kCudaRuntime:
+        case DeviceCategory::kCudaDriver:
+          t_.launches.push_back({i});
+          break;
+        case DeviceCategory::kKernel:
+        case DeviceCategory::kGpuMemcpy:
+        case DeviceCategory::kGpuMemset:
+          t_.gpu_ops.push_back({i});
+          break;
+        default:
+          break;
+      }
+    }
+    auto by_ts = [&ev](DeviceEventIdx a, DeviceEventIdx b) {
+      return ev[a.value].ts < ev[b.value].ts;
+    };
+    std::stable_sort(t_.cpu_ops.begin(), t_.cpu_ops.end(), by_ts);
+    std::stable_sort(t_.launches.begin(), t_.launches.end(), by_ts);
+    std::stable_sort(t_.gpu_ops.begin(), t_.gpu_ops.end(), by_ts);
+  }
+
+  DeviceTrace& t_;
+  std::string_view text_;
+};
+
+}  // namespace
+
+DeviceCategory classify_category(std::string_view cat) {
+  if (cat == "cpu_op" || iequals(cat, "operator")) return DeviceCategory::kCpuOp;
+  if (cat == "user_annotation" || iequals(cat, "user_annotation") ||
+      iequals(cat, "user annotation")) {
+    return DeviceCategory::kUserAnnotation;
+  }
+  if (cat == "cuda_runtime" || iequals(cat, "runtime") || iequals(cat, "cuda_runtime")) {
+    return DeviceCategory::kCudaRuntime;
+  }
+  if (cat == "cuda_driver" || iequals(cat, "cuda_driver") || iequals(cat, "driver")) {
+    return DeviceCategory::kCudaDriver;
+  }
+  if (cat == "kernel" || iequals(cat, "kernel")) return DeviceCategory::kKernel;
+  if (cat == "gpu_memcpy" || iequals(cat, "memcpy") || iequals(cat, "gpu_memcpy")) {
+    return DeviceCategory::kGpuMemcpy;
+  }
+  if (cat == "gpu_memset" || iequals(cat, "memset") || iequals(cat, "gpu_memset")) {
+    return DeviceCategory::kGpuMemset;
+  }
+  if (cat == "ac2g") return DeviceCategory::kAc2g;
+  return DeviceCategory::kOther;
+}
+
+StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text) {
+  DeviceTrace trace;
+  trace.path = std::move(path);
+  trace.text = std::move(text);
+  if (trace.text.capacity() < trace.text.size() + kInputPadding) {
+    trace.text.reserve(trace.text.size() + kInputPadding);
+  }
+  CF_RETURN_IF_ERROR(DeviceParser(trace).parse());
+  return trace;
+}
+
+StatusOr<DeviceTrace> load_device_trace(const std::string& path) {
+  CF_ASSIGN_OR_RETURN(std::string text, read_input_file(path));
+  return parse_device_trace(path, std::move(text));
+}
+
+}  // namespace chakraflow

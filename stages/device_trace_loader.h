@@ -1,0 +1,25 @@
+// Stage 2: the device trace (Kineto Chrome JSON) loader.
+//
+// Reads traceEvents into DeviceEvent records: cpu_op, user_annotation, cuda_runtime, cuda_driver,
+// kernel, gpu_memcpy, gpu_memset and ac2g events, with ts/dur kept at nanosecond resolution, and
+// the args the linker needs (External id, correlation, stream, device, Record function id,
+// Process Group Name). Capitalised 2021-era categories ("Operator", "Kernel", "Runtime", ...)
+// are accepted. Builds the per-role index lists sorted by (ts, file order).
+#pragma once
+
+#include <string>
+
+#include "stages/status.h"
+#include "stages/trace_model.h"
+
+namespace chakraflow {
+
+StatusOr<DeviceTrace> load_device_trace(const std::string& path);
+
+// Parses `text` (already decompressed); `path` is used in messages only.
+StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text);
+
+// Category of a Kineto "cat" string (case-insensitive, 2021 names included).
+DeviceCategory classify_category(std::string_view cat);
+
+}  // namespace chakraflow

@@ -1,0 +1,230 @@
+#include "stages/et_plus_writer.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "stages/json_util.h"
+
+namespace chakraflow {
+namespace {
+
+constexpr size_t kChunk = 1 << 20;
+
+class Writer {
+ public:
+  Writer(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
+         const LinkOptions& options, const ByteSink& sink)
+      : host_(host), dev_(device), linked_(linked), opt_(options), sink_(sink) {
+    buf_.reserve(kChunk + 4096);
+  }
+
+  Status run() {
+    buf_.push_back('{');
+    bool first = true;
+    for (const TopLevelField& f : host_.top_level) {
+      if (!first) buf_.push_back(',');
+      first = false;
+      buf_.append(f.key_raw);
+      buf_.push_back(':');
+      if (f.is_nodes) {
+        write_nodes();
+      } else {
+        append_minified(f.value_raw);
+      }
+    }
+    buf_.append("}\n");
+    flush();
+    return Status();
+  }
+
+ private:
+  struct Splice {
+    Span span;
+    std::string_view text;
+  };
+
+  void maybe_flush() {
+    if (buf_.size() >= kChunk) flush();
+  }
+  void flush() {
+    if (!buf_.empty()) sink_(buf_);
+    buf_.clear();
+  }
+
+  void append_minified(std::string_view s) {
+    size_t old = buf_.size();
+    buf_.resize(old + s.size() + 64);
+    size_t len = 0;
+    if (simdjson::minify(s.data(), s.size(), buf_.data() + old, len) != simdjson::SUCCESS) {
+      buf_.resize(old);
+      buf_.append(s);
+      return;
+    }
+    buf_.resize(old + len);
+  }
+
+  void append_uint(uint64_t v) {
+    char tmp[24];
+    auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
+    buf_.append(tmp, static_cast<size_t>(r.ptr - tmp));
+  }
+  void append_int(int64_t v) {
+    char tmp[24];
+    auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
+    buf_.append(tmp, static_cast<size_t>(r.ptr - tmp));
+  }
+
+  // Writes `raw` (a JSON object) with spans replaced, minus its closing brace.
+  void write_spliced(std::string_view raw, Splice* splices, size_t n) {
+    for (size_t a = 1; a < n; ++a) {  // insertion sort by position (n <= 3)
+      for (size_t b = a; b > 0 && splices[b].span.begin < splices[b - 1].span.begin; --b) {
+        std::swap(splices[b], splices[b - 1]);
+      }
+    }
+    size_t pos = 0;
+    for (size_t k = 0; k < n; ++k) {
+      if (splices[k].span.empty() && splices[k].span.begin == 0) continue;
+      append_minified(raw.substr(pos, splices[k].span.begin - pos));
+      buf_.append(splices[k].text);
+      pos = splices[k].span.end;
+    }
+    size_t close = raw.size() - 1;  // the node's '}'
+    append_minified(raw.substr(pos, close - pos));
+  }
+
+  static std::string_view number(std::string& storage, uint64_t v) {
+    storage.clear();
+    char tmp[24];
+    auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
+    storage.assign(tmp, static_cast<size_t>(r.ptr - tmp));
+    return storage;
+  }
+
+  void append_timing(TimeNs inclusive, TimeNs exclusive, TimeNs ts, const LinkedHostOp& owner) {
+    buf_.append(",\"inclusive_dur\":");
+    json::append_micros(buf_, inclusive);
+    buf_.append(",\"exclusive_dur\":");
+    json::append_micros(buf_, exclusive);
+    buf_.append(",\"ts\":");
+    json::append_micros(buf_, ts);
+    buf_.append(",\"inter_thread_dep\":");
+    if (owner.inter_thread_dep.valid()) {
+      append_uint(linked_.ops[owner.inter_thread_dep.value].new_id);
+    } else {
+      buf_.append("null");
+    }
+  }
+
+  bool remap_parent_key(const HostNode& n) const {
+    if (n.parent_key == ParentKey::kCtrlDeps) return true;
+    return n.parent_key == ParentKey::kParent && opt_.compat == Compat::kDefault;
+  }
+
+  void write_nodes() {
+    buf_.append("[\n");
+    bool first = true;
+    std::string id_text, parent_text, cpu_id_text;
+    for (uint32_t i = 0; i < host_.nodes.size(); ++i) {
+      const HostNode& n = host_.nodes[i];
+      const LinkedHostOp& op = linked_.ops[i];
+      if (!first) buf_.append(",\n");
+      first = false;
+      // The host node.
+      Splice splices[3];
+      size_t ns = 0;
+      splices[ns++] = {n.id_value, number(id_text, op.new_id)};
+      if (op.parent_state != ParentState::kNone && remap_parent_key(n)) {
+        splices[ns++] = {n.parent_value, number(parent_text, op.new_parent)};
+      }
+      write_spliced(n.raw, splices, ns);
+      if (op.device_event.valid()) {
+        const DeviceEvent& e = dev_[op.device_event];
+        append_timing(e.dur, op.exclusive, e.ts, op);
+      }
+      const auto& sync = linked_.sync_deps[i];
+      if (!sync.empty()) {
+        buf_.append(",\"sync_dep\":[");
+        for (size_t k = 0; k < sync.size(); ++k) {
+          if (k) buf_.push_back(',');
+          append_uint(sync[k]);
+        }
+        buf_.push_back(']');
+      }
+      buf_.push_back('}');
+      maybe_flush();
+      // Its GPU ops.
+      number(cpu_id_text, op.new_id);
+      for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
+        const DeviceEvent& g = dev_[linked_.gpu_events[k]];
+        buf_.append(",\n");
+        size_t ng = 0;
+        splices[ng++] = {n.id_value, number(id_text, linked_.gpu_new_id(op, k - op.gpu_begin))};
+        splices[ng++] = {n.name_value, g.name_raw};
+        bool ctrl_in_place = n.parent_key == ParentKey::kCtrlDeps;
+        if (ctrl_in_place ||
+            (n.parent_key == ParentKey::kParent && opt_.compat == Compat::kDefault)) {
+          splices[ng++] = {n.parent_value, cpu_id_text};
+        }
+        write_spliced(n.raw, splices, ng);
+        append_timing(g.dur, g.dur, g.ts, op);
+        if (!ctrl_in_place) {
+          buf_.append(",\"ctrl_deps\":");
+          buf_.append(cpu_id_text);
+        }
+        buf_.append(",\"cat\":\"");
+        buf_.append(category_name(g.cat));
+        buf_.append("\",\"ph\":");
+        if (g.ph) {
+          buf_.push_back('"');
+          buf_.push_back(g.ph);
+          buf_.push_back('"');
+        } else {
+          buf_.append("null");
+        }
+        buf_.append(",\"stream\":");
+        if (g.has(kHasStream))
+          append_int(g.stream);
+        else
+          buf_.append("null");
+        if (!g.pg_name.empty() && g.name.find("ncclDevKernel") != std::string_view::npos) {
+          buf_.append(",\"pg_name\":");
+          json::append_escaped(buf_, g.pg_name);
+        }
+        buf_.push_back('}');
+        maybe_flush();
+      }
+    }
+    buf_.append("\n]");
+  }
+
+  static std::string_view category_name(DeviceCategory c) {
+    switch (c) {
+      case DeviceCategory::kKernel:
+        return "kernel";
+      case DeviceCategory::kGpuMemcpy:
+        return "gpu_memcpy";
+      case DeviceCategory::kGpuMemset:
+        return "gpu_memset";
+      default:
+        return "gpu_op";
+    }
+  }
+
+  const HostTrace& host_;
+  const DeviceTrace& dev_;
+  const LinkedTrace& linked_;
+  const LinkOptions& opt_;
+  const ByteSink& sink_;
+  std::string buf_;
+};
+
+}  // namespace
+
+Status write_et_plus(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
+                     const LinkOptions& options, const ByteSink& sink) {
+  return Writer(host, device, linked, options, sink).run();
+}
+
+}  // namespace chakraflow

@@ -1,0 +1,24 @@
+// Stage 8: the ET+ writer. Streams the host trace back out with what linking learned: new ids,
+// remapped parents, inclusive/exclusive durations, ts and inter-thread dependencies on matched
+// host ops, and one GPU node per linked GPU op right after its launching host op (a copy of the
+// host node with the GPU op's name, cat, ph, durations, ts, stream and pg_name) -- the keys
+// Chakra's chakra_trace_link writes. Every host field is passed through verbatim (whitespace
+// removed). One node per line. Output bytes depend only on the inputs and options.
+#pragma once
+
+#include <functional>
+#include <string_view>
+
+#include "stages/link_options.h"
+#include "stages/linked_trace.h"
+#include "stages/status.h"
+#include "stages/trace_model.h"
+
+namespace chakraflow {
+
+using ByteSink = std::function<void(std::string_view)>;
+
+Status write_et_plus(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
+                     const LinkOptions& options, const ByteSink& sink);
+
+}  // namespace chakraflow

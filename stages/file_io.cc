@@ -1,0 +1,264 @@
+#include "stages/file_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace chakraflow {
+namespace {
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+bool is_gzip(const std::string& bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+StatusOr<std::string> gunzip(const std::string& path, const std::string& compressed) {
+  // ISIZE (last 4 bytes) is the size of the last member modulo 2^32: a hint, not a bound.
+  size_t hint = compressed.size() * 4;
+  if (compressed.size() >= 18) {
+    uint32_t isize;
+    std::memcpy(&isize, compressed.data() + compressed.size() - 4, 4);
+    if (isize > compressed.size()) hint = isize;
+  }
+  std::string out;
+  out.reserve(hint + kInputPadding);
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) return Status::errorf("{}: cannot initialise zlib", path);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  zs.avail_in = static_cast<uInt>(0);
+  size_t consumed = 0;
+  const size_t total = compressed.size();
+  int rc = Z_OK;
+  while (true) {
+    if (zs.avail_in == 0 && consumed < total) {
+      size_t chunk = std::min<size_t>(total - consumed, 1u << 30);
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data() + consumed));
+      zs.avail_in = static_cast<uInt>(chunk);
+      consumed += chunk;
+    }
+    if (out.size() == out.capacity() || out.capacity() - out.size() < 4096) {
+      out.reserve(std::max<size_t>(out.capacity() * 2, 1 << 16));
+    }
+    size_t old_size = out.size();
+    size_t room = out.capacity() - old_size;
+    out.resize(out.capacity());
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + old_size);
+    zs.avail_out = static_cast<uInt>(std::min<size_t>(room, 1u << 30));
+    size_t offered = zs.avail_out;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.resize(old_size + (offered - zs.avail_out));
+    if (rc == Z_STREAM_END) {
+      // Concatenated gzip members are legal: continue with the next one if any input is left.
+      size_t left = zs.avail_in + (total - consumed);
+      if (left == 0) break;
+      if (inflateReset(&zs) != Z_OK) break;
+      continue;
+    }
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0 && consumed >= total) {
+      inflateEnd(&zs);
+      return Status::errorf("{}: truncated gzip stream after {} decompressed bytes", path,
+                            out.size());
+    }
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      uint64_t at = consumed - zs.avail_in;
+      inflateEnd(&zs);
+      return Status::errorf("{}: corrupt gzip data near compressed byte {}: {}", path, at,
+                            zs.msg ? zs.msg : "inflate failed");
+    }
+  }
+  inflateEnd(&zs);
+  if (out.capacity() < out.size() + kInputPadding) out.reserve(out.size() + kInputPadding);
+  return out;
+}
+
+std::string make_temp_path(const std::string& path) {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), counter.fetch_add(1));
+}
+
+}  // namespace
+
+bool has_gz_suffix(std::string_view path) {
+  return path.size() >= 3 && path.substr(path.size() - 3) == ".gz";
+}
+
+StatusOr<std::string> read_input_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::errorf("{}: cannot open: {}", path, errno_text());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return Status::errorf("{}: cannot stat: {}", path, errno_text());
+  }
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return Status::errorf("{}: is a directory, expected a file", path);
+  }
+  std::string bytes;
+  bytes.reserve(static_cast<size_t>(st.st_size) + kInputPadding);
+  bytes.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < bytes.size()) {
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      return Status::errorf("{}: read failed at byte {}: {}", path, done, errno_text());
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(done);
+  if (is_gzip(bytes)) return gunzip(path, bytes);
+  return bytes;
+}
+
+OutputFile::~OutputFile() {
+  discard();
+}
+
+OutputFile::OutputFile(OutputFile&& other) noexcept {
+  *this = std::move(other);
+}
+
+OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
+  if (this != &other) {
+    discard();
+    path_ = std::move(other.path_);
+    temp_path_ = std::move(other.temp_path_);
+    file_ = std::exchange(other.file_, nullptr);
+    gz_ = std::exchange(other.gz_, nullptr);
+    buffer_ = std::move(other.buffer_);
+    bytes_written_ = other.bytes_written_;
+    failed_ = other.failed_;
+    other.temp_path_.clear();
+  }
+  return *this;
+}
+
+StatusOr<OutputFile> OutputFile::open(const std::string& path) {
+  return open(path, has_gz_suffix(path));
+}
+
+StatusOr<OutputFile> OutputFile::open(const std::string& path, bool gzip) {
+  if (path.empty()) return Status::error("output path is empty");
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    return Status::errorf("{}: is a directory, expected an output file name", path);
+  }
+  OutputFile out;
+  out.path_ = path;
+  out.temp_path_ = make_temp_path(path);
+  int fd = ::open(out.temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    std::string why = errno_text();
+    out.temp_path_.clear();
+    return Status::errorf("{}: cannot create output: {}", path, why);
+  }
+  if (gzip) {
+    out.gz_ = gzdopen(fd, "wb1");
+    if (out.gz_ == nullptr) {
+      ::close(fd);
+      return Status::errorf("{}: cannot start gzip stream", path);
+    }
+    gzbuffer(static_cast<gzFile>(out.gz_), 1 << 18);
+  } else {
+    out.file_ = ::fdopen(fd, "wb");
+    if (out.file_ == nullptr) {
+      ::close(fd);
+      return Status::errorf("{}: cannot open output stream", path);
+    }
+  }
+  out.buffer_.reserve(kFlushSize + 4096);
+  return out;
+}
+
+void OutputFile::write(std::string_view bytes) {
+  if (buffer_.size() + bytes.size() > kFlushSize) flush_buffer();
+  if (bytes.size() > kFlushSize) {
+    bytes_written_ += bytes.size();
+    if (gz_) {
+      failed_ |= gzwrite(static_cast<gzFile>(gz_), bytes.data(),
+                         static_cast<unsigned>(bytes.size())) != static_cast<int>(bytes.size());
+    } else if (file_) {
+      failed_ |= std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size();
+    }
+    return;
+  }
+  buffer_.append(bytes);
+}
+
+void OutputFile::flush_buffer() {
+  if (buffer_.empty()) return;
+  bytes_written_ += buffer_.size();
+  if (gz_) {
+    failed_ |= gzwrite(static_cast<gzFile>(gz_), buffer_.data(),
+                       static_cast<unsigned>(buffer_.size())) != static_cast<int>(buffer_.size());
+  } else if (file_) {
+    failed_ |= std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size();
+  } else {
+    failed_ = true;
+  }
+  buffer_.clear();
+}
+
+Status OutputFile::commit() {
+  if (temp_path_.empty()) return Status::errorf("{}: output already closed", path_);
+  flush_buffer();
+  bool close_failed = false;
+  if (gz_) {
+    close_failed = gzclose(static_cast<gzFile>(gz_)) != Z_OK;
+    gz_ = nullptr;
+  }
+  if (file_) {
+    close_failed = std::fflush(file_) != 0;
+    close_failed |= std::fclose(file_) != 0;
+    file_ = nullptr;
+  }
+  if (failed_ || close_failed) {
+    discard();
+    return Status::errorf("{}: write failed (disk full or I/O error)", path_);
+  }
+  if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+    std::string why = errno_text();
+    discard();
+    return Status::errorf("{}: cannot rename temporary output into place: {}", path_, why);
+  }
+  temp_path_.clear();
+  return Status();
+}
+
+void OutputFile::discard() {
+  if (gz_) {
+    gzclose(static_cast<gzFile>(gz_));
+    gz_ = nullptr;
+  }
+  if (file_) {
+    std::fclose(file_);
+    file_ = nullptr;
+  }
+  if (!temp_path_.empty()) {
+    ::unlink(temp_path_.c_str());
+    temp_path_.clear();
+  }
+  buffer_.clear();
+}
+
+Status write_file_atomically(const std::string& path, std::string_view content) {
+  CF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::open(path));
+  out.write(content);
+  return out.commit();
+}
+
+}  // namespace chakraflow

@@ -1,0 +1,312 @@
+#include "stages/host_et_loader.h"
+
+#include <algorithm>
+
+#include "stages/file_io.h"
+#include "stages/json_util.h"
+
+namespace chakraflow {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+class HostParser {
+ public:
+  HostParser(HostTrace& trace) : t_(trace), text_(trace.text) {}
+
+  Status parse() {
+    if (text_.empty())
+      return Status::errorf("{}: empty file, expected a host execution trace", t_.path);
+    od::parser parser;
+    od::document doc;
+    auto err = parser
+                   .iterate(simdjson::padded_string_view(t_.text.data(), t_.text.size(),
+                                                         t_.text.capacity()))
+                   .get(doc);
+    if (err) return fail(doc, err, "cannot parse JSON");
+    od::object root;
+    if ((err = doc.get_object().get(root))) return fail(doc, err, "top level is not a JSON object");
+    bool saw_nodes = false;
+    for (auto field_result : root) {
+      od::field field;
+      if ((err = std::move(field_result).get(field)))
+        return fail(doc, err, "invalid top-level field");
+      std::string_view key_literal = json::string_literal(field.key().raw(), end());
+      std::string_view key = key_literal.size() >= 2 ? key_literal.substr(1, key_literal.size() - 2)
+                                                     : std::string_view();
+      if (key == "nodes") {
+        saw_nodes = true;
+        t_.top_level.push_back({key_literal, {}, true});
+        od::array nodes;
+        if ((err = field.value().get_array().get(nodes))) {
+          return fail(doc, err, "\"nodes\" is not an array");
+        }
+        CF_RETURN_IF_ERROR(parse_nodes(doc, nodes));
+        continue;
+      }
+      std::string_view raw;
+      if ((err = json::raw_value(field.value()).get(raw))) {
+        return fail(doc, err, fmt::format("invalid value of top-level key \"{}\"", key));
+      }
+      if (key == "schema") {
+        auto s = json::unescape_literal(raw, t_.arena);
+        if (!s || raw.front() != '"')
+          return Status::errorf("{}: \"schema\" is not a string", t_.path);
+        t_.schema = std::string(*s);
+      }
+      t_.top_level.push_back({key_literal, raw, false});
+    }
+    if (!saw_nodes)
+      return Status::errorf("{}: no \"nodes\" array: not a host execution trace", t_.path);
+    // Trailing content after the root object is an error (e.g. two documents concatenated).
+    const char* trailing = nullptr;
+    if (doc.current_location().get(trailing) == simdjson::SUCCESS) {
+      return Status::errorf("{}: byte {}: unexpected content after the top-level object", t_.path,
+                            json::current_offset(doc, text_));
+    }
+    t_.layout = detect_layout();
+    std::stable_sort(t_.nodes.begin(), t_.nodes.end(),
+                     [](const HostNode& a, const HostNode& b) { return a.id < b.id; });
+    for (size_t i = 1; i < t_.nodes.size(); ++i) {
+      if (t_.nodes[i].id == t_.nodes[i - 1].id) {
+        return Status::errorf("{}: duplicate node id {} (nodes at byte {} and byte {})", t_.path,
+                              t_.nodes[i].id, t_.nodes[i - 1].byte_offset, t_.nodes[i].byte_offset);
+      }
+    }
+    return Status();
+  }
+
+ private:
+  const char* end() const { return text_.data() + text_.size(); }
+
+  // The iterator cannot be asked where it is once it has failed: errors name the start of the
+  // element being read (last_offset_), which is where the user should look.
+  Status fail(od::document& doc, simdjson::error_code err, std::string_view what) {
+    (void)doc;
+    const char* hint = (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::TAPE_ERROR)
+                           ? " (the file is truncated or malformed after this point)"
+                           : "";
+    return Status::errorf("{}: byte {}: {}: {}{}", t_.path, last_offset_, what,
+                          simdjson::error_message(err), hint);
+  }
+  uint64_t last_offset_ = 0;
+
+  HostLayout detect_layout() const {
+    if (t_.schema.rfind("1.0.1", 0) == 0) return HostLayout::kFlat;
+    if (!t_.schema.empty()) return HostLayout::kAttrs;
+    for (const HostNode& n : t_.nodes) {
+      if (n.parent_key == ParentKey::kParent) return HostLayout::kFlat;
+      if (n.parent_key == ParentKey::kCtrlDeps) return HostLayout::kAttrs;
+    }
+    return HostLayout::kAttrs;
+  }
+
+  Status parse_nodes(od::document& doc, od::array nodes) {
+    size_t index = 0;
+    for (auto element : nodes) {
+      od::value value;
+      simdjson::error_code err;
+      if ((err = std::move(element).get(value)))
+        return fail(doc, err, fmt::format("invalid node #{}", index));
+      const char* start = nullptr;
+      if ((err = value.current_location().get(start))) {
+        return fail(doc, err, fmt::format("invalid node #{}", index));
+      }
+      od::object obj;
+      if ((err = value.get_object().get(obj))) {
+        return fail(doc, err, fmt::format("node #{} is not an object", index));
+      }
+      HostNode node;
+      node.byte_offset = json::offset_in(text_, start);
+      last_offset_ = node.byte_offset;
+      CF_RETURN_IF_ERROR(parse_node(doc, obj, start, index, node));
+      t_.nodes.push_back(node);
+      ++index;
+    }
+    return Status();
+  }
+
+  Status node_error(const HostNode& n, size_t index, std::string_view what) {
+    return Status::errorf("{}: byte {}: node #{}{}: {}", t_.path, n.byte_offset, index,
+                          n.id ? fmt::format(" (id {})", n.id) : std::string(), what);
+  }
+
+  Span span_of(const char* obj_start, std::string_view token) {
+    return Span{static_cast<uint32_t>(token.data() - obj_start),
+                static_cast<uint32_t>(token.data() + token.size() - obj_start)};
+  }
+
+  Status parse_node(od::document& doc, od::object obj, const char* start, size_t index,
+                    HostNode& n) {
+    bool has_id = false;
+    bool has_name = false;
+    for (auto field_result : obj) {
+      od::field field;
+      simdjson::error_code err;
+      if ((err = std::move(field_result).get(field)))
+        return fail(doc, err, fmt::format("node #{}", index));
+      std::string_view key_literal = json::string_literal(field.key().raw(), end());
+      std::string_view key = key_literal.size() >= 2 ? key_literal.substr(1, key_literal.size() - 2)
+                                                     : std::string_view();
+      od::value v = field.value();
+      if (key == "id") {
+        std::string_view token = trimmed_token(v);
+        if (!json::get_uint64(v, &n.id))
+          return node_error(n, index, "\"id\" is not a non-negative integer");
+        n.id_value = span_of(start, token);
+        has_id = true;
+      } else if (key == "name") {
+        std::string_view literal;
+        CF_RETURN_IF_ERROR(read_string(doc, v, n, index, "name", &n.name, &literal));
+        n.name_value = span_of(start, literal);
+        has_name = true;
+      } else if (key == "ctrl_deps" || key == "parent") {
+        std::string_view token = trimmed_token(v);
+        od::json_type type;
+        if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) continue;
+        if (!json::get_uint64(v, &n.parent)) {
+          return node_error(n, index, fmt::format("\"{}\" is not a non-negative integer", key));
+        }
+        n.parent_key = key == "parent" ? ParentKey::kParent : ParentKey::kCtrlDeps;
+        n.parent_value = span_of(start, token);
+      } else if (key == "attrs") {
+        CF_RETURN_IF_ERROR(parse_attrs(doc, v, n, index));
+      } else if (key == "op_schema") {
+        CF_RETURN_IF_ERROR(read_string(doc, v, n, index, "op_schema", &n.op_schema, nullptr));
+      } else if (is_int_attr(key)) {
+        CF_RETURN_IF_ERROR(read_int_attr(v, key, n, index));
+      }
+      // Every other field (inputs, outputs, shapes, types ...) is passed through verbatim.
+    }
+    if (!has_id) return node_error(n, index, "missing required field \"id\"");
+    if (!has_name) return node_error(n, index, "missing required field \"name\"");
+    const char* after = nullptr;
+    if (doc.current_location().get(after)) after = end();
+    // current_location() points at the structural character that follows the object.
+    while (after > start && after[-1] != '}') --after;
+    n.raw = std::string_view(start, static_cast<size_t>(after - start));
+    return Status();
+  }
+
+  static std::string_view trimmed_token(od::value& v) {
+    std::string_view t = v.raw_json_token();
+    while (!t.empty() &&
+           (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) {
+      t.remove_suffix(1);
+    }
+    return t;
+  }
+
+  Status read_string(od::document& doc, od::value v, const HostNode& n, size_t index,
+                     std::string_view what, std::string_view* out, std::string_view* literal_out) {
+    od::raw_json_string raw;
+    auto err = v.get_raw_json_string().get(raw);
+    if (err) {
+      (void)doc;
+      return node_error(n, index, fmt::format("\"{}\" is not a string", what));
+    }
+    std::string_view literal = json::string_literal(raw.raw(), end());
+    auto s = json::unescape_literal(literal, t_.arena);
+    if (!s) return node_error(n, index, fmt::format("\"{}\" holds an invalid escape", what));
+    *out = *s;
+    if (literal_out) *literal_out = literal;
+    return Status();
+  }
+
+  static bool is_int_attr(std::string_view key) {
+    return key == "rf_id" || key == "fw_parent" || key == "seq_id" || key == "scope" ||
+           key == "tid" || key == "fw_tid";
+  }
+
+  Status read_int_attr(od::value v, std::string_view key, HostNode& n, size_t index) {
+    od::json_type type;
+    if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) return Status();
+    int64_t value = 0;
+    if (key == "seq_id") {
+      if (!json::get_int64(v, &value)) return node_error(n, index, "\"seq_id\" is not an integer");
+      n.seq_id = value;
+      return Status();
+    }
+    uint64_t u = 0;
+    if (!json::get_uint64(v, &u)) {
+      // Negative ids appear in some traces for "none"; treat them as 0 rather than failing.
+      if (json::get_int64(v, &value) && value < 0) {
+        u = 0;
+      } else {
+        return node_error(n, index, fmt::format("\"{}\" is not an integer", key));
+      }
+    }
+    if (key == "rf_id")
+      n.rf_id = u;
+    else if (key == "fw_parent")
+      n.fw_parent = u;
+    else if (key == "scope")
+      n.scope = u;
+    else if (key == "tid")
+      n.tid = u;
+    else if (key == "fw_tid")
+      n.fw_tid = u;
+    return Status();
+  }
+
+  Status parse_attrs(od::document& doc, od::value v, HostNode& n, size_t index) {
+    od::array attrs;
+    if (v.get_array().get(attrs)) return node_error(n, index, "\"attrs\" is not an array");
+    for (auto attr_result : attrs) {
+      od::object attr;
+      if (attr_result.get_object().get(attr)) {
+        return node_error(n, index, "an entry of \"attrs\" is not an object");
+      }
+      std::string_view attr_name;
+      bool have_name = false;
+      for (auto field_result : attr) {
+        od::field field;
+        if (std::move(field_result).get(field))
+          return node_error(n, index, "invalid \"attrs\" entry");
+        std::string_view key_literal = json::string_literal(field.key().raw(), end());
+        std::string_view key = key_literal.size() >= 2
+                                   ? key_literal.substr(1, key_literal.size() - 2)
+                                   : std::string_view();
+        od::value value = field.value();
+        if (key == "name") {
+          std::string_view literal;
+          CF_RETURN_IF_ERROR(
+              read_string(doc, value, n, index, "attrs[].name", &attr_name, &literal));
+          have_name = true;
+        } else if (key == "value" && have_name) {
+          // PyTorch writes "name" before "value"; attrs in another order are passed through only.
+          if (attr_name == "op_schema") {
+            CF_RETURN_IF_ERROR(
+                read_string(doc, value, n, index, "op_schema", &n.op_schema, nullptr));
+          } else if (is_int_attr(attr_name)) {
+            CF_RETURN_IF_ERROR(read_int_attr(value, attr_name, n, index));
+          }
+        }
+      }
+    }
+    return Status();
+  }
+
+  HostTrace& t_;
+  std::string_view text_;
+};
+
+}  // namespace
+
+StatusOr<HostTrace> parse_host_trace(std::string path, std::string text) {
+  HostTrace trace;
+  trace.path = std::move(path);
+  trace.text = std::move(text);
+  if (trace.text.capacity() < trace.text.size() + kInputPadding) {
+    trace.text.reserve(trace.text.size() + kInputPadding);
+  }
+  CF_RETURN_IF_ERROR(HostParser(trace).parse());
+  return trace;
+}
+
+StatusOr<HostTrace> load_host_trace(const std::string& path) {
+  CF_ASSIGN_OR_RETURN(std::string text, read_input_file(path));
+  return parse_host_trace(path, std::move(text));
+}
+
+}  // namespace chakraflow

@@ -1,0 +1,28 @@
+// Stage 7: attaches GPU ops to host ops and assigns the ET+ ids, as Chakra's UniqueIdAssigner
+// does: host nodes in original id order get dense ids from 0, each followed immediately by its GPU
+// ops (in GPU ts order). Parents are remapped to new ids; a missing parent is reattached to the
+// root of its thread (default) or given a fresh dangling id (Chakra mode). Inter-thread
+// dependencies are resolved from device events to host ops.
+#pragma once
+
+#include "stages/exclusive_durations.h"
+#include "stages/gap_dependencies.h"
+#include "stages/host_device_mapping.h"
+#include "stages/launcher_correlation.h"
+#include "stages/link_options.h"
+#include "stages/linked_trace.h"
+
+namespace chakraflow {
+
+struct LinkInputs {
+  const HostTrace& host;
+  const DeviceTrace& device;
+  const ExclusiveDurations& exclusive;
+  const GapDependencies& gaps;
+  const LauncherLinks& launchers;
+  const HostDeviceMap& mapping;
+};
+
+LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkStats stats);
+
+}  // namespace chakraflow

@@ -1,0 +1,321 @@
+#include "stages/json_util.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+namespace chakraflow::json {
+namespace {
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+bool hex4(std::string_view s, size_t i, uint32_t* v) {
+  if (i + 4 > s.size()) return false;
+  uint32_t r = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    char c = s[i + k];
+    r <<= 4;
+    if (c >= '0' && c <= '9')
+      r |= static_cast<uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      r |= static_cast<uint32_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      r |= static_cast<uint32_t>(c - 'A' + 10);
+    else
+      return false;
+  }
+  *v = r;
+  return true;
+}
+
+}  // namespace
+
+std::string_view string_literal(const char* after_quote, const char* limit) {
+  const char* p = after_quote;
+  while (p < limit) {
+    if (*p == '\\') {
+      p += 2;
+      continue;
+    }
+    if (*p == '"')
+      return std::string_view(after_quote - 1, static_cast<size_t>(p + 1 - (after_quote - 1)));
+    ++p;
+  }
+  return {};
+}
+
+std::optional<std::string_view> unescape_literal(std::string_view literal,
+                                                 std::deque<std::string>& arena) {
+  if (literal.size() < 2) return std::nullopt;
+  std::string_view body = literal.substr(1, literal.size() - 2);
+  if (body.find('\\') == std::string_view::npos) return body;
+  std::string out;
+  out.reserve(body.size());
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (c != '\\') {
+      out.push_back(c);
+      continue;
+    }
+    if (++i >= body.size()) return std::nullopt;
+    switch (body[i]) {
+      case '"':
+        out.push_back('"');
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
+      case '/':
+        out.push_back('/');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'u': {
+        uint32_t cp;
+        if (!hex4(body, i + 1, &cp)) return std::nullopt;
+        i += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF && i + 6 < body.size() + 0 && body[i + 1] == '\\' &&
+            body[i + 2] == 'u') {
+          uint32_t lo;
+          if (hex4(body, i + 3, &lo) && lo >= 0xDC00 && lo <= 0xDFFF) {
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            i += 6;
+          }
+        }
+        append_utf8(out, cp);
+        break;
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+  arena.push_back(std::move(out));
+  return std::string_view(arena.back());
+}
+
+void append_escaped(std::string& out, std::string_view s) {
+  out.push_back('"');
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default: {
+        static const char* kHex = "0123456789abcdef";
+        out += "\\u00";
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 15]);
+      }
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out.push_back('"');
+}
+
+simdjson::simdjson_result<std::string_view> raw_value(od::value v) {
+  od::json_type type;
+  auto err = v.type().get(type);
+  if (err) return err;
+  if (type == od::json_type::object) {
+    od::object o;
+    if ((err = v.get_object().get(o))) return err;
+    return o.raw_json();
+  }
+  if (type == od::json_type::array) {
+    od::array a;
+    if ((err = v.get_array().get(a))) return err;
+    return a.raw_json();
+  }
+  std::string_view token = v.raw_json_token();
+  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
+                            token.back() == '\t')) {
+    token.remove_suffix(1);
+  }
+  return token;
+}
+
+bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional) {
+  *fractional = false;
+  if (token.empty()) return false;
+  // Fast path: [-]digits[.digits] with at most 18 integer digits.
+  size_t i = 0;
+  bool negative = false;
+  if (token[0] == '-') {
+    negative = true;
+    i = 1;
+  }
+  size_t int_begin = i;
+  int64_t whole = 0;
+  while (i < token.size() && token[i] >= '0' && token[i] <= '9') {
+    if (i - int_begin >= 18) goto slow;
+    whole = whole * 10 + (token[i] - '0');
+    ++i;
+  }
+  if (i == int_begin) goto slow;
+  {
+    int64_t frac_ns = 0;
+    if (i < token.size() && token[i] == '.') {
+      ++i;
+      int digits = 0;
+      bool extra_nonzero = false;
+      int next_digit = -1;
+      size_t frac_begin = i;
+      while (i < token.size() && token[i] >= '0' && token[i] <= '9') {
+        if (digits < 3) {
+          frac_ns = frac_ns * 10 + (token[i] - '0');
+          ++digits;
+        } else {
+          if (next_digit < 0) next_digit = token[i] - '0';
+          if (token[i] != '0') extra_nonzero = true;
+        }
+        ++i;
+      }
+      if (i == frac_begin) goto slow;
+      while (digits < 3) {
+        frac_ns *= 10;
+        ++digits;
+      }
+      if (next_digit >= 5) frac_ns += 1;  // round half up on the first dropped digit
+      (void)extra_nonzero;
+    }
+    if (i != token.size()) goto slow;
+    int64_t total = whole * 1000 + frac_ns;
+    *fractional = (total % 1000) != 0;
+    *ns = negative ? -total : total;
+    return true;
+  }
+slow : {
+  double d = 0;
+  auto res = std::from_chars(token.data(), token.data() + token.size(), d);
+  if (res.ec != std::errc() || res.ptr != token.data() + token.size() || !std::isfinite(d)) {
+    return false;
+  }
+  double scaled = std::round(d * 1000.0);
+  if (std::fabs(scaled) > 9.2e18) return false;
+  *ns = static_cast<TimeNs>(scaled);
+  *fractional = (*ns % 1000) != 0;
+  return true;
+}
+}
+
+void append_micros(std::string& out, TimeNs ns) {
+  char buf[48];
+  bool negative = ns < 0;
+  uint64_t mag = negative ? static_cast<uint64_t>(-(ns + 1)) + 1 : static_cast<uint64_t>(ns);
+  uint64_t whole = mag / 1000;
+  uint64_t frac = mag % 1000;
+  char* p = buf;
+  if (negative) *p++ = '-';
+  p = std::to_chars(p, buf + sizeof(buf), whole).ptr;
+  if (frac != 0) {
+    *p++ = '.';
+    char digits[3] = {static_cast<char>('0' + frac / 100),
+                      static_cast<char>('0' + (frac / 10) % 10),
+                      static_cast<char>('0' + frac % 10)};
+    int n = 3;
+    while (n > 0 && digits[n - 1] == '0') --n;
+    for (int k = 0; k < n; ++k) *p++ = digits[k];
+  }
+  out.append(buf, static_cast<size_t>(p - buf));
+}
+
+uint64_t offset_in(std::string_view text, const char* p) {
+  if (p == nullptr || p < text.data() || p > text.data() + text.size()) return text.size();
+  return static_cast<uint64_t>(p - text.data());
+}
+
+uint64_t current_offset(od::document& doc, std::string_view text) {
+  const char* p = nullptr;
+  if (doc.current_location().get(p)) return text.size();
+  return offset_in(text, p);
+}
+
+bool get_int64(od::value v, int64_t* out) {
+  od::number_type nt;
+  if (v.get_number_type().get(nt)) return false;
+  if (nt == od::number_type::signed_integer) return !v.get_int64().get(*out);
+  if (nt == od::number_type::unsigned_integer) {
+    uint64_t u;
+    if (v.get_uint64().get(u) || u > static_cast<uint64_t>(INT64_MAX)) return false;
+    *out = static_cast<int64_t>(u);
+    return true;
+  }
+  double d;
+  if (v.get_double().get(d) || !std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.2e18) {
+    return false;
+  }
+  *out = static_cast<int64_t>(d);
+  return true;
+}
+
+bool get_uint64(od::value v, uint64_t* out) {
+  od::number_type nt;
+  if (v.get_number_type().get(nt)) return false;
+  if (nt == od::number_type::unsigned_integer) return !v.get_uint64().get(*out);
+  if (nt == od::number_type::signed_integer) {
+    int64_t i;
+    if (v.get_int64().get(i) || i < 0) return false;
+    *out = static_cast<uint64_t>(i);
+    return true;
+  }
+  double d;
+  if (v.get_double().get(d) || !std::isfinite(d) || d != std::floor(d) || d < 0 || d > 1.8e19) {
+    return false;
+  }
+  *out = static_cast<uint64_t>(d);
+  return true;
+}
+
+}  // namespace chakraflow::json

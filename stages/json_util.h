@@ -1,0 +1,54 @@
+// Small JSON helpers shared by the loaders and writers: reading raw tokens from simdjson's
+// on-demand API, unescaping and escaping strings, Kineto's microsecond numbers as integer
+// nanoseconds, and number formatting that round-trips. Stateless; thread-safe.
+#pragma once
+
+#include <simdjson.h>
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "stages/trace_model.h"
+
+namespace chakraflow::json {
+
+namespace od = simdjson::ondemand;
+
+// The JSON string literal (with its quotes) that starts just before `after_quote`. Returns an empty
+// view if no closing quote is found before `limit`.
+std::string_view string_literal(const char* after_quote, const char* limit);
+
+// Unescapes the JSON string literal `literal` (with quotes). When it holds no escape the result
+// views the literal itself; otherwise it is stored in `arena`. Returns nullopt for a bad escape.
+std::optional<std::string_view> unescape_literal(std::string_view literal,
+                                                 std::deque<std::string>& arena);
+
+// Appends `s` to `out` as a JSON string literal (with quotes).
+void append_escaped(std::string& out, std::string_view s);
+
+// Raw text of the value `v` (object, array or scalar), trailing whitespace removed. Consumes `v`.
+simdjson::simdjson_result<std::string_view> raw_value(od::value v);
+
+// Parses a JSON number token holding microseconds (e.g. "12", "12.345", "1.2e3") into integer
+// nanoseconds, rounding to the nearest ns. Sets *fractional when the value is not a whole number of
+// microseconds. Returns false for a token that is not a finite number.
+bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional);
+
+// Formats nanoseconds as microseconds the way a JSON reader gets back the same number: an integer
+// when whole, else a decimal with up to three fraction digits.
+void append_micros(std::string& out, TimeNs ns);
+
+// Byte offset of `p` inside `text`, or text.size() when p is null / outside.
+uint64_t offset_in(std::string_view text, const char* p);
+
+// Current byte offset of the iterator of `doc` inside `text` (text.size() at the end).
+uint64_t current_offset(od::document& doc, std::string_view text);
+
+// Reads an integer value (accepts integral doubles such as 3.0). Returns false otherwise.
+bool get_int64(od::value v, int64_t* out);
+bool get_uint64(od::value v, uint64_t* out);
+
+}  // namespace chakraflow::json

@@ -1,0 +1,239 @@
+#include "stages/launcher_correlation.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "stages/exclusive_durations.h"
+
+namespace chakraflow {
+namespace {
+
+constexpr std::array<std::string_view, 15> kChakraLaunchNames = {
+    "cuLaunchKernel",        "cuLaunchKernelEx",    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",   "cudaMemcpy",          "cudaMemcpyAsync",
+    "cudaMemcpyFromSymbol",  "cudaMemcpyToSymbol",  "cudaLaunchCooperativeKernel",
+    "hipLaunchKernel",       "hipExtLaunchKernel",  "hipExtModuleLaunchKernel",
+    "hipModuleLaunchKernel", "hipMemcpyWithStream", "hipMemcpyAsync",
+};
+
+constexpr std::array<std::string_view, 22> kExtraLaunchNames = {
+    "cudaGraphLaunch",
+    "cudaMemsetAsync",
+    "cudaMemset",
+    "cudaMemcpy2D",
+    "cudaMemcpy2DAsync",
+    "cudaMemcpyPeer",
+    "cudaMemcpyPeerAsync",
+    "cudaLaunchKernelEx",
+    "cuLaunchCooperativeKernel",
+    "cuGraphLaunch",
+    "cuMemcpyAsync",
+    "cuMemsetD8Async",
+    "cuMemsetD32Async",
+    "hipGraphLaunch",
+    "hipMemsetAsync",
+    "hipMemset",
+    "hipMemcpy",
+    "hipLaunchCooperativeKernel",
+    "hipMemcpyDtoHAsync",
+    "hipMemcpyHtoDAsync",
+    "hipMemcpyDtoDAsync",
+    "hipExtLaunchMultiKernelMultiDevice",
+};
+
+bool contains_nccl_ci(std::string_view s) {
+  for (size_t i = 0; i + 4 <= s.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) == 'n' &&
+        std::tolower(static_cast<unsigned char>(s[i + 1])) == 'c' &&
+        std::tolower(static_cast<unsigned char>(s[i + 2])) == 'c' &&
+        std::tolower(static_cast<unsigned char>(s[i + 3])) == 'l') {
+      return true;
+    }
+  }
+  return false;
+}
+
+struct ThreadIndex {
+  std::vector<DeviceEventIdx> ops;  // (ts, file order)
+  std::vector<TimeNs> ts;
+  std::vector<int32_t> parent;  // enclosing op (position in ops), -1 for roots
+  std::unordered_map<int64_t, std::vector<uint32_t>> by_external_id;  // positions, ascending
+};
+
+struct PairHash {
+  size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+    return std::hash<int64_t>()(p.first) * 31 + std::hash<int64_t>()(p.second);
+  }
+};
+
+}  // namespace
+
+bool is_launch_name(std::string_view name, Compat compat) {
+  for (auto n : kChakraLaunchNames) {
+    if (n == name) return true;
+  }
+  if (compat == Compat::kChakra) return false;
+  for (auto n : kExtraLaunchNames) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkStats& stats) {
+  LauncherLinks out;
+  out.launch_of.assign(trace.events.size(), DeviceEventIdx{});
+  out.cpu_op_of.assign(trace.events.size(), DeviceEventIdx{});
+
+  // correlation -> launch event (the first one wins; later duplicates are counted).
+  std::unordered_map<int64_t, DeviceEventIdx> launch_by_correlation;
+  launch_by_correlation.reserve(trace.launches.size());
+  for (DeviceEventIdx idx : trace.launches) {
+    const DeviceEvent& e = trace[idx];
+    if (!is_launch_name(e.name, compat)) continue;
+    auto [it, inserted] = launch_by_correlation.try_emplace(e.correlation, idx);
+    if (!inserted) {
+      ++out.duplicate_correlations;
+      stats.add("duplicate correlation id",
+                fmt::format("correlation {} on '{}' at byte {} (first at byte {})", e.correlation,
+                            e.name, e.byte_offset, trace[it->second].byte_offset));
+    }
+  }
+
+  // Per-thread index of CPU ops, with the nesting forest for the default rule.
+  std::unordered_map<int64_t, ThreadIndex> threads;
+  for (auto& ops : cpu_ops_by_thread(trace)) {
+    ThreadIndex& t = threads[trace[ops.front()].tid];
+    t.ops = std::move(ops);
+    if (compat == Compat::kDefault) {
+      // Nesting order (parents before the ops they contain); Chakra's rule keeps file order.
+      std::stable_sort(t.ops.begin(), t.ops.end(), [&trace](DeviceEventIdx a, DeviceEventIdx b) {
+        const DeviceEvent& x = trace[a];
+        const DeviceEvent& y = trace[b];
+        return x.ts != y.ts ? x.ts < y.ts : x.end() > y.end();
+      });
+    }
+    t.ts.reserve(t.ops.size());
+    for (DeviceEventIdx i : t.ops) t.ts.push_back(trace[i].ts);
+    for (uint32_t p = 0; p < t.ops.size(); ++p)
+      t.by_external_id[trace[t.ops[p]].external_id].push_back(p);
+    t.parent.assign(t.ops.size(), -1);
+    // Ops are in ts order; an op's enclosing op is the innermost open op that contains it.
+    std::vector<uint32_t> open;
+    for (uint32_t p = 0; p < t.ops.size(); ++p) {
+      const DeviceEvent& e = trace[t.ops[p]];
+      while (!open.empty()) {
+        const DeviceEvent& top = trace[t.ops[open.back()]];
+        if (e.ts >= top.ts && e.end() <= top.end()) break;
+        open.pop_back();
+      }
+      if (!open.empty()) t.parent[p] = static_cast<int32_t>(open.back());
+      open.push_back(p);
+    }
+  }
+
+  for (DeviceEventIdx idx : trace.gpu_ops) {
+    const DeviceEvent& g = trace[idx];
+    if (compat == Compat::kChakra && g.cat == DeviceCategory::kGpuMemset) {
+      ++out.skipped_memsets;
+      continue;
+    }
+    out.gpu_ops.push_back(idx);
+    auto lit = launch_by_correlation.find(g.correlation);
+    if (lit == launch_by_correlation.end()) {
+      ++out.no_launch_event;
+      stats.add("GPU op without launch event", fmt::format("'{}' correlation {} at byte {}", g.name,
+                                                           g.correlation, g.byte_offset));
+      continue;
+    }
+    const DeviceEvent& launch = trace[lit->second];
+    out.launch_of[idx.value] = lit->second;
+    auto tit = threads.find(launch.tid);
+    DeviceEventIdx parent;
+    if (tit != threads.end()) {
+      const ThreadIndex& t = tit->second;
+      const bool nccl = contains_nccl_ci(g.name);
+      auto usable = [&](uint32_t p) { return !(nccl && trace[t.ops[p]].name == "nccl:coalesced"); };
+      if (compat == Compat::kChakra) {
+        // Ops starting strictly before the launch.
+        uint32_t upper = static_cast<uint32_t>(
+            std::lower_bound(t.ts.begin(), t.ts.end(), launch.ts) - t.ts.begin());
+        auto eit = t.by_external_id.find(g.external_id);
+        if (eit != t.by_external_id.end()) {
+          const auto& pos = eit->second;
+          auto k = std::lower_bound(pos.begin(), pos.end(), upper) - pos.begin();
+          while (k-- > 0) {
+            if (usable(pos[static_cast<size_t>(k)])) {
+              parent = t.ops[pos[static_cast<size_t>(k)]];
+              break;
+            }
+          }
+        }
+        if (!parent.valid()) {
+          for (uint32_t p = upper; p-- > 0;) {
+            if (usable(p)) {
+              parent = t.ops[p];
+              break;
+            }
+          }
+        }
+      } else {
+        // Ops starting at or before the launch.
+        uint32_t upper = static_cast<uint32_t>(
+            std::upper_bound(t.ts.begin(), t.ts.end(), launch.ts) - t.ts.begin());
+        auto encloses = [&](uint32_t p) {
+          const DeviceEvent& c = trace[t.ops[p]];
+          return c.ts <= launch.ts && c.end() >= launch.ts;
+        };
+        auto eit = t.by_external_id.find(g.external_id);
+        if (g.has(kHasExternalId) && eit != t.by_external_id.end()) {
+          const auto& pos = eit->second;
+          auto k = std::lower_bound(pos.begin(), pos.end(), upper) - pos.begin();
+          while (k-- > 0) {
+            uint32_t p = pos[static_cast<size_t>(k)];
+            if (usable(p) && encloses(p)) {
+              parent = t.ops[p];
+              break;
+            }
+          }
+        }
+        if (!parent.valid() && upper > 0) {
+          // Innermost enclosing op: walk up the nesting forest from the last op starting before.
+          for (int32_t p = static_cast<int32_t>(upper - 1); p >= 0;
+               p = t.parent[static_cast<size_t>(p)]) {
+            if (encloses(static_cast<uint32_t>(p)) && usable(static_cast<uint32_t>(p))) {
+              parent = t.ops[static_cast<size_t>(p)];
+              break;
+            }
+          }
+          if (!parent.valid()) {
+            for (uint32_t p = upper; p-- > 0;) {
+              if (usable(p)) {
+                parent = t.ops[p];
+                stats.add("GPU op launched outside any CPU op",
+                          fmt::format("'{}' launched at byte {}; nearest preceding CPU op used",
+                                      g.name, launch.byte_offset));
+                break;
+              }
+            }
+          }
+        }
+      }
+    }
+    if (!parent.valid()) {
+      ++out.no_cpu_op;
+      stats.add("GPU op without launching CPU op",
+                fmt::format("'{}' (launch '{}' at byte {}, tid {})", g.name, launch.name,
+                            launch.byte_offset, launch.tid));
+      continue;
+    }
+    out.cpu_op_of[idx.value] = parent;
+    ++out.linked;
+  }
+  return out;
+}
+
+}  // namespace chakraflow

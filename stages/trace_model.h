@@ -1,0 +1,180 @@
+// The data model shared by the link stages: the host execution trace and the device (Kineto) trace
+// as compact records, typed indices so that the id spaces cannot mix, and the LinkStats table that
+// counts data problems that do not stop a run.
+//
+// Ownership: a HostTrace / DeviceTrace owns the (decompressed) text of its file; every
+// std::string_view inside points into that text or into the trace's own string arena, so the
+// views live exactly as long as the trace object. Traces are immutable after loading and may be
+// read from many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace chakraflow {
+
+// ---------- typed ids ----------
+// Index of a device event in DeviceTrace::events (its position in traceEvents).
+struct DeviceEventIdx {
+  uint32_t value = kNone;
+  static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  bool valid() const { return value != kNone; }
+  friend bool operator==(DeviceEventIdx a, DeviceEventIdx b) = default;
+  friend auto operator<=>(DeviceEventIdx a, DeviceEventIdx b) = default;
+};
+// Index of a host node in HostTrace::nodes (sorted by original id).
+struct HostNodeIdx {
+  uint32_t value = kNone;
+  static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  bool valid() const { return value != kNone; }
+  friend bool operator==(HostNodeIdx a, HostNodeIdx b) = default;
+  friend auto operator<=>(HostNodeIdx a, HostNodeIdx b) = default;
+};
+
+// Time in nanoseconds. Kineto writes microseconds, sometimes with a fractional (ns) part.
+using TimeNs = int64_t;
+
+// ---------- host execution trace ----------
+enum class HostLayout : uint8_t {
+  kFlat,   // schema 1.0.1: parent, rf_id, tid ... at node level; input_shapes/input_types lists
+  kAttrs,  // schema 1.0.2 .. 1.1.x: ctrl_deps, inputs {values, shapes, types}, attrs list
+};
+
+// Which key holds the parent id of a node.
+enum class ParentKey : uint8_t { kNone, kParent, kCtrlDeps };
+
+// A span [begin, end) of bytes inside HostNode::raw.
+struct Span {
+  uint32_t begin = 0;
+  uint32_t end = 0;
+  bool empty() const { return begin == end; }
+};
+
+struct HostNode {
+  uint64_t id = 0;
+  uint64_t parent = 0;  // valid when parent_key != kNone
+  uint64_t rf_id = 0;   // 0 = none (the observer's invalid value)
+  uint64_t fw_parent = 0;
+  int64_t seq_id = -1;
+  uint64_t scope = 0;
+  uint64_t tid = 0;
+  uint64_t fw_tid = 0;
+  std::string_view name;       // unescaped
+  std::string_view op_schema;  // unescaped
+  std::string_view raw;        // the node's JSON object text, as in the file
+  Span id_value;               // span of the id value inside raw
+  Span name_value;             // span of the name value (with quotes) inside raw
+  Span parent_value;           // span of the parent/ctrl_deps value inside raw
+  ParentKey parent_key = ParentKey::kNone;
+  uint64_t byte_offset = 0;  // of the node object in the decompressed file
+};
+
+struct TopLevelField {
+  std::string_view key_raw;    // with quotes, escaped as in the file
+  std::string_view value_raw;  // raw JSON text (empty for "nodes")
+  bool is_nodes = false;
+};
+
+struct HostTrace {
+  std::string path;
+  std::string text;               // decompressed file content (owns every view)
+  std::deque<std::string> arena;  // unescaped strings that differ from their raw form
+  std::string schema;
+  HostLayout layout = HostLayout::kAttrs;
+  std::vector<TopLevelField> top_level;  // in file order
+  std::vector<HostNode> nodes;           // sorted by id (stable)
+};
+
+// ---------- device trace ----------
+enum class DeviceCategory : uint8_t {
+  kCpuOp,
+  kUserAnnotation,
+  kCudaRuntime,
+  kCudaDriver,
+  kKernel,
+  kGpuMemcpy,
+  kGpuMemset,
+  kAc2g,
+  kOther,
+};
+
+enum DeviceEventFlags : uint16_t {
+  kHasExternalId = 1 << 0,
+  kHasCorrelation = 1 << 1,
+  kHasStream = 1 << 2,
+  kHasRfId = 1 << 3,
+  kHasDevice = 1 << 4,
+  kHasFlowId = 1 << 5,
+  kHasDur = 1 << 6,
+  kTsFractional = 1 << 7,   // ts had a sub-microsecond part
+  kDurFractional = 1 << 8,  // dur had a sub-microsecond part
+  kProfilerStep = 1 << 9,   // name contains "ProfilerStep"
+  kStreamNull = 1 << 10,    // args.stream present but null
+  kHasTid = 1 << 11,
+};
+
+struct DeviceEvent {
+  TimeNs ts = 0;
+  TimeNs dur = 0;
+  int64_t tid = 0;
+  int64_t pid = 0;
+  int64_t external_id = -1;
+  int64_t correlation = -1;
+  int64_t stream = 0;
+  int64_t device = 0;
+  int64_t flow_id = 0;  // "id" of ac2g flow events
+  uint64_t rf_id = 0;
+  std::string_view name;      // unescaped
+  std::string_view name_raw;  // JSON string literal as in the file (with quotes)
+  std::string_view pg_name;   // args["Process Group Name"], unescaped; empty if absent
+  std::string_view args_raw;  // raw JSON of "args" (empty if absent)
+  uint64_t byte_offset = 0;
+  uint16_t flags = 0;
+  DeviceCategory cat = DeviceCategory::kOther;
+  char ph = 0;
+
+  bool has(DeviceEventFlags f) const { return (flags & f) != 0; }
+  TimeNs end() const { return ts + dur; }
+};
+
+struct DeviceTrace {
+  std::string path;
+  std::string text;
+  std::deque<std::string> arena;
+  std::vector<DeviceEvent> events;  // in file order
+  // Indices of events by role, each sorted by (ts, file order).
+  std::vector<DeviceEventIdx> cpu_ops;   // cpu_op / user_annotation, ProfilerStep excluded
+  std::vector<DeviceEventIdx> launches;  // cuda_runtime / cuda_driver events (all of them)
+  std::vector<DeviceEventIdx> gpu_ops;   // kernel / gpu_memcpy / gpu_memset
+  bool has_rf_ids = false;               // some cpu op carries "Record function id"
+
+  const DeviceEvent& operator[](DeviceEventIdx i) const { return events[i.value]; }
+};
+
+// ---------- LinkStats ----------
+// Counts of data problems by kind, with a few examples each. Printed at the end of a run and
+// written to the run summary; nothing is only logged.
+class LinkStats {
+ public:
+  static constexpr size_t kMaxExamples = 5;
+  void add(const std::string& kind, std::string example = {});
+  void add_count(const std::string& kind, uint64_t n);
+  uint64_t count(const std::string& kind) const;
+  struct Entry {
+    uint64_t count = 0;
+    std::vector<std::string> examples;
+  };
+  const std::map<std::string, Entry>& entries() const { return entries_; }
+  void merge(const LinkStats& other);
+
+ private:
+  std::map<std::string, Entry> entries_;
+};
+
+}  // namespace chakraflow

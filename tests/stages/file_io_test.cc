@@ -1,0 +1,101 @@
+#include "stages/file_io.h"
+
+#include <gtest/gtest.h>
+#include <zlib.h>
+
+#include <filesystem>
+
+#include "tests/testing/test_util.h"
+
+namespace chakraflow {
+namespace {
+
+using testing::TempDir;
+
+TEST(FileIo, WritesPlainAndGzipAtomicallyAndReadsBack) {
+  TempDir dir;
+  std::string payload(300000, 'x');
+  for (size_t i = 0; i < payload.size(); i += 7) payload[i] = static_cast<char>('a' + i % 26);
+  for (const char* name : {"out.json", "out.json.gz"}) {
+    std::string path = dir.file(name);
+    ASSERT_TRUE(write_file_atomically(path, payload).ok());
+    auto back = read_input_file(path);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(*back, payload);
+    EXPECT_GE(back->capacity(), back->size() + kInputPadding);
+  }
+  // The .gz file really is compressed.
+  EXPECT_LT(std::filesystem::file_size(dir.file("out.json.gz")), payload.size() / 2);
+}
+
+TEST(FileIo, DiscardedOutputLeavesDirectoryUnchanged) {
+  TempDir dir;
+  {
+    auto out = OutputFile::open(dir.file("result.json"));
+    ASSERT_TRUE(out.ok());
+    out->write("{\"partial\":");
+    // destroyed without commit
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST(FileIo, CommitReplacesExistingFileOnlyOnSuccess) {
+  TempDir dir;
+  std::string path = dir.file("keep.json");
+  testing::write_text(path, "old");
+  {
+    auto out = OutputFile::open(path);
+    ASSERT_TRUE(out.ok());
+    out->write("new");
+    out->discard();
+  }
+  EXPECT_EQ(testing::read_text(path), "old");
+  ASSERT_TRUE(write_file_atomically(path, "new").ok());
+  EXPECT_EQ(testing::read_text(path), "new");
+}
+
+TEST(FileIo, ReadsConcatenatedGzipMembers) {
+  TempDir dir;
+  std::string path = dir.file("two.gz");
+  for (const char* part : {"hello ", "world"}) {
+    gzFile f = gzopen(path.c_str(), "ab");
+    ASSERT_NE(f, nullptr);
+    gzputs(f, part);
+    gzclose(f);
+  }
+  auto back = read_input_file(path);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, "hello world");
+}
+
+TEST(FileIo, ErrorsNameTheFile) {
+  TempDir dir;
+  auto missing = read_input_file(dir.file("nope.json"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("nope.json"), std::string::npos);
+
+  // A truncated gzip stream is an error, not a short read.
+  std::string full = dir.file("full.gz");
+  ASSERT_TRUE(write_file_atomically(full, std::string(100000, 'q') + "tail").ok());
+  std::string bytes = testing::read_text(full);  // decompressed
+  std::string raw;
+  {
+    FILE* f = std::fopen(full.c_str(), "rb");
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, n);
+    std::fclose(f);
+  }
+  std::string cut = dir.file("cut.gz");
+  testing::write_text(cut, raw.substr(0, raw.size() / 2));
+  auto truncated = read_input_file(cut);
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_NE(truncated.status().message().find("cut.gz"), std::string::npos);
+  EXPECT_NE(truncated.status().message().find("truncated"), std::string::npos);
+
+  auto dir_as_output = OutputFile::open(dir.path().string());
+  EXPECT_FALSE(dir_as_output.ok());
+}
+
+}  // namespace
+}  // namespace chakraflow

@@ -1,0 +1,64 @@
+#include "stages/json_util.h"
+
+#include <gtest/gtest.h>
+
+namespace chakraflow::json {
+namespace {
+
+TEST(JsonUtil, ParsesMicrosecondsAsNanoseconds) {
+  TimeNs ns = 0;
+  bool frac = false;
+  ASSERT_TRUE(parse_micros_as_ns("1694128201428473", &ns, &frac));
+  EXPECT_EQ(ns, 1694128201428473000);
+  EXPECT_FALSE(frac);
+  ASSERT_TRUE(parse_micros_as_ns("12.345", &ns, &frac));
+  EXPECT_EQ(ns, 12345);
+  EXPECT_TRUE(frac);
+  ASSERT_TRUE(parse_micros_as_ns("12.5", &ns, &frac));
+  EXPECT_EQ(ns, 12500);
+  ASSERT_TRUE(parse_micros_as_ns("0.0006", &ns, &frac));  // rounds to the nearest ns
+  EXPECT_EQ(ns, 1);
+  ASSERT_TRUE(parse_micros_as_ns("-3", &ns, &frac));
+  EXPECT_EQ(ns, -3000);
+  ASSERT_TRUE(parse_micros_as_ns("1.5e3", &ns, &frac));
+  EXPECT_EQ(ns, 1500000);
+  EXPECT_FALSE(parse_micros_as_ns("nan", &ns, &frac));
+  EXPECT_FALSE(parse_micros_as_ns("1e400", &ns, &frac));
+  EXPECT_FALSE(parse_micros_as_ns("", &ns, &frac));
+}
+
+TEST(JsonUtil, FormatsMicrosecondsThatRoundTrip) {
+  for (TimeNs ns : {TimeNs{0}, TimeNs{1000}, TimeNs{1}, TimeNs{12345}, TimeNs{12300}, TimeNs{-2500},
+                    TimeNs{1694128201428473123}}) {
+    std::string s;
+    append_micros(s, ns);
+    TimeNs back = 0;
+    bool frac = false;
+    ASSERT_TRUE(parse_micros_as_ns(s, &back, &frac)) << s;
+    EXPECT_EQ(back, ns) << s;
+  }
+  std::string s;
+  append_micros(s, 12300);
+  EXPECT_EQ(s, "12.3");
+  s.clear();
+  append_micros(s, 5000);
+  EXPECT_EQ(s, "5");
+}
+
+TEST(JsonUtil, UnescapesAndEscapes) {
+  std::deque<std::string> arena;
+  auto plain = unescape_literal("\"aten::mm\"", arena);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(*plain, "aten::mm");
+  EXPECT_TRUE(arena.empty());  // no copy without escapes
+  auto esc = unescape_literal(R"("a\"b\\c\n\u00e9\ud83d\ude00")", arena);
+  ASSERT_TRUE(esc);
+  EXPECT_EQ(*esc, "a\"b\\c\n\xc3\xa9\xf0\x9f\x98\x80");
+  EXPECT_FALSE(unescape_literal(R"("bad \q")", arena));
+  std::string out;
+  append_escaped(out, std::string("q\"\\\n\x01", 5));
+  EXPECT_EQ(out, R"("q\"\\\n\u0001")");
+}
+
+}  // namespace
+}  // namespace chakraflow::json
