@@ -49,13 +49,16 @@ bool hex4(std::string_view s, size_t i, uint32_t* v) {
 std::string_view string_literal(const char* after_quote, const char* limit) {
   const char* p = after_quote;
   while (p < limit) {
-    if (*p == '\\') {
-      p += 2;
-      continue;
+    const void* q = std::memchr(p, '"', static_cast<size_t>(limit - p));
+    if (q == nullptr) return {};
+    const char* quote = static_cast<const char*>(q);
+    // The quote is escaped when preceded by an odd number of backslashes.
+    size_t backslashes = 0;
+    for (const char* b = quote; b > after_quote && b[-1] == '\\'; --b) ++backslashes;
+    if (backslashes % 2 == 0) {
+      return std::string_view(after_quote - 1, static_cast<size_t>(quote + 1 - (after_quote - 1)));
     }
-    if (*p == '"')
-      return std::string_view(after_quote - 1, static_cast<size_t>(p + 1 - (after_quote - 1)));
-    ++p;
+    p = quote + 1;
   }
   return {};
 }
@@ -283,6 +286,7 @@ uint64_t current_offset(od::document& doc, std::string_view text) {
 }
 
 bool get_int64(od::value v, int64_t* out) {
+  if (v.get_int64().get(*out) == simdjson::SUCCESS) return true;  // the common case
   od::number_type nt;
   if (v.get_number_type().get(nt)) return false;
   if (nt == od::number_type::signed_integer) return !v.get_int64().get(*out);
@@ -301,6 +305,7 @@ bool get_int64(od::value v, int64_t* out) {
 }
 
 bool get_uint64(od::value v, uint64_t* out) {
+  if (v.get_uint64().get(*out) == simdjson::SUCCESS) return true;  // the common case
   od::number_type nt;
   if (v.get_number_type().get(nt)) return false;
   if (nt == od::number_type::unsigned_integer) return !v.get_uint64().get(*out);

@@ -61,7 +61,20 @@ struct ThreadIndex {
   std::vector<DeviceEventIdx> ops;  // (ts, file order)
   std::vector<TimeNs> ts;
   std::vector<int32_t> parent;  // enclosing op (position in ops), -1 for roots
-  std::unordered_map<int64_t, std::vector<uint32_t>> by_external_id;  // positions, ascending
+  // (External id, position) sorted: the positions of one External id are a contiguous,
+  // ascending run (one allocation instead of a vector per id).
+  std::vector<std::pair<int64_t, uint32_t>> by_external_id;
+
+  // Positions of ops with External id `ext`, as [first, last).
+  std::pair<const std::pair<int64_t, uint32_t>*, const std::pair<int64_t, uint32_t>*>
+  with_external_id(int64_t ext) const {
+    auto lo = std::lower_bound(by_external_id.begin(), by_external_id.end(),
+                               std::make_pair(ext, uint32_t{0}));
+    auto hi = lo;
+    while (hi != by_external_id.end() && hi->first == ext) ++hi;
+    return {by_external_id.data() + (lo - by_external_id.begin()),
+            by_external_id.data() + (hi - by_external_id.begin())};
+  }
 };
 
 struct PairHash {
@@ -118,8 +131,10 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
     }
     t.ts.reserve(t.ops.size());
     for (DeviceEventIdx i : t.ops) t.ts.push_back(trace[i].ts);
+    t.by_external_id.reserve(t.ops.size());
     for (uint32_t p = 0; p < t.ops.size(); ++p)
-      t.by_external_id[trace[t.ops[p]].external_id].push_back(p);
+      t.by_external_id.emplace_back(trace[t.ops[p]].external_id, p);
+    std::sort(t.by_external_id.begin(), t.by_external_id.end());
     t.parent.assign(t.ops.size(), -1);
     // Ops are in ts order; an op's enclosing op is the innermost open op that contains it.
     std::vector<uint32_t> open;
@@ -155,21 +170,25 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
     DeviceEventIdx parent;
     if (tit != threads.end()) {
       const ThreadIndex& t = tit->second;
-      const bool nccl = contains_nccl_ci(g.name);
-      auto usable = [&](uint32_t p) { return !(nccl && trace[t.ops[p]].name == "nccl:coalesced"); };
+      // NCCL kernels skip `nccl:coalesced` ops; the (long) kernel name is only scanned when such
+      // an op is a candidate.
+      int nccl = -1;
+      auto usable = [&](uint32_t p) {
+        if (trace[t.ops[p]].name != "nccl:coalesced") return true;
+        if (nccl < 0) nccl = contains_nccl_ci(g.name) ? 1 : 0;
+        return nccl == 0;
+      };
       if (compat == Compat::kChakra) {
         // Ops starting strictly before the launch.
         uint32_t upper = static_cast<uint32_t>(
             std::lower_bound(t.ts.begin(), t.ts.end(), launch.ts) - t.ts.begin());
-        auto eit = t.by_external_id.find(g.external_id);
-        if (eit != t.by_external_id.end()) {
-          const auto& pos = eit->second;
-          auto k = std::lower_bound(pos.begin(), pos.end(), upper) - pos.begin();
-          while (k-- > 0) {
-            if (usable(pos[static_cast<size_t>(k)])) {
-              parent = t.ops[pos[static_cast<size_t>(k)]];
-              break;
-            }
+        auto [first, last] = t.with_external_id(g.external_id);
+        // The last op with this External id starting before the launch (positions ascending).
+        for (auto it = last; it != first;) {
+          --it;
+          if (it->second < upper && usable(it->second)) {
+            parent = t.ops[it->second];
+            break;
           }
         }
         if (!parent.valid()) {
@@ -188,14 +207,12 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
           const DeviceEvent& c = trace[t.ops[p]];
           return c.ts <= launch.ts && c.end() >= launch.ts;
         };
-        auto eit = t.by_external_id.find(g.external_id);
-        if (g.has(kHasExternalId) && eit != t.by_external_id.end()) {
-          const auto& pos = eit->second;
-          auto k = std::lower_bound(pos.begin(), pos.end(), upper) - pos.begin();
-          while (k-- > 0) {
-            uint32_t p = pos[static_cast<size_t>(k)];
-            if (usable(p) && encloses(p)) {
-              parent = t.ops[p];
+        if (g.has(kHasExternalId)) {
+          auto [first, last] = t.with_external_id(g.external_id);
+          for (auto it = last; it != first;) {
+            --it;
+            if (it->second < upper && usable(it->second) && encloses(it->second)) {
+              parent = t.ops[it->second];
               break;
             }
           }
