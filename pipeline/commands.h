@@ -5,5 +5,6 @@
 namespace chakraflow {
 
 int run_link_command(int argc, char** argv, int first);
+int run_synth_command(int argc, char** argv, int first);
 
 }  // namespace chakraflow

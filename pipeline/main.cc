@@ -19,6 +19,8 @@ struct Command {
 constexpr Command kCommands[] = {
     {"link", "chakra_trace_link", chakraflow::run_link_command,
      "merge a host execution trace with its device trace into ET+"},
+    {"synth", "", chakraflow::run_synth_command,
+     "generate a realistic multi-rank host ET + device trace set"},
 };
 
 void print_usage() {
@@ -34,7 +36,7 @@ int main(int argc, char** argv) {
   std::string_view self = argv[0];
   if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
   for (const auto& c : kCommands) {
-    if (self == c.alias) return c.run(argc, argv, 1);
+    if (*c.alias != '\0' && self == c.alias) return c.run(argc, argv, 1);
   }
   if (argc < 2) {
     print_usage();
