@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# Every test: install dependencies, build (Release, warnings as errors), run ctest.
-# Golden tests read ../shared/data and skip loudly when it is absent.
+# Every test: install dependencies, then build and run the whole suite twice: Release (warnings as
+# errors) and Sanitize (ASan + UBSan). Golden tests read ../shared/data and skip loudly when it is
+# absent. Set CHAKRAFLOW_SKIP_SANITIZE=1 to run the Release pass only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
+jobs="$(nproc)"
+
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release
-cmake --build build -j"$(nproc)"
-cd build
-ctest -j"$(nproc)" --output-on-failure --timeout 600
+cmake --build build -j"$jobs"
+(cd build && ctest -j"$jobs" --output-on-failure --timeout 600)
+
+if [ "${CHAKRAFLOW_SKIP_SANITIZE:-0}" != 1 ]; then
+  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCHAKRAFLOW_BUILD_BENCH=OFF
+  cmake --build build-asan -j"$jobs"
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+     ctest -j"$jobs" --output-on-failure --timeout 900)
+fi
