@@ -234,6 +234,7 @@ bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional) {
       (void)extra_nonzero;
     }
     if (i != token.size()) goto slow;
+    if (whole > (INT64_MAX - 999) / 1000) return false;  // beyond int64 nanoseconds
     int64_t total = whole * 1000 + frac_ns;
     *fractional = (total % 1000) != 0;
     *ns = negative ? -total : total;

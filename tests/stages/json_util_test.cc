@@ -25,6 +25,12 @@ TEST(JsonUtil, ParsesMicrosecondsAsNanoseconds) {
   EXPECT_FALSE(parse_micros_as_ns("nan", &ns, &frac));
   EXPECT_FALSE(parse_micros_as_ns("1e400", &ns, &frac));
   EXPECT_FALSE(parse_micros_as_ns("", &ns, &frac));
+  // Past int64 nanoseconds: rejected, not wrapped (found by fuzz_device_trace).
+  EXPECT_FALSE(parse_micros_as_ns("99999999999999999", &ns, &frac));
+  EXPECT_FALSE(parse_micros_as_ns("-99999999999999999.5", &ns, &frac));
+  EXPECT_FALSE(parse_micros_as_ns("18446744073709551616", &ns, &frac));
+  ASSERT_TRUE(parse_micros_as_ns("9223372036854774", &ns, &frac));
+  EXPECT_EQ(ns, 9223372036854774000);
 }
 
 TEST(JsonUtil, FormatsMicrosecondsThatRoundTrip) {

@@ -1,0 +1,35 @@
+// Fuzz target: the Kineto device trace loader and the per-thread stages on what it accepts.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "stages/device_trace_loader.h"
+#include "stages/exclusive_durations.h"
+#include "stages/gap_dependencies.h"
+#include "stages/launcher_correlation.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  std::string text(reinterpret_cast<const char*>(data), size);
+  auto trace = chakraflow::parse_device_trace("fuzz.json", std::move(text));
+  if (!trace.ok()) {
+    if (trace.status().message().find("fuzz.json") == std::string::npos) __builtin_trap();
+    return 0;
+  }
+  for (auto compat : {chakraflow::Compat::kDefault, chakraflow::Compat::kChakra}) {
+    auto x = chakraflow::compute_exclusive_durations(*trace, compat);
+    for (auto idx : trace->cpu_ops) {
+      // Exclusive time is never negative nor larger than the duration (for non-negative durations).
+      const auto& e = (*trace)[idx];
+      if (e.dur >= 0 && (x[idx] < 0 || x[idx] > e.dur)) __builtin_trap();
+    }
+    chakraflow::LinkStats stats;
+    auto l = chakraflow::correlate_launchers(*trace, compat, stats);
+    if (l.linked + l.no_launch_event + l.no_cpu_op != l.gpu_ops.size()) __builtin_trap();
+  }
+  auto g = chakraflow::compute_gap_dependencies(*trace, 1000 * 1000);
+  for (auto idx : trace->cpu_ops) {
+    auto dep = g[idx];
+    if (dep.valid() && (*trace)[dep].tid == (*trace)[idx].tid) __builtin_trap();
+  }
+  return 0;
+}
