@@ -275,6 +275,38 @@ void append_micros(std::string& out, TimeNs ns) {
   out.append(buf, static_cast<size_t>(p - buf));
 }
 
+uint64_t repair_utf8(std::string& text) {
+  uint64_t replaced = 0;
+  const size_t n = text.size();
+  auto* b = reinterpret_cast<unsigned char*>(text.data());
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = b[i];
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) ok = (b[i + k] & 0xC0) == 0x80;
+    if (ok && len > 1) {
+      uint32_t cp = c & (0xFF >> (len + 1));
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (b[i + k] & 0x3F);
+      // Overlong forms, surrogates and values past U+10FFFF are invalid too.
+      static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+      ok = cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    }
+    if (!ok) {
+      b[i] = '?';
+      ++replaced;
+      ++i;
+      continue;
+    }
+    i += len;
+  }
+  return replaced;
+}
+
 uint64_t offset_in(std::string_view text, const char* p) {
   if (p == nullptr || p < text.data() || p > text.data() + text.size()) return text.size();
   return static_cast<uint64_t>(p - text.data());

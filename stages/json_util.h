@@ -47,6 +47,10 @@ uint64_t offset_in(std::string_view text, const char* p);
 // Current byte offset of the iterator of `doc` inside `text` (text.size() at the end).
 uint64_t current_offset(od::document& doc, std::string_view text);
 
+// Replaces every byte of `text` that is not part of a valid UTF-8 sequence with '?', in place (so
+// byte offsets do not move). Returns the number of bytes replaced.
+uint64_t repair_utf8(std::string& text);
+
 // Reads an integer value (accepts integral doubles such as 3.0). Returns false otherwise.
 bool get_int64(od::value v, int64_t* out);
 bool get_uint64(od::value v, uint64_t* out);

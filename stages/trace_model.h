@@ -89,6 +89,7 @@ struct HostTrace {
   HostLayout layout = HostLayout::kAttrs;
   std::vector<TopLevelField> top_level;  // in file order
   std::vector<HostNode> nodes;           // sorted by id (stable)
+  uint64_t invalid_utf8_bytes = 0;       // replaced by '?' while loading
 };
 
 // ---------- device trace ----------
@@ -153,6 +154,7 @@ struct DeviceTrace {
   std::vector<DeviceEventIdx> launches;  // cuda_runtime / cuda_driver events (all of them)
   std::vector<DeviceEventIdx> gpu_ops;   // kernel / gpu_memcpy / gpu_memset
   bool has_rf_ids = false;               // some cpu op carries "Record function id"
+  uint64_t invalid_utf8_bytes = 0;       // replaced by '?' while loading
 
   const DeviceEvent& operator[](DeviceEventIdx i) const { return events[i.value]; }
 };

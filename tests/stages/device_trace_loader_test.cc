@@ -58,6 +58,17 @@ TEST(DeviceTraceLoader, Accepts2021CapitalisedCategories) {
   EXPECT_EQ(classify_category("python_function"), DeviceCategory::kOther);
 }
 
+TEST(DeviceTraceLoader, InvalidUtf8IsRepairedAndCounted) {
+  std::string text =
+      KinetoBuilder().cpu_op("good", 1, 0, 5).cpu_op("bad\xff\xfe name", 1, 10, 5).json();
+  text +=
+      std::string("\xc0\x80");  // an overlong NUL after the document: invalid, then trailing junk
+  auto t = parse_device_trace("utf8.json", text.substr(0, text.size() - 2));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->invalid_utf8_bytes, 2u);
+  EXPECT_EQ((*t)[t->cpu_ops[1]].name, "bad?? name");
+}
+
 TEST(DeviceTraceLoader, BadInputGivesLocatedErrors) {
   struct Case {
     const char* text;

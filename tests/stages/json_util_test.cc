@@ -51,6 +51,20 @@ TEST(JsonUtil, FormatsMicrosecondsThatRoundTrip) {
   EXPECT_EQ(s, "5");
 }
 
+TEST(JsonUtil, RepairsInvalidUtf8InPlace) {
+  std::string ok = "plain \xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80";
+  std::string copy = ok;
+  EXPECT_EQ(repair_utf8(copy), 0u);
+  EXPECT_EQ(copy, ok);
+  std::string bad =
+      "a\xff"
+      "b\xc3(\xed\xa0\x80z\xc0\xaf";  // stray, truncated, surrogate, overlong
+  size_t size = bad.size();
+  EXPECT_EQ(repair_utf8(bad), 7u);
+  EXPECT_EQ(bad.size(), size);
+  EXPECT_EQ(bad, "a?b?(???z??");
+}
+
 TEST(JsonUtil, UnescapesAndEscapes) {
   std::deque<std::string> arena;
   auto plain = unescape_literal("\"aten::mm\"", arena);
