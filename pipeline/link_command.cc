@@ -22,6 +22,9 @@ const std::vector<cli::FlagSpec>& link_flags() {
       {"gap-threshold-us", true, "inter-thread gap threshold in microseconds (default 1000)", {}},
       {"mode", true, "host-device matching: auto (default), rf_id, sequence", {}},
       {"compat", true, "default, or chakra to reproduce chakra_trace_link 1.0.0 exactly", {}},
+      {"format", true, "chakra (default), or legacy: the layout of the legacy trace_link.py", {}},
+      {"annotation", true, "sequence mode: the iteration annotation (e.g. ProfilerStep)", {}},
+      {"min-match-rate", true, "sequence mode: percent of host ops to match (default 90)", {}},
       {"threads", true, "worker threads (default: all cores)", {}},
       {"log-level", true, "DEBUG, INFO (default), WARNING, ERROR, CRITICAL", {}},
       {"help", false, "show this help", {"h"}},
@@ -48,7 +51,7 @@ int run_link_command(int argc, char** argv, int first) {
   const char* synopsis =
       "link --chakra-host-trace H --chakra-device-trace D --output-file O [--rank N] "
       "[--gap-threshold-us 1000] [--mode auto|rf_id|sequence] [--compat default|chakra] "
-      "[--log-level LEVEL]";
+      "[--format chakra|legacy] [--annotation NAME] [--min-match-rate PERCENT] [--log-level LEVEL]";
   auto parsed = cli::Args::parse(argc, argv, first, specs);
   if (!parsed.ok()) {
     std::fprintf(stderr, "chakraflow link: %s\n", parsed.status().message().c_str());
@@ -102,6 +105,19 @@ int run_link_command(int argc, char** argv, int first) {
     job.options.compat = Compat::kChakra;
   else
     return fail_usage(Status::errorf("--compat: unknown value '{}' (default, chakra)", compat));
+  std::string format = args.get_or("format", "chakra");
+  if (format == "chakra")
+    job.options.format = OutputFormat::kChakra;
+  else if (format == "legacy")
+    job.options.format = OutputFormat::kLegacy;
+  else
+    return fail_usage(Status::errorf("--format: unknown value '{}' (chakra, legacy)", format));
+  job.options.annotation = args.get_or("annotation", "");
+  auto min_rate = args.get_double("min-match-rate", 90.0);
+  if (!min_rate.ok()) return fail_usage(min_rate.status());
+  if (!(*min_rate >= 0 && *min_rate <= 100))
+    return fail_usage(Status::error("--min-match-rate must be a percentage in [0, 100]"));
+  job.options.min_match_rate = *min_rate / 100.0;
   auto level = parse_log_level(args.get_or("log-level", "INFO"));
   if (!level.ok()) return fail_usage(level.status());
   auto threads = args.get_int("threads", 0);

@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "stages/device_trace_loader.h"
+#include "stages/et_plus_legacy_writer.h"
 #include "stages/et_plus_writer.h"
 #include "stages/file_io.h"
 #include "stages/host_et_loader.h"
@@ -64,7 +65,8 @@ std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size
   using ExclusiveMsg = Msg<ExclusiveDurations>;
   using GapsMsg = Msg<GapDependencies>;
   using LaunchersMsg = Msg<std::pair<LauncherLinks, LinkStats>>;
-  using Joined = std::tuple<HostMsg, DeviceMsg, ExclusiveMsg, GapsMsg, LaunchersMsg>;
+  using SyncMsg = Msg<std::pair<SyncDependencies, LinkStats>>;
+  using Joined = std::tuple<HostMsg, DeviceMsg, ExclusiveMsg, GapsMsg, LaunchersMsg, SyncMsg>;
 
   flow::graph g;
 
@@ -131,10 +133,28 @@ std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size
         });
       });
 
+  // Sync dependencies need the device trace and the launchers of its GPU ops.
+  flow::join_node<std::tuple<DeviceMsg, LaunchersMsg>, flow::key_matching<size_t>>
+      device_and_launchers(
+          g, [](const DeviceMsg& m) { return m.seq; }, [](const LaunchersMsg& m) { return m.seq; });
+  flow::function_node<std::tuple<DeviceMsg, LaunchersMsg>, SyncMsg> sync(
+      g, flow::unlimited, [&](const std::tuple<DeviceMsg, LaunchersMsg>& in) {
+        const DeviceMsg& d = std::get<0>(in);
+        const LaunchersMsg& l = std::get<1>(in);
+        if (!d.value) return SyncMsg{d.seq, nullptr, d.error};
+        if (!l.value) return SyncMsg{d.seq, nullptr, l.error};
+        return guarded<std::pair<SyncDependencies, LinkStats>>(d.seq, "sync dependencies", [&] {
+          LinkStats stats;
+          auto r = compute_sync_dependencies(*d.value, l.value->first, jobs[d.seq].options.compat,
+                                             stats);
+          return ok(d.seq, std::make_pair(std::move(r), std::move(stats)));
+        });
+      });
+
   flow::join_node<Joined, flow::key_matching<size_t>> join(
       g, [](const HostMsg& m) { return m.seq; }, [](const DeviceMsg& m) { return m.seq; },
       [](const ExclusiveMsg& m) { return m.seq; }, [](const GapsMsg& m) { return m.seq; },
-      [](const LaunchersMsg& m) { return m.seq; });
+      [](const LaunchersMsg& m) { return m.seq; }, [](const SyncMsg& m) { return m.seq; });
 
   flow::function_node<Joined, flow::continue_msg> link_and_write(
       g, flow::unlimited, [&](const Joined& in) {
@@ -145,7 +165,7 @@ std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size
           // The first error upstream wins (host before device before stages).
           for (const Status* e : {std::get<0>(in).error.get(), std::get<1>(in).error.get(),
                                   std::get<2>(in).error.get(), std::get<3>(in).error.get(),
-                                  std::get<4>(in).error.get()}) {
+                                  std::get<4>(in).error.get(), std::get<5>(in).error.get()}) {
             if (e != nullptr) {
               result.status = *e;
               break;
@@ -155,28 +175,34 @@ std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size
             const HostTrace& host = *std::get<0>(in).value;
             const DeviceTrace& device = *std::get<1>(in).value;
             const auto& [launch, launch_stats] = *std::get<4>(in).value;
+            const auto& [sync, sync_stats] = *std::get<5>(in).value;
             result.input_bytes = host.text.size() + device.text.size();
             auto t0 = std::chrono::steady_clock::now();
             LinkStats stats = launch_stats;
-            auto mapping = map_host_to_device(host, device, job.options, stats);
+            stats.merge(sync_stats);
+            // Later stages need the mode actually used (auto resolves per device trace).
+            LinkOptions options = job.options;
+            options.mode = resolve_mode(device, options.mode);
+            auto mapping = map_host_to_device(host, device, options, stats);
             if (!mapping.ok()) {
               result.status = mapping.status();
             } else {
-              LinkedTrace linked = assign_ids(
-                  {host, device, *std::get<2>(in).value, *std::get<3>(in).value, launch, *mapping},
-                  job.options, std::move(stats));
+              LinkedTrace linked = assign_ids({host, device, *std::get<2>(in).value,
+                                               *std::get<3>(in).value, launch, *mapping, &sync},
+                                              options, std::move(stats));
               result.times.link = seconds_since(t0);
               result.summary = summarize(host, device, launch, *mapping, *std::get<3>(in).value,
-                                         linked, resolve_mode(device, job.options.mode));
+                                         linked, options.mode);
               result.stats = linked.stats;
               auto t1 = std::chrono::steady_clock::now();
               auto out = OutputFile::open(job.output_path);
               if (!out.ok()) {
                 result.status = out.status();
               } else {
-                Status written =
-                    write_et_plus(host, device, linked, job.options,
-                                  [&out](std::string_view bytes) { out->write(bytes); });
+                auto write = job.options.format == OutputFormat::kLegacy ? write_et_plus_legacy
+                                                                          : write_et_plus;
+                Status written = write(host, device, linked, options,
+                                       [&out](std::string_view bytes) { out->write(bytes); });
                 result.status = written.ok() ? out->commit() : written;
                 result.output_bytes = out->bytes_written();
               }
@@ -206,6 +232,10 @@ std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size
   flow::make_edge(exclusive, flow::input_port<2>(join));
   flow::make_edge(gaps, flow::input_port<3>(join));
   flow::make_edge(launchers, flow::input_port<4>(join));
+  flow::make_edge(device_out, flow::input_port<0>(device_and_launchers));
+  flow::make_edge(launchers, flow::input_port<1>(device_and_launchers));
+  flow::make_edge(device_and_launchers, sync);
+  flow::make_edge(sync, flow::input_port<5>(join));
   flow::make_edge(join, link_and_write);
   flow::make_edge(link_and_write, limiter.decrementer());
 

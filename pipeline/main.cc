@@ -19,6 +19,10 @@ struct Command {
 constexpr Command kCommands[] = {
     {"link", "chakra_trace_link", chakraflow::run_link_command,
      "merge a host execution trace with its device trace into ET+"},
+    {"convert", "chakra_converter", chakraflow::run_convert_command,
+     "convert ET+ (or a host execution trace) into a Chakra protobuf trace (.et)"},
+    {"jsonize", "chakra_jsonizer", chakraflow::run_jsonize_command,
+     "write a Chakra .et trace as JSON"},
     {"synth", "", chakraflow::run_synth_command,
      "generate a realistic multi-rank host ET + device trace set"},
 };

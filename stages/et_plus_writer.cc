@@ -53,28 +53,10 @@ class Writer {
     buf_.clear();
   }
 
-  void append_minified(std::string_view s) {
-    size_t old = buf_.size();
-    buf_.resize(old + s.size() + 64);
-    size_t len = 0;
-    if (simdjson::minify(s.data(), s.size(), buf_.data() + old, len) != simdjson::SUCCESS) {
-      buf_.resize(old);
-      buf_.append(s);
-      return;
-    }
-    buf_.resize(old + len);
-  }
+  void append_minified(std::string_view s) { json::append_minified(buf_, s); }
 
-  void append_uint(uint64_t v) {
-    char tmp[24];
-    auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
-    buf_.append(tmp, static_cast<size_t>(r.ptr - tmp));
-  }
-  void append_int(int64_t v) {
-    char tmp[24];
-    auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
-    buf_.append(tmp, static_cast<size_t>(r.ptr - tmp));
-  }
+  void append_uint(uint64_t v) { json::append_uint(buf_, v); }
+  void append_int(int64_t v) { json::append_int(buf_, v); }
 
   // Writes `raw` (a JSON object) with spans replaced, minus its closing brace.
   void write_spliced(std::string_view raw, Splice* splices, size_t n) {
@@ -126,6 +108,7 @@ class Writer {
     buf_.append("[\n");
     bool first = true;
     std::string id_text, parent_text, cpu_id_text;
+    size_t gpu_sync_next = 0;  // cursor in linked_.gpu_sync_deps
     for (uint32_t i = 0; i < host_.nodes.size(); ++i) {
       const HostNode& n = host_.nodes[i];
       const LinkedHostOp& op = linked_.ops[i];
@@ -191,6 +174,18 @@ class Writer {
         if (!g.pg_name.empty() && g.name.find("ncclDevKernel") != std::string_view::npos) {
           buf_.append(",\"pg_name\":");
           json::append_escaped(buf_, g.pg_name);
+        }
+        // GPU-to-GPU sync dependencies (sorted by position, so one cursor serves all nodes).
+        const auto& gpu_sync = linked_.gpu_sync_deps;
+        if (gpu_sync_next < gpu_sync.size() && gpu_sync[gpu_sync_next].gpu_position == k) {
+          buf_.append(",\"sync_dep\":[");
+          for (bool first_dep = true;
+               gpu_sync_next < gpu_sync.size() && gpu_sync[gpu_sync_next].gpu_position == k;
+               ++gpu_sync_next, first_dep = false) {
+            if (!first_dep) buf_.push_back(',');
+            append_uint(gpu_sync[gpu_sync_next].dep_id);
+          }
+          buf_.push_back(']');
         }
         buf_.push_back('}');
         maybe_flush();

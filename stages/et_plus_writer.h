@@ -4,6 +4,10 @@
 // host node with the GPU op's name, cat, ph, durations, ts, stream and pg_name) -- the keys
 // Chakra's chakra_trace_link writes. Every host field is passed through verbatim (whitespace
 // removed). One node per line. Output bytes depend only on the inputs and options.
+//
+// Synchronization dependencies (default mode): `"sync_dep": [id, ...]`, the last key of a host node
+// (LinkedTrace::sync_deps) or of a GPU node (LinkedTrace::gpu_sync_deps), only when non-empty: the
+// new ids, ascending, of GPU nodes of this output that ended before this node started.
 #pragma once
 
 #include <functional>

@@ -86,6 +86,7 @@ HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Com
     if (!owner.valid()) owner = HostNodeIdx{i};
     ++map.matched;
   }
+  map.candidates = map.host_ops_with_rf_id;
   if (map.unmatched_with_rf_id > 0) {
     stats.add_count("host ops whose rf_id is not in the device trace", map.unmatched_with_rf_id);
   }

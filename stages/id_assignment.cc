@@ -11,6 +11,157 @@ namespace {
 constexpr std::string_view kThreadRoot = "[pytorch|profiler|execution_trace|thread]";
 constexpr std::string_view kThreadRootLegacy = "[pytorch|profiler|execution_graph|thread]";
 
+// The GPU nodes of the output by device event: position in gpu_events and new id.
+class GpuNodeIndex {
+ public:
+  struct Node {
+    uint32_t event = 0;
+    uint32_t position = 0;
+    uint64_t id = 0;
+  };
+  explicit GpuNodeIndex(const LinkedTrace& linked) {
+    nodes_.reserve(linked.gpu_events.size());
+    for (const LinkedHostOp& op : linked.ops) {
+      for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
+        nodes_.push_back({linked.gpu_events[k].value, k, linked.gpu_new_id(op, k - op.gpu_begin)});
+      }
+    }
+    std::sort(nodes_.begin(), nodes_.end(),
+              [](const Node& a, const Node& b) { return a.event < b.event; });
+  }
+  const Node* find(DeviceEventIdx e) const {
+    auto it = std::lower_bound(nodes_.begin(), nodes_.end(), e.value,
+                               [](const Node& n, uint32_t v) { return n.event < v; });
+    return it != nodes_.end() && it->event == e.value ? &*it : nullptr;
+  }
+
+ private:
+  std::vector<Node> nodes_;
+};
+
+// The host op that takes over a CPU waiter's wait: the waiter's own, else that of the next CPU op
+// of its thread (in (ts, file order)) that has one. Per-thread tables are built on first use.
+class HostWaiterResolver {
+ public:
+  HostWaiterResolver(const DeviceTrace& device, const HostDeviceMap& mapping)
+      : device_(device), mapping_(mapping) {}
+
+  HostNodeIdx resolve(DeviceEventIdx waiter) {
+    HostNodeIdx own = mapping_.host_of[waiter.value];
+    if (own.valid()) return own;
+    if (threads_.empty()) build();
+    auto it = threads_.find(device_[waiter].tid);
+    if (it == threads_.end()) return {};
+    Thread& t = it->second;
+    if (t.next_linked.empty()) {
+      // next_linked[p]: the first position >= p whose op has a host op (ops.size() if none).
+      t.next_linked.resize(t.ops.size() + 1, static_cast<uint32_t>(t.ops.size()));
+      for (size_t p = t.ops.size(); p-- > 0;) {
+        t.next_linked[p] = mapping_.host_of[t.ops[p].value].valid() ? static_cast<uint32_t>(p)
+                                                                    : t.next_linked[p + 1];
+      }
+    }
+    TimeNs ts = device_[waiter].ts;
+    auto p = std::lower_bound(t.ops.begin(), t.ops.end(), ts,
+                              [this](DeviceEventIdx e, TimeNs v) { return device_[e].ts < v; });
+    while (p != t.ops.end() && *p != waiter) ++p;
+    if (p == t.ops.end()) return {};
+    uint32_t q = t.next_linked[static_cast<size_t>(p - t.ops.begin())];
+    return q < t.ops.size() ? mapping_.host_of[t.ops[q].value] : HostNodeIdx{};
+  }
+
+ private:
+  struct Thread {
+    std::vector<DeviceEventIdx> ops;  // (ts, file order)
+    std::vector<uint32_t> next_linked;
+  };
+  void build() {
+    for (auto& ops : cpu_ops_by_thread(device_)) {
+      int64_t tid = device_[ops.front()].tid;
+      threads_[tid].ops = std::move(ops);
+    }
+  }
+
+  const DeviceTrace& device_;
+  const HostDeviceMap& mapping_;
+  std::unordered_map<int64_t, Thread> threads_;
+};
+
+// Translates the synchronization dependencies to new ids (see id_assignment.h).
+void add_sync_dependencies(const LinkInputs& in, LinkedTrace& out) {
+  const SyncDependencies& sync = *in.sync;
+  const GpuNodeIndex nodes(out);
+  HostWaiterResolver waiters(in.device, in.mapping);
+  SyncSummary& summary = out.sync;
+  summary.calls = sync.calls.size();
+  summary.inferred = sync.inferred;
+
+  // Per call, for the report: does it yield dependencies (else it is outside the linked window).
+  for (const SyncCall& c : sync.calls) {
+    if (c.problem != SyncProblem::kNone) continue;
+    ++summary.calls_resolved;
+    bool written = c.kind == SyncKind::kStreamWait ? nodes.find(c.waiter) != nullptr
+                                                   : waiters.resolve(c.waiter).valid();
+    for (uint32_t k = c.targets_begin; written && k < c.targets_end; ++k) {
+      if (nodes.find(sync.targets[k])) {
+        ++summary.calls_emitted;
+        break;
+      }
+    }
+  }
+
+  // CPU waits -> host nodes, again only the last target per stream once waits are merged.
+  std::vector<std::pair<uint32_t, DeviceEventIdx>> host_waits;
+  for (const SyncEdge& e : sync.cpu_waits) {
+    HostNodeIdx h = waiters.resolve(e.waiter);
+    if (!h.valid()) {
+      ++summary.dropped_unlinked_waiter;
+    } else if (nodes.find(e.target) == nullptr) {
+      ++summary.dropped_orphan_target;
+    } else {
+      host_waits.emplace_back(h.value, e.target);
+    }
+  }
+  std::sort(host_waits.begin(), host_waits.end());
+  std::vector<DeviceEventIdx> targets;
+  for (size_t i = 0; i < host_waits.size();) {
+    uint32_t h = host_waits[i].first;
+    targets.clear();
+    for (; i < host_waits.size() && host_waits[i].first == h; ++i)
+      targets.push_back(host_waits[i].second);
+    keep_last_per_stream(in.device, targets);
+    auto& ids = out.sync_deps[h];
+    for (DeviceEventIdx t : targets) ids.push_back(nodes.find(t)->id);
+    std::sort(ids.begin(), ids.end());
+    summary.host_deps += ids.size();
+  }
+
+  // GPU waits -> GPU nodes.
+  for (const SyncEdge& e : sync.gpu_waits) {
+    const GpuNodeIndex::Node* w = nodes.find(e.waiter);
+    const GpuNodeIndex::Node* t = nodes.find(e.target);
+    if (w == nullptr) {
+      ++summary.dropped_unlinked_waiter;
+    } else if (t == nullptr) {
+      ++summary.dropped_orphan_target;
+    } else {
+      out.gpu_sync_deps.push_back({w->position, t->id});
+    }
+  }
+  std::sort(out.gpu_sync_deps.begin(), out.gpu_sync_deps.end());
+  out.gpu_sync_deps.erase(std::unique(out.gpu_sync_deps.begin(), out.gpu_sync_deps.end()),
+                          out.gpu_sync_deps.end());
+  summary.gpu_deps = out.gpu_sync_deps.size();
+
+  out.stats.add_count(
+      "sync dependency dropped: the GPU op it waits on is not written (orphan, or outside the "
+      "linked window)",
+      summary.dropped_orphan_target);
+  out.stats.add_count(
+      "sync dependency dropped: the waiting op is not written (outside the linked window)",
+      summary.dropped_unlinked_waiter);
+}
+
 }  // namespace
 
 LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkStats stats) {
@@ -53,11 +204,12 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
         attached_gpu += it->second.size();
       }
       // Inter-thread dependency: Chakra goes through the rf_id of the op found before the gap,
-      // and keeps it only if that op's host op was linked earlier (lower original id).
+      // and keeps it only if that op's host op was linked earlier (lower original id). Events of
+      // a trace without rf_ids (sequence mode) are paired with host ops directly.
       DeviceEventIdx dep_event = in.gaps[op.device_event];
       if (dep_event.valid()) {
         HostNodeIdx dep_host;
-        if (options.compat == Compat::kChakra || options.mode != MatchMode::kSequence) {
+        if (options.mode != MatchMode::kSequence) {
           uint64_t rf = dev[dep_event].rf_id;
           auto hit = rf != 0 ? host_by_rf.find(rf) : host_by_rf.end();
           if (hit != host_by_rf.end()) dep_host = hit->second;
@@ -121,6 +273,7 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
     out.stats.add("host node whose parent is missing (reattached to its thread root)",
                   fmt::format("node {} (parent {}) at byte {}", n.id, n.parent, n.byte_offset));
   }
+  if (in.sync != nullptr && options.compat == Compat::kDefault) add_sync_dependencies(in, out);
   return out;
 }
 

@@ -3,6 +3,11 @@
 // ops (in GPU ts order). Parents are remapped to new ids; a missing parent is reattached to the
 // root of its thread (default) or given a fresh dangling id (Chakra mode). Inter-thread
 // dependencies are resolved from device events to host ops.
+//
+// Synchronization dependencies (default mode) are translated to new ids: a CPU waiter without host
+// op passes its wait to the next CPU op of its thread that has one (it starts later still); a
+// wait involving a GPU op that is not written as a node (orphan) is dropped and counted, so every
+// id in sync_deps / gpu_sync_deps is a node of the output. Chakra mode writes none.
 #pragma once
 
 #include "stages/exclusive_durations.h"
@@ -11,6 +16,7 @@
 #include "stages/launcher_correlation.h"
 #include "stages/link_options.h"
 #include "stages/linked_trace.h"
+#include "stages/sync_dependencies.h"
 
 namespace chakraflow {
 
@@ -21,6 +27,7 @@ struct LinkInputs {
   const GapDependencies& gaps;
   const LauncherLinks& launchers;
   const HostDeviceMap& mapping;
+  const SyncDependencies* sync = nullptr;  // null: no synchronization dependencies
 };
 
 LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkStats stats);

@@ -7,24 +7,6 @@
 namespace chakraflow::json {
 namespace {
 
-void append_utf8(std::string& out, uint32_t cp) {
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else if (cp < 0x800) {
-    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else if (cp < 0x10000) {
-    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  } else {
-    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
-  }
-}
-
 bool hex4(std::string_view s, size_t i, uint32_t* v) {
   if (i + 4 > s.size()) return false;
   uint32_t r = 0;
@@ -45,6 +27,24 @@ bool hex4(std::string_view s, size_t i, uint32_t* v) {
 }
 
 }  // namespace
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
 
 std::string_view string_literal(const char* after_quote, const char* limit) {
   const char* p = after_quote;
@@ -165,6 +165,30 @@ void append_escaped(std::string& out, std::string_view s) {
   }
   out.append(s.data() + run, s.size() - run);
   out.push_back('"');
+}
+
+void append_minified(std::string& out, std::string_view s) {
+  const size_t old = out.size();
+  out.resize(old + s.size() + 64);
+  size_t len = 0;
+  if (simdjson::minify(s.data(), s.size(), out.data() + old, len) != simdjson::SUCCESS) {
+    out.resize(old);
+    out.append(s);
+    return;
+  }
+  out.resize(old + len);
+}
+
+void append_uint(std::string& out, uint64_t v) {
+  char tmp[24];
+  auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
+  out.append(tmp, static_cast<size_t>(r.ptr - tmp));
+}
+
+void append_int(std::string& out, int64_t v) {
+  char tmp[24];
+  auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
+  out.append(tmp, static_cast<size_t>(r.ptr - tmp));
 }
 
 simdjson::simdjson_result<std::string_view> raw_value(od::value v) {

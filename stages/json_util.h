@@ -26,8 +26,19 @@ std::string_view string_literal(const char* after_quote, const char* limit);
 std::optional<std::string_view> unescape_literal(std::string_view literal,
                                                  std::deque<std::string>& arena);
 
+// Appends the UTF-8 encoding of code point `cp` (a lone surrogate is encoded as it is).
+void append_utf8(std::string& out, uint32_t cp);
+
 // Appends `s` to `out` as a JSON string literal (with quotes).
 void append_escaped(std::string& out, std::string_view s);
+
+// Appends the JSON text `s` to `out` without whitespace outside strings (so the output does not
+// depend on how the input was indented).
+void append_minified(std::string& out, std::string_view s);
+
+// Appends the decimal form of an integer.
+void append_uint(std::string& out, uint64_t v);
+void append_int(std::string& out, int64_t v);
 
 // Raw text of the value `v` (object, array or scalar), trailing whitespace removed. Consumes `v`.
 simdjson::simdjson_result<std::string_view> raw_value(od::value v);

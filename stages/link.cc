@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "stages/sequence_matching.h"
+
 namespace chakraflow {
 
 MatchMode resolve_mode(const DeviceTrace& device, MatchMode requested) {
@@ -12,12 +14,7 @@ MatchMode resolve_mode(const DeviceTrace& device, MatchMode requested) {
 StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTrace& device,
                                            const LinkOptions& options, LinkStats& stats) {
   MatchMode mode = resolve_mode(device, options.mode);
-  if (mode == MatchMode::kSequence) {
-    return Status::errorf(
-        "{}: the device trace has no \"Record function id\" args, so it cannot be linked by rf_id; "
-        "order-based (sequence) matching is not available in this build",
-        device.path);
-  }
+  if (mode == MatchMode::kSequence) return map_by_sequence(host, device, options, stats);
   if (!device.has_rf_ids) {
     return Status::errorf("{}: --mode rf_id, but no device event carries \"Record function id\"",
                           device.path);
@@ -31,8 +28,14 @@ StatusOr<LinkedTrace> link_traces(const HostTrace& host, const DeviceTrace& devi
   ExclusiveDurations exclusive = compute_exclusive_durations(device, options.compat);
   GapDependencies gaps = compute_gap_dependencies(device, options.gap_threshold);
   LauncherLinks launchers = correlate_launchers(device, options.compat, stats);
+  SyncDependencies sync = compute_sync_dependencies(device, launchers, options.compat, stats);
   CF_ASSIGN_OR_RETURN(HostDeviceMap mapping, map_host_to_device(host, device, options, stats));
-  return assign_ids({host, device, exclusive, gaps, launchers, mapping}, options, std::move(stats));
+  // Later stages see the mode that was used (auto resolved): sequence mode resolves inter-thread
+  // dependencies through the map instead of rf_ids.
+  LinkOptions resolved = options;
+  resolved.mode = resolve_mode(device, options.mode);
+  return assign_ids({host, device, exclusive, gaps, launchers, mapping, &sync}, resolved,
+                    std::move(stats));
 }
 
 LinkSummary summarize(const HostTrace& host, const DeviceTrace& device,
@@ -42,12 +45,15 @@ LinkSummary summarize(const HostTrace& host, const DeviceTrace& device,
   s.host_nodes = host.nodes.size();
   s.host_ops_linked = mapping.matched;
   s.host_ops_with_rf_id = mapping.host_ops_with_rf_id;
+  s.host_op_candidates = mapping.candidates;
+  s.threads = mapping.threads;
   s.device_cpu_ops = device.cpu_ops.size();
   s.gpu_ops = launchers.gpu_ops.size();
   s.gpu_ops_linked = linked.gpu_events.size();
   s.gpu_ops_orphaned = s.gpu_ops - s.gpu_ops_linked;
   s.et_plus_nodes = linked.node_count;
   s.gap_groups = gaps.groups;
+  s.sync = linked.sync;
   s.mode = mode == MatchMode::kSequence ? "sequence" : "rf_id";
   return s;
 }
@@ -58,12 +64,21 @@ std::string format_link_report(const LinkSummary& s, const LinkStats& stats) {
   };
   std::string out = fmt::format(
       "link report ({} mode)\n"
-      "  host ops linked:   {} / {} with rf_id ({:.1f}%), {} host nodes in all\n"
+      "  host ops linked:   {} / {} {} ({:.1f}%), {} host nodes in all\n",
+      s.mode, s.host_ops_linked, s.host_op_candidates,
+      s.mode == "sequence" ? "host ops" : "with rf_id",
+      pct(s.host_ops_linked, s.host_op_candidates), s.host_nodes);
+  for (const ThreadMatch& t : s.threads) out += "    " + format_thread_match(t) + "\n";
+  out += fmt::format(
       "  GPU ops linked:    {} / {} ({:.1f}%), orphaned {}\n"
       "  ET+ nodes written: {}; inter-thread groups: {}\n",
-      s.mode, s.host_ops_linked, s.host_ops_with_rf_id,
-      pct(s.host_ops_linked, s.host_ops_with_rf_id), s.host_nodes, s.gpu_ops_linked, s.gpu_ops,
-      pct(s.gpu_ops_linked, s.gpu_ops), s.gpu_ops_orphaned, s.et_plus_nodes, s.gap_groups);
+      s.gpu_ops_linked, s.gpu_ops, pct(s.gpu_ops_linked, s.gpu_ops), s.gpu_ops_orphaned,
+      s.et_plus_nodes, s.gap_groups);
+  out += fmt::format(
+      "  sync deps:         {} on host nodes, {} on GPU nodes, from {} sync calls ({} resolved, "
+      "{} in the trace, {} with inferred stream)\n",
+      s.sync.host_deps, s.sync.gpu_deps, s.sync.calls_emitted, s.sync.calls_resolved, s.sync.calls,
+      s.sync.inferred);
   if (stats.entries().empty()) {
     out += "  warnings: none\n";
   } else {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "stages/exclusive_durations.h"
 #include "stages/gap_dependencies.h"
@@ -11,6 +12,7 @@
 #include "stages/launcher_correlation.h"
 #include "stages/link_options.h"
 #include "stages/linked_trace.h"
+#include "stages/sync_dependencies.h"
 
 namespace chakraflow {
 
@@ -18,14 +20,17 @@ namespace chakraflow {
 struct LinkSummary {
   uint64_t host_nodes = 0;
   uint64_t host_ops_linked = 0;      // host nodes paired with a device CPU op
-  uint64_t host_ops_with_rf_id = 0;  // candidates (rf_id != 0)
+  uint64_t host_ops_with_rf_id = 0;  // host ops with rf_id != 0
+  uint64_t host_op_candidates = 0;   // host ops the mapping tried to pair (see HostDeviceMap)
   uint64_t device_cpu_ops = 0;
   uint64_t gpu_ops = 0;           // GPU ops considered
   uint64_t gpu_ops_linked = 0;    // written as GPU nodes
   uint64_t gpu_ops_orphaned = 0;  // no launch event / no CPU op / CPU op without host op
   uint64_t et_plus_nodes = 0;
   uint64_t gap_groups = 0;
-  std::string mode;  // "rf_id" or "sequence"
+  SyncSummary sync;                  // synchronization dependencies (none in Chakra mode)
+  std::string mode;                  // "rf_id" or "sequence"
+  std::vector<ThreadMatch> threads;  // sequence mode: per host thread, how it was matched
 };
 
 // Resolves MatchMode::kAuto from the device trace.
@@ -35,7 +40,7 @@ MatchMode resolve_mode(const DeviceTrace& device, MatchMode requested);
 StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTrace& device,
                                            const LinkOptions& options, LinkStats& stats);
 
-// Runs stages 3-7 in order.
+// Runs stages 3-7 in order (with the sync dependencies after launcher correlation).
 StatusOr<LinkedTrace> link_traces(const HostTrace& host, const DeviceTrace& device,
                                   const LinkOptions& options);
 

@@ -28,11 +28,37 @@ struct LinkedHostOp {
   uint32_t gpu_end = 0;
 };
 
+// A GPU node's synchronization dependency on a GPU node of another stream (cudaStreamWaitEvent).
+struct GpuSyncDep {
+  uint32_t gpu_position = 0;  // of the waiting GPU op in LinkedTrace::gpu_events
+  uint64_t dep_id = 0;        // new id of the GPU node it waits on
+  friend bool operator==(const GpuSyncDep&, const GpuSyncDep&) = default;
+  friend auto operator<=>(const GpuSyncDep&, const GpuSyncDep&) = default;
+};
+
+// What became of the sync calls (stages/sync_dependencies.h) once translated to new ids.
+struct SyncSummary {
+  uint64_t calls = 0;           // sync calls in the device trace
+  uint64_t calls_resolved = 0;  // with targets and a waiting op (SyncProblem::kNone)
+  uint64_t calls_emitted = 0;   // of those, the waiter and a target are written: it yields deps;
+                                // the others lie outside the linked window
+  uint64_t inferred = 0;        // stream / device inferred (trace without cuda_sync records)
+  uint64_t host_deps = 0;       // sync_dep entries on host nodes
+  uint64_t gpu_deps = 0;        // sync_dep entries on GPU nodes
+  uint64_t dropped_orphan_target = 0;    // target GPU op not written as a node
+  uint64_t dropped_unlinked_waiter = 0;  // waiting op not written as a node
+};
+
 struct LinkedTrace {
   std::vector<LinkedHostOp> ops;           // by HostNodeIdx
   std::vector<DeviceEventIdx> gpu_events;  // grouped by host op, each group in ts order
-  // Synchronization dependencies (sync issue): by host op, ids of the GPU nodes it waits on.
+  // Synchronization dependencies (stages/sync_dependencies.h): by host op, the ids of the GPU
+  // nodes it waits on, ascending. Every id is a written GPU node that ended before the host op
+  // started. Empty in Chakra mode.
   std::vector<std::vector<uint64_t>> sync_deps;
+  // GPU nodes waiting on GPU nodes of other streams, sorted; same guarantees. Empty in Chakra mode.
+  std::vector<GpuSyncDep> gpu_sync_deps;
+  SyncSummary sync;
   uint64_t node_count = 0;  // host nodes + GPU nodes
   LinkStats stats;
 

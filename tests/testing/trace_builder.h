@@ -40,6 +40,31 @@ class KinetoBuilder {
         external_id >= 0 ? fmt::format(", \"External id\": {}", external_id) : std::string()));
     return *this;
   }
+  // A GPU op on device `device` (gpu() puts everything on device 0).
+  KinetoBuilder& gpu_on_device(int64_t device, const std::string& name, double ts, double dur,
+                               int64_t correlation, int64_t stream) {
+    events_.push_back(fmt::format(
+        R"({{"ph": "X", "cat": "kernel", "name": "{}", "pid": {}, "tid": {}, "ts": {}, "dur": {}, "args": {{"correlation": {}, "stream": {}, "device": {}}}}})",
+        name, device, stream, ts, dur, correlation, stream, device));
+    return *this;
+  }
+  // Kineto's `cuda_sync` record of a sync call (same correlation), written as Kineto writes
+  // CUPTI's synchronization activity. kind: "Context Sync", "Stream Sync", "Event Sync" or
+  // "Stream Wait Event". Event Sync / Stream Wait Event carry the wait_on_* args.
+  KinetoBuilder& cuda_sync(const std::string& kind, double ts, double dur, int64_t correlation,
+                           int64_t stream = -1, int64_t wait_on_stream = -1,
+                           int64_t record_correlation = -1, int64_t device = 0) {
+    std::string wait;
+    if (kind == "Event Sync" || kind == "Stream Wait Event") {
+      wait = fmt::format(
+          R"("wait_on_stream": {}, "wait_on_cuda_event_record_corr_id": {}, "wait_on_cuda_event_id": 1, )",
+          wait_on_stream, record_correlation);
+    }
+    events_.push_back(fmt::format(
+        R"({{"ph": "X", "cat": "cuda_sync", "name": "{}", "pid": 0, "tid": {}, "ts": {}, "dur": {}, "args": {{"External id": {}, "cuda_sync_kind": "{}", {}"stream": {}, "correlation": {}, "device": {}, "context": 1}}}})",
+        kind, stream, ts, dur, correlation, kind, wait, stream, correlation, device));
+    return *this;
+  }
   KinetoBuilder& raw(const std::string& event_json) {
     events_.push_back(event_json);
     return *this;

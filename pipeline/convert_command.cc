@@ -1,0 +1,216 @@
+// `chakraflow convert` (also `chakra_converter`) and `chakraflow jsonize` (also `chakra_jsonizer`),
+// with Chakra's flag spellings.
+#include <chrono>
+#include <cstdio>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "pipeline/cli_args.h"
+#include "pipeline/commands.h"
+#include "stages/jsonizer.h"
+#include "stages/pytorch_converter.h"
+
+namespace chakraflow {
+namespace {
+
+const std::vector<cli::FlagSpec>& convert_flags() {
+  static const std::vector<cli::FlagSpec> specs = {
+      {"input",
+       true,
+       "ET+ or host execution trace, schema 1.0.1 to 1.1.1 (.json or .json.gz)",
+       {"input_filename", "input-filename"}},
+      {"output",
+       true,
+       "Chakra trace to write (.et, or .et.gz to compress)",
+       {"output_filename", "output-filename"}},
+      {"compat", true, "default, or chakra to reproduce chakra_converter 1.0.0 exactly", {}},
+      {"keep-optimizer-step-duration",
+       false,
+       "do not zero the duration of Optimizer.step nodes (Chakra's rule, kept by default)",
+       {}},
+      {"input_type", true, "Chakra's older spelling of the PyTorch argument", {"input-type"}},
+      {"log-filename",
+       true,
+       "accepted for Chakra compatibility (no log file is written)",
+       {"log_filename"}},
+      {"simulate", false, "accepted for Chakra compatibility (ignored)", {}},
+      {"quiet", false, "print nothing but errors", {"q"}},
+      {"help", false, "show this help", {"h"}},
+  };
+  return specs;
+}
+
+const std::vector<cli::FlagSpec>& jsonize_flags() {
+  static const std::vector<cli::FlagSpec> specs = {
+      {"input", true, "Chakra trace (.et, gzip'd or not)", {"input_filename", "input-filename"}},
+      {"output",
+       true,
+       "JSON output (.json, or .json.gz to compress)",
+       {"output_filename", "output-filename"}},
+      {"concatenated",
+       false,
+       "Chakra's layout: one indented object per message, back to back (not one JSON document)",
+       {}},
+      {"compat", true, "default, or chakra (same as --concatenated)", {}},
+      {"quiet", false, "print nothing but errors", {"q"}},
+      {"help", false, "show this help", {"h"}},
+  };
+  return specs;
+}
+
+std::string format_stats(const LinkStats& stats) {
+  std::string out;
+  for (const auto& [kind, entry] : stats.entries()) {
+    out += fmt::format("  note: {} x {}", entry.count, kind);
+    if (!entry.examples.empty()) out += fmt::format(" (e.g. {})", fmt::join(entry.examples, "; "));
+    out += '\n';
+  }
+  return out;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The argument handling both verbs share: parse, --help, the required --input / --output.
+class Command {
+ public:
+  Command(const char* verb, const char* synopsis, const std::vector<cli::FlagSpec>& specs)
+      : verb_(verb), synopsis_(synopsis), specs_(specs) {}
+
+  // Returns an exit code when the command is done (help printed: 0, usage error: 2), else
+  // nullopt with args() ready.
+  std::optional<int> parse(int argc, char** argv, int first) {
+    auto parsed = cli::Args::parse(argc, argv, first, specs_);
+    if (!parsed.ok()) return usage_error(parsed.status().message());
+    args_ = std::move(parsed).value();
+    if (args_.has("help")) {
+      std::fputs(cli::usage("chakraflow", synopsis_, specs_).c_str(), stdout);
+      return 0;
+    }
+    std::vector<std::string> missing;
+    for (const char* required : {"input", "output"}) {
+      if (!args_.has(required)) missing.push_back(std::string("--") + required);
+    }
+    if (!missing.empty()) return usage_error(fmt::format("missing {}", fmt::join(missing, ", ")));
+    return std::nullopt;
+  }
+
+  int usage_error(const std::string& why) const {
+    std::fprintf(stderr, "chakraflow %s: %s\n%s", verb_, why.c_str(),
+                 cli::usage("chakraflow", synopsis_, specs_).c_str());
+    return 2;
+  }
+  int failure(const Status& status) const {
+    std::fprintf(stderr, "chakraflow %s: error: %s\n", verb_, status.message().c_str());
+    return 1;
+  }
+  void note(const std::string& text) const {
+    std::fprintf(stderr, "chakraflow %s: note: %s\n", verb_, text.c_str());
+  }
+  const cli::Args& args() const { return args_; }
+
+ private:
+  const char* verb_;
+  const char* synopsis_;
+  const std::vector<cli::FlagSpec>& specs_;
+  cli::Args args_;
+};
+
+}  // namespace
+
+int run_convert_command(int argc, char** argv, int first) {
+  Command cmd("convert",
+              "convert [PyTorch] --input ET_PLUS.json[.gz] --output TRACE.et[.gz] "
+              "[--compat default|chakra] [--keep-optimizer-step-duration]",
+              convert_flags());
+  if (auto done = cmd.parse(argc, argv, first)) return *done;
+  const cli::Args& args = cmd.args();
+  // Chakra's converter takes the input type as a subcommand (`PyTorch`), or --input_type.
+  std::vector<std::string> input_types = args.positionals();
+  if (auto t = args.get("input_type")) input_types.push_back(*t);
+  if (input_types.size() > 1) {
+    return cmd.usage_error(fmt::format("unexpected argument '{}'", input_types[1]));
+  }
+  if (!input_types.empty() && input_types[0] != "PyTorch" && input_types[0] != "pytorch") {
+    return cmd.usage_error(
+        input_types[0] == "Text"
+            ? std::string("the Text input type is not supported (only PyTorch)")
+            : fmt::format("unknown input type '{}' (only PyTorch)", input_types[0]));
+  }
+  ConvertOptions options;
+  const std::string compat = args.get_or("compat", "default");
+  if (compat == "default") {
+    options.compat = Compat::kDefault;
+  } else if (compat == "chakra") {
+    options.compat = Compat::kChakra;
+  } else {
+    return cmd.usage_error(fmt::format("--compat: unknown value '{}' (default, chakra)", compat));
+  }
+  options.zero_optimizer_step = !args.has("keep-optimizer-step-duration");
+  const bool quiet = args.has("quiet");
+  if (!quiet && args.has("log-filename")) {
+    cmd.note(
+        "--log-filename is accepted for compatibility with Chakra; no log file is written "
+        "(messages go to stderr)");
+  }
+  if (!quiet && args.has("simulate")) {
+    cmd.note(
+        "--simulate is accepted for compatibility with Chakra and ignored (Chakra's simulation "
+        "only logs)");
+  }
+
+  const std::string input = *args.get("input");
+  const std::string output = *args.get("output");
+  const auto start = std::chrono::steady_clock::now();
+  ConvertReport report;
+  if (Status s = convert_file(input, output, options, &report); !s.ok()) return cmd.failure(s);
+  if (!quiet) {
+    const double seconds = seconds_since(start);
+    std::string summary = fmt::format(
+        "chakraflow convert{}: {} -> {}: {} nodes read, {} written ({} removed as dangling)",
+        options.compat == Compat::kChakra ? " (--compat chakra)" : "", input, output,
+        report.input_nodes, report.output_nodes, report.removed_dangling);
+    if (options.compat == Compat::kDefault) {
+      summary += fmt::format(", {} GPU stream edges, {} sync edges", report.gpu_stream_edges,
+                             report.sync_edges);
+    }
+    summary += fmt::format("; {:.1f} MB in {:.3f} s\n", report.bytes_written / 1e6, seconds);
+    summary += format_stats(report.stats);
+    std::fputs(summary.c_str(), stderr);
+  }
+  return 0;
+}
+
+int run_jsonize_command(int argc, char** argv, int first) {
+  Command cmd("jsonize", "jsonize --input TRACE.et --output TRACE.json [--concatenated]",
+              jsonize_flags());
+  if (auto done = cmd.parse(argc, argv, first)) return *done;
+  const cli::Args& args = cmd.args();
+  if (!args.positionals().empty()) {
+    return cmd.usage_error(fmt::format("unexpected argument '{}'", args.positionals().front()));
+  }
+  JsonizeOptions options;
+  options.concatenated = args.has("concatenated");
+  const std::string compat = args.get_or("compat", "default");
+  if (compat == "chakra") {
+    options.concatenated = true;
+  } else if (compat != "default") {
+    return cmd.usage_error(fmt::format("--compat: unknown value '{}' (default, chakra)", compat));
+  }
+  const std::string input = *args.get("input");
+  const std::string output = *args.get("output");
+  const auto start = std::chrono::steady_clock::now();
+  JsonizeReport report;
+  if (Status s = jsonize_file(input, output, options, &report); !s.ok()) return cmd.failure(s);
+  if (!args.has("quiet")) {
+    std::fprintf(stderr, "chakraflow jsonize: %s -> %s: %llu nodes, %.1f MB in %.3f s\n",
+                 input.c_str(), output.c_str(), static_cast<unsigned long long>(report.nodes),
+                 report.bytes_written / 1e6, seconds_since(start));
+  }
+  return 0;
+}
+
+}  // namespace chakraflow

@@ -1,0 +1,193 @@
+// The data model of the PyTorch → Chakra converter stages (chakraflow convert).
+//
+//   HostTrace (stages/host_et_loader.h: the ET+ or host ET, raw node text kept)
+//     → read_et_plus_nodes   (et_plus_nodes.h)      EtPlusTrace: one EtPlusNode per JSON node
+//     → type_nodes           (comm_attributes.h)    node types and communication attributes
+//     → encode_dependencies  (dependency_encoding.h) ctrl → data dependencies, dangling removal
+//     → check_acyclic        (cycle_check.h)
+//     → write_chakra_trace   (pytorch_converter.h)  the .et file (et_io.h)
+//
+// Ownership: an EtPlusTrace refers to the HostTrace it was read from (views into its text and
+// arena) and must not outlive it. Everything else is owned by value. Node references between
+// stages are indices into EtPlusTrace::nodes (which is sorted by id), never ids, except where a
+// value is written out.
+//
+// Compat::kChakra (stages/link_options.h) selects Chakra 1.0.0's behaviour, defects included;
+// Compat::kDefault fixes them. Every difference is listed in docs/compatibility.md.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stages/link_options.h"
+#include "stages/trace_model.h"
+
+namespace chakraflow {
+
+inline constexpr uint32_t kNoNode = std::numeric_limits<uint32_t>::max();
+
+struct ConvertOptions {
+  Compat compat = Compat::kDefault;
+  // Chakra sets the duration of every node whose name contains "Optimizer.step" to 0 (the op
+  // "covers most of the runtime"). Kept in both modes unless turned off.
+  bool zero_optimizer_step = true;
+};
+
+// Chakra's PyTorchNodeType: what kind of op a JSON node is.
+enum class OpKind : uint8_t {
+  kCpu,       // no "cat"
+  kGpu,       // "cat" present and not null
+  kMetadata,  // name contains "process_group:init"
+};
+
+// The six IOInfo strings of a node: Python str() of inputs/outputs values, shapes and types.
+enum IoField : uint8_t {
+  kInValues,
+  kInShapes,
+  kInTypes,
+  kOutValues,
+  kOutShapes,
+  kOutTypes,
+  kIoFieldCount
+};
+
+struct EtPlusNode {
+  uint64_t id = 0;
+  std::string_view name;
+  OpKind kind = OpKind::kCpu;
+
+  // The parent (caller) as read: `ctrl_deps`, else the flat layout's `parent`.
+  uint64_t parent_id = 0;
+  bool has_parent_id = false;
+  bool parent_from_ctrl_deps = false;
+  // The parent after resolution (index into EtPlusTrace::nodes); kNoNode when it is missing, or
+  // is the node itself (the process root).
+  uint32_t parent = kNoNode;
+
+  // Node-level fields of ET+ (after attrs overrode them, in Chakra mode).
+  double exclusive_dur = 0;  // µs
+  double ts = 0;             // µs
+  bool has_ts = false;
+  uint64_t inter_thread_dep = 0;  // 0 = none (Chakra tests truthiness)
+  int64_t stream = 0;
+  bool has_stream = true;     // false when "stream" is null; absent means 0 (Chakra's default)
+  bool stream_given = false;  // "stream" was present in the node (not Chakra's default)
+  int64_t device = -1;        // "device", when the node has one (GPU nodes of some linkers)
+  std::string_view pg_name;   // node-level pg_name, or the pg_name attr
+  uint32_t sync_dep_begin = 0, sync_dep_count = 0;  // into EtPlusTrace::sync_dep_ids
+
+  // Attributes copied into every Chakra node.
+  int64_t rf_id = 0;
+  int64_t fw_parent = 0;
+  int64_t seq_id = -1;
+  int64_t scope = 0;
+  int64_t tid = 0;
+  int64_t fw_tid = 0;
+  std::string_view op_schema;
+  std::string_view collective_name;  // the attr of record_param_comms (schema 1.1.0+), if any
+
+  // Raw JSON of inputs.values and inputs.types (flat layout: inputs and input_types), for
+  // comm_size and point-to-point peers. Views into the HostTrace text.
+  std::string_view inputs_values_raw;
+  std::string_view inputs_types_raw;
+
+  // The IOInfo strings: io_text[io_offset + ...], lengths in io_len.
+  uint64_t io_offset = 0;
+  uint32_t io_len[kIoFieldCount] = {};
+
+  uint64_t byte_offset = 0;    // of the node object in the input (decompressed)
+  uint32_t file_position = 0;  // position of the node in the input's "nodes" array
+};
+
+struct EtPlusMetadata {
+  std::optional<std::string> schema;
+  std::optional<uint64_t> pid;
+  std::optional<std::string> time;
+  std::optional<uint64_t> start_ts;
+  std::optional<uint64_t> finish_ts;
+};
+
+struct EtPlusTrace {
+  const HostTrace* host = nullptr;  // not owned
+  std::string path;
+  std::string schema;
+  EtPlusMetadata metadata;
+  std::vector<EtPlusNode> nodes;     // sorted by id (host->nodes order)
+  std::vector<uint32_t> file_order;  // indices of nodes in the order of the input file
+  std::string io_text;               // the IOInfo strings, concatenated
+  std::vector<uint64_t> sync_dep_ids;
+  std::deque<std::string> arena;  // unescaped strings that differ from their raw text
+  // Schema 1.0.1 ET+ written by Chakra: `parent` held pre-renumbering ids and was mapped back.
+  bool parents_renumbered = false;
+  LinkStats stats;  // data problems that did not stop the conversion, by kind
+
+  // Index of the node with this id, or kNoNode.
+  uint32_t index_of(uint64_t id) const;
+  std::string_view io(const EtPlusNode& n, IoField f) const {
+    uint64_t begin = n.io_offset;
+    for (int k = 0; k < f; ++k) begin += n.io_len[k];
+    return std::string_view(io_text).substr(begin, n.io_len[f]);
+  }
+  const uint64_t* sync_deps(const EtPlusNode& n) const {
+    return sync_dep_ids.data() + n.sync_dep_begin;
+  }
+};
+
+// Chakra NodeType values (proto/et_def.proto).
+enum class ChakraNodeType : uint8_t {
+  kInvalid = 0,
+  kMetadata = 1,
+  kMemLoad = 2,
+  kMemStore = 3,
+  kComp = 4,
+  kCommSend = 5,
+  kCommRecv = 6,
+  kCommColl = 7,
+};
+
+// Chakra CollectiveCommType values.
+enum class CollectiveType : uint8_t {
+  kAllReduce = 0,
+  kReduce = 1,
+  kAllGather = 2,
+  kGather = 3,
+  kScatter = 4,
+  kBroadcast = 5,
+  kAllToAll = 6,
+  kReduceScatter = 7,
+  kReduceScatterBlock = 8,
+  kBarrier = 9,
+};
+
+// One node of the Chakra output.
+struct ChakraNodeRecord {
+  uint32_t source = kNoNode;  // the EtPlusNode it comes from
+  ChakraNodeType type = ChakraNodeType::kComp;
+  bool is_cpu_op = true;
+  uint32_t ctrl_dep = kNoNode;
+  std::vector<uint32_t> data_deps;  // indices into EtPlusTrace::nodes, in Chakra's order
+  uint64_t duration_micros = 0;
+  std::optional<uint64_t> start_time_micros;  // default mode only
+  std::optional<int64_t> stream;              // the "stream" attr
+
+  // Communication attributes.
+  std::optional<CollectiveType> comm_type;
+  std::optional<int64_t> comm_size;
+  std::string_view pg_name;  // written when not empty
+  std::optional<int32_t> comm_src, comm_dst, comm_tag;
+};
+
+struct ChakraTrace {
+  // The converted nodes, sorted by id; only the nodes that are written.
+  std::vector<ChakraNodeRecord> nodes;
+  uint64_t removed_dangling = 0;
+  uint64_t gpu_stream_edges = 0;  // default mode: GPU op → previous op of its stream
+  uint64_t sync_edges = 0;        // default mode: sync dependencies emitted
+};
+
+}  // namespace chakraflow

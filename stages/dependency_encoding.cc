@@ -1,0 +1,219 @@
+#include "stages/dependency_encoding.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <queue>
+
+#include "stages/et_plus_nodes.h"
+
+namespace chakraflow {
+namespace {
+
+void add_dep(ChakraNodeRecord& record, uint32_t dep) {
+  // Chakra appends an id only when it is not already there; lists are a handful long.
+  if (std::find(record.data_deps.begin(), record.data_deps.end(), dep) == record.data_deps.end()) {
+    record.data_deps.push_back(dep);
+  }
+}
+
+// A rank per node that every data dependency respects (rank[dep] < rank[node]): a topological
+// order of the Chakra edges (Kahn's algorithm) that, among the nodes ready at each step, takes the
+// one that started first (nodes without a start time first, then by id). Edges added against this
+// order could close a cycle and are skipped; edges along it cannot. Following start times makes
+// the order agree with the GPU streams and sync waits even where ids do not (a kernel launched
+// later from another thread may run earlier). Nodes on a cycle get no rank (UINT32_MAX); the cycle
+// check reports them.
+std::vector<uint32_t> dependency_ranks(const EtPlusTrace& t, const ConversionGraph& graph) {
+  const size_t n = t.nodes.size();
+  std::vector<uint32_t> rank(n, UINT32_MAX);
+  std::vector<uint32_t> indegree(n, 0), dependent_begin(n + 1, 0), dependents;
+  for (const ChakraNodeRecord& r : graph.records) {
+    indegree[r.source] = static_cast<uint32_t>(r.data_deps.size());
+    for (uint32_t d : r.data_deps) ++dependent_begin[d + 1];
+  }
+  for (size_t i = 0; i < n; ++i) dependent_begin[i + 1] += dependent_begin[i];
+  dependents.resize(dependent_begin[n]);
+  std::vector<uint32_t> fill(dependent_begin.begin(), dependent_begin.end() - 1);
+  for (const ChakraNodeRecord& r : graph.records) {
+    for (uint32_t d : r.data_deps) dependents[fill[d]++] = r.source;
+  }
+  using Key = std::pair<double, uint32_t>;  // (start time, index)
+  auto key = [&](uint32_t i) {
+    const EtPlusNode& node = t.nodes[i];
+    return Key(node.has_ts ? node.ts : -std::numeric_limits<double>::infinity(), i);
+  };
+  std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
+  for (const ChakraNodeRecord& r : graph.records) {
+    if (indegree[r.source] == 0) ready.push(key(r.source));
+  }
+  uint32_t next = 0;
+  while (!ready.empty()) {
+    const uint32_t i = ready.top().second;
+    ready.pop();
+    rank[i] = next++;
+    for (uint32_t k = dependent_begin[i]; k < dependent_begin[i + 1]; ++k) {
+      if (--indegree[dependents[k]] == 0) ready.push(key(dependents[k]));
+    }
+  }
+  return rank;
+}
+
+}  // namespace
+
+void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
+                         ConversionGraph& graph, LinkStats& stats, DependencyStats* out) {
+  const size_t n = t.nodes.size();
+  std::vector<uint32_t> roots;
+  for (const ChakraNodeRecord& r : graph.records) {
+    if (is_thread_root_name(t.nodes[r.source].name)) roots.push_back(r.source);
+  }
+  roots.insert(roots.end(), graph.extra_roots.begin(), graph.extra_roots.end());
+
+  // Chakra's convert_ctrl_dep_to_data_dep, once per root with fresh state. `visited` holds the
+  // walk number, so that it needs no clearing between walks.
+  std::vector<uint32_t> visited(n, 0);
+  std::vector<uint8_t> reached(n, 0);
+  std::vector<uint32_t> stack;
+  uint32_t walk = 0;
+  for (uint32_t root : roots) {
+    ++walk;
+    stack.assign(1, root);
+    uint32_t last_cpu = kNoNode, last_any = kNoNode;
+    while (!stack.empty()) {
+      const uint32_t i = stack.back();
+      stack.pop_back();
+      if (visited[i] == walk) continue;
+      visited[i] = walk;
+      reached[i] = 1;
+      ChakraNodeRecord& rec = *graph.record_of(i);
+      const EtPlusNode& node = t.nodes[i];
+      if (node.kind == OpKind::kGpu) {
+        if (last_any != kNoNode) add_dep(rec, last_any);
+        last_any = last_cpu;
+      } else {
+        if (node.inter_thread_dep != 0) {
+          const uint32_t dep = t.index_of(node.inter_thread_dep);
+          if (dep == i) {
+            stats.add("inter_thread_dep on the node itself (dropped)",
+                      fmt::format("node {}", node.id));
+          } else if (dep == kNoNode || graph.slot[dep] == kNoNode) {
+            stats.add("inter_thread_dep on a node that is not converted (dropped)",
+                      fmt::format("node {} -> {}", node.id, node.inter_thread_dep));
+          } else {
+            add_dep(rec, dep);
+          }
+        }
+        if (last_cpu != kNoNode) add_dep(rec, last_cpu);
+        last_cpu = last_any = i;
+      }
+      // Children, largest id first, so that the smallest is visited next.
+      for (uint32_t k = graph.child_begin[i + 1]; k-- > graph.child_begin[i];) {
+        const uint32_t c = graph.children[k];
+        if (graph.slot[c] != kNoNode && visited[c] != walk) stack.push_back(c);
+      }
+    }
+  }
+
+  DependencyStats result;
+  if (options.compat == Compat::kChakra) {
+    // Chakra keeps a sync dependency only if the target's start_time_micros is below the node's;
+    // it never sets start times, so none is kept (spec §5 #15).
+    if (out != nullptr) *out = result;
+    return;
+  }
+
+  const std::vector<uint32_t> rank = dependency_ranks(t, graph);
+  auto can_depend = [&](uint32_t node, uint32_t dep) {
+    return rank[dep] != UINT32_MAX && rank[node] != UINT32_MAX && rank[dep] < rank[node];
+  };
+
+  // Sync dependencies: the node waited for these GPU ops (trace_link's sync_dep).
+  for (ChakraNodeRecord& rec : graph.records) {
+    const EtPlusNode& node = t.nodes[rec.source];
+    if (node.sync_dep_count == 0 || !reached[rec.source]) continue;
+    const uint64_t* ids = t.sync_deps(node);
+    for (uint32_t k = 0; k < node.sync_dep_count; ++k) {
+      const uint32_t dep = t.index_of(ids[k]);
+      if (dep == kNoNode || graph.slot[dep] == kNoNode || !reached[dep] || dep == rec.source) {
+        stats.add("sync_dep on a node that is not converted (dropped)",
+                  fmt::format("node {} -> {}", node.id, ids[k]));
+      } else if (!can_depend(rec.source, dep)) {
+        stats.add("sync_dep against the dependency order (dropped: it would allow a cycle)",
+                  fmt::format("node {} -> {}", node.id, ids[k]));
+      } else {
+        const size_t before = rec.data_deps.size();
+        add_dep(rec, dep);
+        result.sync_edges += rec.data_deps.size() - before;
+      }
+    }
+  }
+
+  // GPU ops chained per (device, stream) in start-time order.
+  std::vector<uint32_t> gpu;
+  for (const ChakraNodeRecord& rec : graph.records) {
+    const EtPlusNode& node = t.nodes[rec.source];
+    if (node.kind == OpKind::kGpu && reached[rec.source] && node.stream_given && node.has_stream &&
+        node.has_ts) {
+      gpu.push_back(rec.source);
+    }
+  }
+  std::sort(gpu.begin(), gpu.end(), [&](uint32_t a, uint32_t b) {
+    const EtPlusNode& x = t.nodes[a];
+    const EtPlusNode& y = t.nodes[b];
+    if (x.device != y.device) return x.device < y.device;
+    if (x.stream != y.stream) return x.stream < y.stream;
+    if (x.ts != y.ts) return x.ts < y.ts;
+    return a < b;
+  });
+  for (size_t k = 1; k < gpu.size(); ++k) {
+    const EtPlusNode& prev = t.nodes[gpu[k - 1]];
+    const EtPlusNode& cur = t.nodes[gpu[k]];
+    if (prev.device != cur.device || prev.stream != cur.stream) continue;
+    if (!can_depend(gpu[k], gpu[k - 1])) {
+      stats.add("GPU op launched before the previous op of its stream (stream edge skipped)",
+                fmt::format("node {} after {}", cur.id, prev.id));
+      continue;
+    }
+    ChakraNodeRecord& rec = *graph.record_of(gpu[k]);
+    const size_t before = rec.data_deps.size();
+    add_dep(rec, gpu[k - 1]);
+    result.gpu_stream_edges += rec.data_deps.size() - before;
+  }
+  if (out != nullptr) *out = result;
+}
+
+ChakraTrace remove_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& options,
+                                  ConversionGraph&& graph, LinkStats& stats) {
+  const size_t n = t.nodes.size();
+  std::vector<uint8_t> referenced(n, 0);
+  for (const ChakraNodeRecord& r : graph.records) {
+    for (uint32_t d : r.data_deps) referenced[d] = 1;
+  }
+  ChakraTrace out;
+  out.nodes.reserve(graph.records.size());
+  for (ChakraNodeRecord& r : graph.records) {
+    if (r.data_deps.empty() && !referenced[r.source]) {
+      ++out.removed_dangling;
+      continue;
+    }
+    out.nodes.push_back(std::move(r));
+  }
+  std::sort(
+      out.nodes.begin(), out.nodes.end(),
+      [](const ChakraNodeRecord& a, const ChakraNodeRecord& b) { return a.source < b.source; });
+  if (options.compat == Compat::kDefault) {
+    std::vector<uint8_t> kept(n, 0);
+    for (const ChakraNodeRecord& r : out.nodes) kept[r.source] = 1;
+    for (ChakraNodeRecord& r : out.nodes) {
+      if (r.ctrl_dep != kNoNode && !kept[r.ctrl_dep]) {
+        stats.add("ctrl_deps on a removed node (dropped)",
+                  fmt::format("node {} -> {}", t.nodes[r.source].id, t.nodes[r.ctrl_dep].id));
+        r.ctrl_dep = kNoNode;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace chakraflow

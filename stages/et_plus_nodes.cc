@@ -1,0 +1,501 @@
+#include "stages/et_plus_nodes.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <unordered_map>
+
+#include "stages/file_io.h"
+#include "stages/json_util.h"
+#include "stages/python_repr.h"
+
+namespace chakraflow {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+// Schema versions Chakra 1.0.0's converter parses (it also lists 1.1.1-chakra.1.0.0, then
+// crashes on it: spec §2.2).
+bool chakra_parses_schema(std::string_view schema) {
+  return schema == "1.0.2-chakra.0.0.4" || schema == "1.0.3-chakra.0.0.4" ||
+         schema == "1.1.0-chakra.0.0.4" || schema == "1.1.1-chakra.0.0.4";
+}
+
+bool known_schema(std::string_view schema) {
+  for (std::string_view prefix : {"1.0.1", "1.0.2", "1.0.3", "1.0.4", "1.1.0", "1.1.1"}) {
+    if (schema.substr(0, prefix.size()) == prefix) return true;
+  }
+  return false;
+}
+
+// An integer JSON token (integral doubles such as 3.0 accepted).
+bool parse_int_token(std::string_view token, int64_t* out) {
+  auto r = std::from_chars(token.data(), token.data() + token.size(), *out);
+  if (r.ec == std::errc() && r.ptr == token.data() + token.size()) return true;
+  double d = 0;
+  auto rd = std::from_chars(token.data(), token.data() + token.size(), d);
+  if (rd.ec != std::errc() || rd.ptr != token.data() + token.size() || !std::isfinite(d) ||
+      d != std::floor(d) || std::fabs(d) > 9.2e18) {
+    return false;
+  }
+  *out = static_cast<int64_t>(d);
+  return true;
+}
+
+bool parse_uint_token(std::string_view token, uint64_t* out) {
+  auto r = std::from_chars(token.data(), token.data() + token.size(), *out);
+  if (r.ec == std::errc() && r.ptr == token.data() + token.size()) return true;
+  int64_t i = 0;
+  if (!parse_int_token(token, &i) || i < 0) return false;
+  *out = static_cast<uint64_t>(i);
+  return true;
+}
+
+// The attributes a node may set (Chakra applies every attr with setattr; these are the ones the
+// conversion reads).
+struct AttrValues {
+  std::optional<int64_t> rf_id, fw_parent, seq_id, scope, tid, fw_tid;
+  std::optional<std::string_view> op_schema, pg_name, collective_name;
+};
+
+class NodeReader {
+ public:
+  NodeReader(const HostTrace& host, EtPlusTrace& out) : host_(host), t_(out) {}
+
+  Status read_all() {
+    t_.nodes.resize(host_.nodes.size());
+    std::string_view raw_io[kIoFieldCount];
+    for (size_t i = 0; i < host_.nodes.size(); ++i) {
+      CF_RETURN_IF_ERROR(read_node(host_.nodes[i], t_.nodes[i], raw_io));
+    }
+    return Status();
+  }
+
+ private:
+  Status node_error(const HostNode& h, std::string_view what) const {
+    return Status::errorf("{}: byte {}: node id {}: {}", t_.path, h.byte_offset, h.id, what);
+  }
+
+  // A JSON string value (unescaped), as a view into the trace text or t_.arena.
+  bool read_string(od::value v, const HostNode& h, std::string_view* out) {
+    od::raw_json_string raw;
+    if (v.get_raw_json_string().get(raw)) return false;
+    std::string_view literal = json::string_literal(raw.raw(), h.raw.data() + h.raw.size());
+    auto s = json::unescape_literal(literal, t_.arena);
+    if (!s) return false;
+    *out = *s;
+    return true;
+  }
+
+  static bool is_null(od::value& v) {
+    od::json_type type;
+    return v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null;
+  }
+
+  Status read_node(const HostNode& h, EtPlusNode& n, std::string_view* raw_io) {
+    n.id = h.id;
+    n.name = h.name;
+    n.byte_offset = h.byte_offset;
+    for (int f = 0; f < kIoFieldCount; ++f) raw_io[f] = {};
+    std::optional<uint64_t> ctrl_deps, parent;
+    AttrValues attrs;
+    bool has_cat = false;
+
+    od::document doc;
+    simdjson::padded_string_view view(h.raw.data(), h.raw.size(), h.raw.size() + kInputPadding);
+    od::object obj;
+    if (parser_.iterate(view).get(doc) || doc.get_object().get(obj)) {
+      return node_error(h, "not a JSON object");
+    }
+    for (auto field_result : obj) {
+      od::field field;
+      std::string_view key;
+      if (std::move(field_result).get(field) || field.unescaped_key().get(key)) {
+        return node_error(h, "malformed field");
+      }
+      od::value v = field.value();
+      auto bad = [&](std::string_view what) {
+        return node_error(h, fmt::format("\"{}\" {}", key, what));
+      };
+      if (key == "ctrl_deps" || key == "parent") {
+        if (is_null(v)) continue;
+        uint64_t id = 0;
+        if (!json::get_uint64(v, &id)) return bad("is not a node id");
+        (key == "ctrl_deps" ? ctrl_deps : parent) = id;
+      } else if (key == "inputs" || key == "outputs") {
+        const int base = key == "inputs" ? kInValues : kOutValues;
+        od::json_type type;
+        if (v.type().get(type)) return bad("is malformed");
+        if (type == od::json_type::object) {
+          od::object io;
+          if (v.get_object().get(io)) return bad("is malformed");
+          for (auto io_field_result : io) {
+            od::field io_field;
+            std::string_view io_key;
+            if (std::move(io_field_result).get(io_field) || io_field.unescaped_key().get(io_key))
+              return bad("is malformed");
+            int f = io_key == "values" ? 0 : io_key == "shapes" ? 1 : io_key == "types" ? 2 : -1;
+            if (f < 0) continue;  // "strides" (schema 1.1.1) is not converted, as in Chakra
+            if (json::raw_value(io_field.value()).get(raw_io[base + f])) return bad("is malformed");
+          }
+        } else {
+          // Flat layout (schema 1.0.1): the values list itself.
+          if (json::raw_value(v).get(raw_io[base])) return bad("is malformed");
+        }
+      } else if (key == "input_shapes" || key == "input_types" || key == "output_shapes" ||
+                 key == "output_types") {
+        int f = key == "input_shapes"    ? kInShapes
+                : key == "input_types"   ? kInTypes
+                : key == "output_shapes" ? kOutShapes
+                                         : kOutTypes;
+        if (json::raw_value(v).get(raw_io[f])) return bad("is malformed");
+      } else if (key == "exclusive_dur") {
+        if (is_null(v)) continue;
+        if (v.get_double().get(n.exclusive_dur)) return bad("is not a number");
+      } else if (key == "ts") {
+        if (is_null(v)) continue;
+        if (v.get_double().get(n.ts)) return bad("is not a number");
+        n.has_ts = true;
+      } else if (key == "inter_thread_dep") {
+        if (is_null(v)) continue;
+        int64_t dep = 0;
+        if (!json::get_int64(v, &dep)) return bad("is not a node id");
+        n.inter_thread_dep = dep > 0 ? static_cast<uint64_t>(dep) : 0;
+      } else if (key == "sync_dep") {
+        if (is_null(v)) continue;
+        od::array deps;
+        if (v.get_array().get(deps)) return bad("is not a list of node ids");
+        n.sync_dep_begin = static_cast<uint32_t>(t_.sync_dep_ids.size());
+        for (auto dep_result : deps) {
+          od::value dep_value;
+          uint64_t dep = 0;
+          if (std::move(dep_result).get(dep_value) || !json::get_uint64(dep_value, &dep)) {
+            return bad("is not a list of node ids");
+          }
+          t_.sync_dep_ids.push_back(dep);
+        }
+        n.sync_dep_count = static_cast<uint32_t>(t_.sync_dep_ids.size()) - n.sync_dep_begin;
+      } else if (key == "cat") {
+        has_cat = !is_null(v);
+      } else if (key == "stream") {
+        n.stream_given = true;
+        if (is_null(v)) {
+          n.has_stream = false;
+        } else if (!json::get_int64(v, &n.stream)) {
+          return bad("is not an integer");
+        }
+      } else if (key == "device") {
+        if (!is_null(v) && !json::get_int64(v, &n.device)) return bad("is not an integer");
+      } else if (key == "pg_name") {
+        if (is_null(v)) continue;
+        std::string_view s;
+        if (!read_string(v, h, &s)) return bad("is not a string");
+        n.pg_name = s;
+      } else if (key == "rf_id" || key == "fw_parent" || key == "seq_id" || key == "scope" ||
+                 key == "tid" || key == "fw_tid") {
+        // Flat layout: attributes at node level.
+        if (is_null(v)) continue;
+        int64_t value = 0;
+        if (!json::get_int64(v, &value)) return bad("is not an integer");
+        set_int_attr(attrs, key, value);
+      } else if (key == "op_schema") {
+        std::string_view s;
+        if (!read_string(v, h, &s)) return bad("is not a string");
+        attrs.op_schema = s;
+      } else if (key == "attrs") {
+        CF_RETURN_IF_ERROR(read_attrs(v, h, attrs));
+      }
+    }
+    // Attributes override node-level fields (Chakra applies them last, with setattr).
+    n.rf_id = attrs.rf_id.value_or(0);
+    n.fw_parent = attrs.fw_parent.value_or(0);
+    n.seq_id = attrs.seq_id.value_or(-1);
+    n.scope = attrs.scope.value_or(0);
+    n.tid = attrs.tid.value_or(0);
+    n.fw_tid = attrs.fw_tid.value_or(0);
+    n.op_schema = attrs.op_schema.value_or(std::string_view());
+    if (attrs.pg_name) n.pg_name = *attrs.pg_name;
+    if (attrs.collective_name) n.collective_name = *attrs.collective_name;
+
+    if (n.name.find("process_group:init") != std::string_view::npos) {
+      n.kind = OpKind::kMetadata;
+    } else {
+      n.kind = has_cat ? OpKind::kGpu : OpKind::kCpu;
+    }
+    if (ctrl_deps) {
+      n.parent_id = *ctrl_deps;
+      n.has_parent_id = true;
+      n.parent_from_ctrl_deps = true;
+    } else if (parent) {
+      n.parent_id = *parent;
+      n.has_parent_id = true;
+    }
+    n.inputs_values_raw = raw_io[kInValues];
+    n.inputs_types_raw = raw_io[kInTypes];
+
+    // The IOInfo strings: Python's str() of each list. A missing list is written as [] (Chakra
+    // would stop with a KeyError) and counted.
+    n.io_offset = t_.io_text.size();
+    bool missing = false;
+    for (int f = 0; f < kIoFieldCount; ++f) {
+      const size_t begin = t_.io_text.size();
+      if (raw_io[f].empty()) {
+        t_.io_text += "[]";
+        missing = true;
+      } else {
+        Status s = pyrepr::append_json_value(t_.io_text, raw_io[f]);
+        if (!s.ok()) {
+          static constexpr const char* kFieldNames[] = {"inputs.values",  "inputs.shapes",
+                                                        "inputs.types",   "outputs.values",
+                                                        "outputs.shapes", "outputs.types"};
+          return node_error(h, fmt::format("{}: {}", kFieldNames[f], s.message()));
+        }
+      }
+      n.io_len[f] = static_cast<uint32_t>(t_.io_text.size() - begin);
+    }
+    if (missing) {
+      t_.stats.add("node without inputs/outputs lists (written as [])",
+                   fmt::format("node {}", n.id));
+    }
+    return Status();
+  }
+
+  static void set_int_attr(AttrValues& a, std::string_view name, int64_t value) {
+    if (name == "rf_id") {
+      a.rf_id = value;
+    } else if (name == "fw_parent") {
+      a.fw_parent = value;
+    } else if (name == "seq_id") {
+      a.seq_id = value;
+    } else if (name == "scope") {
+      a.scope = value;
+    } else if (name == "tid") {
+      a.tid = value;
+    } else if (name == "fw_tid") {
+      a.fw_tid = value;
+    }
+  }
+
+  Status read_attrs(od::value v, const HostNode& h, AttrValues& attrs) {
+    od::array list;
+    if (v.get_array().get(list)) return node_error(h, "\"attrs\" is not a list");
+    for (auto entry_result : list) {
+      od::object entry;
+      if (entry_result.get_object().get(entry)) {
+        return node_error(h, "an entry of \"attrs\" is not an object");
+      }
+      std::string_view name, value_raw;
+      bool have_name = false;
+      for (auto field_result : entry) {
+        od::field field;
+        std::string_view key;
+        if (std::move(field_result).get(field) || field.unescaped_key().get(key)) {
+          return node_error(h, "malformed \"attrs\" entry");
+        }
+        if (key == "name") {
+          if (!read_string(field.value(), h, &name)) {
+            return node_error(h, "an \"attrs\" name is not a string");
+          }
+          have_name = true;
+        } else if (key == "value") {
+          if (json::raw_value(field.value()).get(value_raw)) {
+            return node_error(h, "malformed \"attrs\" value");
+          }
+        }
+      }
+      if (!have_name || value_raw.empty()) continue;
+      if (name == "rf_id" || name == "fw_parent" || name == "seq_id" || name == "scope" ||
+          name == "tid" || name == "fw_tid") {
+        int64_t value = 0;
+        if (value_raw == "null") continue;
+        if (!parse_int_token(value_raw, &value)) {
+          return node_error(h, fmt::format("attr \"{}\" = {} is not an int64", name, value_raw));
+        }
+        set_int_attr(attrs, name, value);
+      } else if (name == "op_schema" || name == "pg_name" || name == "collective_name") {
+        if (value_raw.front() != '"') {
+          t_.stats.add(fmt::format("attr \"{}\" that is not a string (ignored)", name),
+                       fmt::format("node {}", h.id));
+          continue;
+        }
+        auto s = json::unescape_literal(value_raw, t_.arena);
+        if (!s) return node_error(h, fmt::format("attr \"{}\" holds an invalid escape", name));
+        (name == "op_schema" ? attrs.op_schema
+         : name == "pg_name" ? attrs.pg_name
+                             : attrs.collective_name) = *s;
+      }
+    }
+    return Status();
+  }
+
+  const HostTrace& host_;
+  EtPlusTrace& t_;
+  od::parser parser_;
+};
+
+std::optional<uint64_t> top_level_uint(std::string_view raw) {
+  uint64_t v = 0;
+  if (!parse_uint_token(raw, &v)) return std::nullopt;
+  return v;
+}
+
+void read_metadata(const HostTrace& host, EtPlusTrace& t) {
+  for (const TopLevelField& f : host.top_level) {
+    if (f.is_nodes || f.key_raw.size() < 2) continue;
+    std::string_view key = f.key_raw.substr(1, f.key_raw.size() - 2);
+    auto as_string = [&]() -> std::optional<std::string> {
+      if (f.value_raw.empty() || f.value_raw.front() != '"') return std::nullopt;
+      auto s = json::unescape_literal(f.value_raw, t.arena);
+      if (!s) return std::nullopt;
+      return std::string(*s);
+    };
+    if (key == "schema") {
+      t.metadata.schema = as_string();
+    } else if (key == "time") {
+      t.metadata.time = as_string();
+    } else if (key == "pid") {
+      t.metadata.pid = top_level_uint(f.value_raw);
+    } else if (key == "start_ts") {
+      t.metadata.start_ts = top_level_uint(f.value_raw);
+    } else if (key == "finish_ts") {
+      t.metadata.finish_ts = top_level_uint(f.value_raw);
+    }
+  }
+  auto note_missing = [&](const char* key, bool present) {
+    if (!present) {
+      t.stats.add("global metadata key missing or not of the expected type (attr left out)", key);
+    }
+  };
+  note_missing("schema", t.metadata.schema.has_value());
+  note_missing("pid", t.metadata.pid.has_value());
+  note_missing("time", t.metadata.time.has_value());
+  note_missing("start_ts", t.metadata.start_ts.has_value());
+  note_missing("finish_ts", t.metadata.finish_ts.has_value());
+}
+
+// Chakra's schema-1.0.1 ET+ keeps `parent` in the old id space (see the header). New ids were
+// given in old-id order, so the old ids of the nodes increase with their new ids, and on each
+// thread the open ops form a stack: every entry but the top is known by the `parent` value of the
+// entry above it. A node whose `parent` names no known entry is the first child of the top entry,
+// which the value then identifies.
+void recover_renumbered_parents(EtPlusTrace& t, uint32_t process_root) {
+  const size_t n = t.nodes.size();
+  constexpr uint64_t kUnknown = 0;
+  std::vector<uint64_t> old_id(n, kUnknown);
+  std::unordered_map<uint64_t, uint32_t> by_old_id;
+  std::unordered_map<int64_t, std::vector<uint32_t>> stacks;  // by tid
+  old_id[process_root] = t.nodes[process_root].parent_id;
+  by_old_id[old_id[process_root]] = process_root;
+  t.nodes[process_root].parent = kNoNode;
+  for (uint32_t i = 0; i < n; ++i) {
+    EtPlusNode& node = t.nodes[i];
+    if (i == process_root || !node.has_parent_id || node.parent_from_ctrl_deps) continue;
+    auto& stack = stacks[node.tid];
+    uint32_t parent = kNoNode;
+    if (auto it = by_old_id.find(node.parent_id); it != by_old_id.end()) {
+      parent = it->second;
+    } else if (!stack.empty() && old_id[stack.back()] == kUnknown &&
+               node.parent_id > t.nodes[stack.back()].parent_id) {
+      parent = stack.back();
+      old_id[parent] = node.parent_id;
+      by_old_id[node.parent_id] = parent;
+    }
+    if (parent != kNoNode) {
+      while (!stack.empty() && stack.back() != parent) stack.pop_back();
+    } else {
+      t.stats.add("schema 1.0.1 parent id not recovered (parent left missing)",
+                  fmt::format("node {} (parent {})", node.id, node.parent_id));
+    }
+    node.parent = parent;
+    stack.push_back(i);
+  }
+  // Old ids must increase with new ids; anything else means the input was not what we assumed.
+  uint64_t last = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (old_id[i] == kUnknown) continue;
+    if (old_id[i] <= last) {
+      t.stats.add("schema 1.0.1 parent ids inconsistent with renumbering (used as they are)",
+                  fmt::format("node {}", t.nodes[i].id));
+      for (EtPlusNode& node : t.nodes) {
+        if (node.has_parent_id && !node.parent_from_ctrl_deps) {
+          uint32_t p = t.index_of(node.parent_id);
+          node.parent = p == static_cast<uint32_t>(&node - t.nodes.data()) ? kNoNode : p;
+        }
+      }
+      return;
+    }
+    last = old_id[i];
+  }
+  t.parents_renumbered = true;
+}
+
+void resolve_parents(EtPlusTrace& t) {
+  uint32_t process_root = kNoNode;
+  bool any_flat_parent = false;
+  for (uint32_t i = 0; i < t.nodes.size(); ++i) {
+    EtPlusNode& node = t.nodes[i];
+    if (node.has_parent_id) {
+      uint32_t p = t.index_of(node.parent_id);
+      node.parent = p == i ? kNoNode : p;
+      any_flat_parent |= !node.parent_from_ctrl_deps;
+    }
+    if (process_root == kNoNode && is_process_root_name(node.name)) process_root = i;
+  }
+  if (any_flat_parent && process_root != kNoNode) {
+    const EtPlusNode& root = t.nodes[process_root];
+    if (root.has_parent_id && !root.parent_from_ctrl_deps && root.parent_id != root.id) {
+      recover_renumbered_parents(t, process_root);
+    }
+  }
+}
+
+}  // namespace
+
+bool is_thread_root_name(std::string_view name) {
+  return name == "[pytorch|profiler|execution_trace|thread]" ||
+         name == "[pytorch|profiler|execution_graph|thread]";
+}
+
+bool is_process_root_name(std::string_view name) {
+  return name == "[pytorch|profiler|execution_trace|process]" ||
+         name == "[pytorch|profiler|execution_graph|process]";
+}
+
+uint32_t EtPlusTrace::index_of(uint64_t id) const {
+  auto it = std::lower_bound(nodes.begin(), nodes.end(), id,
+                             [](const EtPlusNode& n, uint64_t v) { return n.id < v; });
+  if (it == nodes.end() || it->id != id) return kNoNode;
+  return static_cast<uint32_t>(it - nodes.begin());
+}
+
+StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOptions& options) {
+  EtPlusTrace t;
+  t.host = &host;
+  t.path = host.path;
+  t.schema = host.schema;
+  t.io_text.reserve(host.text.size() / 2);
+  read_metadata(host, t);
+  if (options.compat == Compat::kChakra && !chakra_parses_schema(t.schema)) {
+    t.stats.add("schema that Chakra 1.0.0's converter rejects (converted anyway)", t.schema);
+  } else if (!known_schema(t.schema)) {
+    t.stats.add("unknown schema version (converted by its layout)", t.schema);
+  }
+  NodeReader reader(host, t);
+  CF_RETURN_IF_ERROR(reader.read_all());
+  // File order: the order of the "nodes" array, which Chakra's conversion loop follows.
+  t.file_order.resize(t.nodes.size());
+  for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[i] = i;
+  std::sort(t.file_order.begin(), t.file_order.end(), [&](uint32_t a, uint32_t b) {
+    return t.nodes[a].byte_offset < t.nodes[b].byte_offset;
+  });
+  for (uint32_t k = 0; k < t.file_order.size(); ++k) t.nodes[t.file_order[k]].file_position = k;
+  resolve_parents(t);
+  if (t.parents_renumbered) {
+    t.stats.add("schema 1.0.1 ET+ with pre-renumbering parent ids (mapped to the new ids)", t.path);
+  }
+  return t;
+}
+
+}  // namespace chakraflow

@@ -1,0 +1,36 @@
+// Converter stage 1: the nodes of an ET+ (or of a plain host execution trace) as the converter
+// needs them.
+//
+// Input: a HostTrace from load_host_trace (either layout). Each node's raw JSON text is re-read
+// (simdjson on-demand) for the fields the converter uses: ctrl_deps / parent, inputs and outputs
+// (turned into the Python str() text Chakra stores, stages/python_repr.h), cat, stream, pg_name,
+// exclusive_dur, ts, inter_thread_dep, sync_dep, device, and the attributes rf_id, fw_parent,
+// seq_id, scope, tid, fw_tid, op_schema, pg_name, collective_name. Schema 1.0.1 ("flat") nodes
+// carry these at node level, with inputs / input_shapes / input_types lists; later schemas use
+// attrs and inputs {values, shapes, types}. An attr overrides the node-level field of the same
+// name, as Chakra's setattr does (spec §5 #12; only the names above are applied).
+//
+// Parents: `ctrl_deps` when present, else `parent`. ET+ files of schema 1.0.1 written by Chakra's
+// trace_link keep `parent` in the pre-renumbering id space (only GPU nodes carry a `ctrl_deps`
+// with the new id). That case is detected (the process root's `parent` is not its own id) and the
+// old ids are recovered: new ids were given in old-id order, so on each thread the parents form a
+// stack whose entries are identified by their children's `parent` values. Parents that cannot be
+// recovered are left missing and counted.
+//
+// Errors (malformed values) name the file, the byte offset and the node id. Data problems that do
+// not stop the conversion are counted in EtPlusTrace::stats.
+#pragma once
+
+#include "stages/convert_model.h"
+#include "stages/status.h"
+
+namespace chakraflow {
+
+StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOptions& options);
+
+// True for the thread annotation names Chakra takes as dependency roots.
+bool is_thread_root_name(std::string_view name);
+// True for the process annotation names.
+bool is_process_root_name(std::string_view name);
+
+}  // namespace chakraflow

@@ -1,0 +1,253 @@
+#include "stages/pytorch_converter.h"
+
+#include <cmath>
+#include <unordered_map>
+
+#include "proto/et_def.pb.h"
+#include "stages/comm_attributes.h"
+#include "stages/cycle_check.h"
+#include "stages/dependency_encoding.h"
+#include "stages/et_io.h"
+#include "stages/et_plus_nodes.h"
+#include "stages/host_et_loader.h"
+
+namespace chakraflow {
+namespace {
+
+namespace pb = ChakraProtoMsg;
+
+uint64_t duration_micros(const EtPlusNode& node, const ConvertOptions& options, LinkStats& stats) {
+  if (options.zero_optimizer_step && node.name.find("Optimizer.step") != std::string_view::npos) {
+    return 0;
+  }
+  const double d = node.exclusive_dur;
+  if (!(d > 0)) {
+    if (d < 0) {
+      stats.add("negative exclusive_dur (written as 0)", fmt::format("node {}", node.id));
+    }
+    return 0;
+  }
+  if (d >= 1.8e19) return UINT64_MAX;
+  if (options.compat == Compat::kChakra) return static_cast<uint64_t>(d);  // Python int()
+  // Nearest µs, and never 0 for work that took time: ASTRA-sim skips 0-duration nodes.
+  const auto rounded = static_cast<uint64_t>(std::llround(d));
+  return rounded == 0 ? 1 : rounded;
+}
+
+// The parents the walk follows. Chakra: the parents as read. Default mode: a CPU node whose
+// parent is missing is attached to the thread root of its tid (else walked as a root of its own).
+std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& options,
+                                   std::vector<uint32_t>* extra_roots, LinkStats& stats) {
+  std::vector<uint32_t> parent(t.nodes.size());
+  for (uint32_t i = 0; i < t.nodes.size(); ++i) parent[i] = t.nodes[i].parent;
+  if (options.compat == Compat::kChakra) return parent;
+  std::unordered_map<int64_t, uint32_t> thread_root_of_tid;
+  for (uint32_t i = 0; i < t.nodes.size(); ++i) {
+    if (is_thread_root_name(t.nodes[i].name)) thread_root_of_tid.emplace(t.nodes[i].tid, i);
+  }
+  for (uint32_t i = 0; i < t.nodes.size(); ++i) {
+    const EtPlusNode& node = t.nodes[i];
+    if (node.parent != kNoNode || is_thread_root_name(node.name) ||
+        is_process_root_name(node.name)) {
+      continue;
+    }
+    if (node.kind == OpKind::kGpu) {
+      stats.add("GPU node without a launching node (not converted)",
+                fmt::format("node {}", node.id));
+      continue;
+    }
+    auto it = thread_root_of_tid.find(node.tid);
+    if (it != thread_root_of_tid.end()) {
+      parent[i] = it->second;
+      stats.add("node whose parent is missing (attached to its thread root)",
+                fmt::format("node {} (parent {})", node.id,
+                            node.has_parent_id ? std::to_string(node.parent_id) : "none"));
+    } else {
+      extra_roots->push_back(i);
+      stats.add("node whose parent is missing, no thread root for its tid (walked on its own)",
+                fmt::format("node {}", node.id));
+    }
+  }
+  return parent;
+}
+
+}  // namespace
+
+StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions& options,
+                                      LinkStats& stats) {
+  const size_t n = t.nodes.size();
+  const bool chakra = options.compat == Compat::kChakra;
+  ConversionGraph graph;
+  const std::vector<uint32_t> parent = walk_parents(t, options, &graph.extra_roots, stats);
+
+  // The call tree as children lists (CSR), in ascending id order.
+  graph.child_begin.assign(n + 2, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (parent[i] != kNoNode) ++graph.child_begin[parent[i] + 2];
+  }
+  for (size_t i = 0; i < n; ++i) graph.child_begin[i + 2] += graph.child_begin[i + 1];
+  graph.children.resize(graph.child_begin[n + 1]);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (parent[i] != kNoNode) graph.children[graph.child_begin[parent[i] + 1]++] = i;
+  }
+  graph.child_begin.pop_back();  // now child_begin[i] .. child_begin[i + 1]
+
+  // Chakra's conversion loop: CPU and METADATA nodes in input order, each followed by its GPU
+  // children.
+  CommTyper typer(t, options, stats);
+  graph.slot.assign(n, kNoNode);
+  graph.records.reserve(n);
+  auto convert = [&](uint32_t i) {
+    const EtPlusNode& node = t.nodes[i];
+    ChakraNodeRecord rec;
+    rec.source = i;
+    // Chakra: ctrl_deps only if the parent is already converted. Default: set below.
+    if (chakra && parent[i] != kNoNode && graph.slot[parent[i]] != kNoNode)
+      rec.ctrl_dep = parent[i];
+    rec.duration_micros = duration_micros(node, options, stats);
+    typer.assign(i, rec);
+    if (chakra) {
+      if (node.has_stream) rec.stream = node.stream;  // CPU nodes: Chakra's default 0
+    } else {
+      if (node.kind == OpKind::kGpu && node.stream_given && node.has_stream)
+        rec.stream = node.stream;
+      if (node.has_ts && node.ts >= 0 && node.ts < 1.8e19) {
+        rec.start_time_micros = static_cast<uint64_t>(std::llround(node.ts));
+      }
+    }
+    graph.slot[i] = static_cast<uint32_t>(graph.records.size());
+    graph.records.push_back(std::move(rec));
+  };
+  for (uint32_t i : t.file_order) {
+    if (t.nodes[i].kind == OpKind::kGpu) continue;
+    convert(i);
+    for (uint32_t k = graph.child_begin[i]; k < graph.child_begin[i + 1]; ++k) {
+      const uint32_t c = graph.children[k];
+      if (t.nodes[c].kind == OpKind::kGpu && graph.slot[c] == kNoNode) convert(c);
+    }
+  }
+  if (!chakra) {
+    for (ChakraNodeRecord& rec : graph.records) {
+      const uint32_t p = parent[rec.source];
+      if (p != kNoNode && graph.slot[p] != kNoNode) rec.ctrl_dep = p;
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      const EtPlusNode& node = t.nodes[i];
+      if (node.kind == OpKind::kGpu && graph.slot[i] == kNoNode && node.parent != kNoNode) {
+        stats.add("GPU node launched by a node that is not converted (not converted)",
+                  fmt::format("node {} (launcher {})", node.id, t.nodes[node.parent].id));
+      }
+    }
+  }
+
+  DependencyStats dep_stats;
+  encode_dependencies(t, options, graph, stats, &dep_stats);
+  ChakraTrace out = remove_dangling_nodes(t, options, std::move(graph), stats);
+  out.gpu_stream_edges = dep_stats.gpu_stream_edges;
+  out.sync_edges = dep_stats.sync_edges;
+  CF_RETURN_IF_ERROR(check_acyclic(t, out));
+  return out;
+}
+
+void fill_global_metadata(const EtPlusTrace& t, const ConvertOptions& options,
+                          pb::GlobalMetadata* md) {
+  md->Clear();
+  // Chakra leaves the version empty (spec §5 #20); default mode names the schema it writes.
+  if (options.compat == Compat::kDefault) md->set_version("1.0.0");
+  const EtPlusMetadata& m = t.metadata;
+  auto add_string = [&](const char* name, const std::optional<std::string>& v) {
+    if (!v) return;
+    pb::AttributeProto* a = md->add_attr();
+    a->set_name(name);
+    a->set_string_val(*v);
+  };
+  auto add_uint = [&](const char* name, const std::optional<uint64_t>& v) {
+    if (!v) return;
+    pb::AttributeProto* a = md->add_attr();
+    a->set_name(name);
+    a->set_uint64_val(*v);
+  };
+  add_string("schema", m.schema);
+  add_uint("pid", m.pid);
+  add_string("time", m.time);
+  add_uint("start_ts", m.start_ts);
+  add_uint("finish_ts", m.finish_ts);
+}
+
+void fill_node(const EtPlusTrace& t, const ChakraNodeRecord& rec, pb::Node* node) {
+  node->Clear();
+  const EtPlusNode& src = t.nodes[rec.source];
+  node->set_id(src.id);
+  node->set_name(src.name.data(), src.name.size());
+  node->set_type(static_cast<pb::NodeType>(rec.type));
+  if (rec.ctrl_dep != kNoNode) node->add_ctrl_deps(t.nodes[rec.ctrl_dep].id);
+  for (uint32_t d : rec.data_deps) node->add_data_deps(t.nodes[d].id);
+  if (rec.start_time_micros) node->set_start_time_micros(*rec.start_time_micros);
+  node->set_duration_micros(rec.duration_micros);
+  pb::IOInfo* in = node->mutable_inputs();
+  in->set_values(std::string(t.io(src, kInValues)));
+  in->set_shapes(std::string(t.io(src, kInShapes)));
+  in->set_types(std::string(t.io(src, kInTypes)));
+  pb::IOInfo* out = node->mutable_outputs();
+  out->set_values(std::string(t.io(src, kOutValues)));
+  out->set_shapes(std::string(t.io(src, kOutShapes)));
+  out->set_types(std::string(t.io(src, kOutTypes)));
+  auto add = [&](const char* name) {
+    pb::AttributeProto* a = node->add_attr();
+    a->set_name(name);
+    return a;
+  };
+  add("rf_id")->set_int64_val(src.rf_id);
+  add("fw_parent")->set_int64_val(src.fw_parent);
+  add("seq_id")->set_int64_val(src.seq_id);
+  add("scope")->set_int64_val(src.scope);
+  add("tid")->set_int64_val(src.tid);
+  add("fw_tid")->set_int64_val(src.fw_tid);
+  add("op_schema")->set_string_val(std::string(src.op_schema));
+  add("is_cpu_op")->set_bool_val(rec.is_cpu_op);
+  if (rec.stream) add("stream")->set_int64_val(*rec.stream);
+  if (rec.type == ChakraNodeType::kCommColl && rec.comm_type) {
+    add("comm_type")->set_int64_val(static_cast<int64_t>(*rec.comm_type));
+  }
+  if (rec.comm_size) add("comm_size")->set_int64_val(*rec.comm_size);
+  if (!rec.pg_name.empty()) add("pg_name")->set_string_val(std::string(rec.pg_name));
+  if (rec.comm_src) add("comm_src")->set_int32_val(*rec.comm_src);
+  if (rec.comm_dst) add("comm_dst")->set_int32_val(*rec.comm_dst);
+  if (rec.comm_tag) add("comm_tag")->set_int32_val(*rec.comm_tag);
+}
+
+Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
+                          const ConvertOptions& options, EtWriter& writer) {
+  pb::GlobalMetadata md;
+  fill_global_metadata(t, options, &md);
+  writer.write(md);
+  pb::Node node;
+  for (const ChakraNodeRecord& rec : chakra.nodes) {
+    fill_node(t, rec, &node);
+    writer.write(node);
+  }
+  return Status();
+}
+
+Status convert_file(const std::string& input_path, const std::string& output_path,
+                    const ConvertOptions& options, ConvertReport* report) {
+  CF_ASSIGN_OR_RETURN(HostTrace host, load_host_trace(input_path));
+  CF_ASSIGN_OR_RETURN(EtPlusTrace trace, read_et_plus_nodes(host, options));
+  LinkStats stats = trace.stats;
+  CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(trace, options, stats));
+  CF_ASSIGN_OR_RETURN(EtWriter writer, EtWriter::open(output_path));
+  CF_RETURN_IF_ERROR(write_chakra_trace(trace, chakra, options, writer));
+  CF_RETURN_IF_ERROR(writer.commit());
+  if (report != nullptr) {
+    report->input_nodes = trace.nodes.size();
+    report->output_nodes = chakra.nodes.size();
+    report->removed_dangling = chakra.removed_dangling;
+    report->gpu_stream_edges = chakra.gpu_stream_edges;
+    report->sync_edges = chakra.sync_edges;
+    report->bytes_written = writer.bytes_written();
+    report->stats = std::move(stats);
+  }
+  return Status();
+}
+
+}  // namespace chakraflow

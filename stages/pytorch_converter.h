@@ -1,0 +1,66 @@
+// The PyTorch → Chakra converter (`chakraflow convert`, Chakra's `chakra_converter PyTorch`).
+//
+// Input: an ET+ (trace_link output) or a plain host execution trace, schema 1.0.1 to 1.1.1,
+// .json or .json.gz. Output: a Chakra .et file (stages/et_io.h). The stages, in order (see
+// stages/convert_model.h): read_et_plus_nodes → node selection and attributes (here, with
+// CommTyper) → encode_dependencies → remove_dangling_nodes → check_acyclic → write.
+//
+// Which nodes are converted, as Chakra does it (reference/chakra_spec.md §2.4): every CPU and
+// METADATA node in input order, each followed by its GPU children; a GPU node whose launcher is
+// missing is not converted. ctrl_deps = [parent] when the parent was converted before the node
+// (Chakra mode: host traces list children before parents, so most of their nodes get none);
+// default mode writes [parent] whenever the parent is in the output. Default mode also keeps the
+// subtrees of nodes whose parent is missing, attached to the thread root of their tid.
+//
+// Durations: Chakra truncates exclusive_dur to whole µs (sub-µs kernels become 0, which ASTRA-sim
+// skips); default mode rounds to the nearest µs and writes at least 1 µs for any positive
+// duration, and writes start_time_micros from ts. Nodes named *Optimizer.step* get duration 0
+// (Chakra's rule) unless ConvertOptions::zero_optimizer_step is false.
+//
+// Output bytes are deterministic. Functions are thread-compatible (no shared state).
+#pragma once
+
+#include <string>
+
+#include "stages/convert_model.h"
+#include "stages/status.h"
+
+namespace ChakraProtoMsg {
+class GlobalMetadata;
+class Node;
+}  // namespace ChakraProtoMsg
+
+namespace chakraflow {
+
+class EtWriter;
+
+struct ConvertReport {
+  uint64_t input_nodes = 0;
+  uint64_t output_nodes = 0;
+  uint64_t removed_dangling = 0;
+  uint64_t gpu_stream_edges = 0;
+  uint64_t sync_edges = 0;
+  uint64_t bytes_written = 0;
+  LinkStats stats;  // data problems that did not stop the conversion, by kind
+};
+
+// ET+ nodes → the Chakra nodes that are written, sorted by id, dependencies encoded and checked
+// for cycles. Data problems are added to `stats`.
+StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& trace, const ConvertOptions& options,
+                                      LinkStats& stats);
+
+// The messages Chakra writes for the trace.
+void fill_global_metadata(const EtPlusTrace& trace, const ConvertOptions& options,
+                          ChakraProtoMsg::GlobalMetadata* metadata);
+void fill_node(const EtPlusTrace& trace, const ChakraNodeRecord& record,
+               ChakraProtoMsg::Node* node);
+
+// Writes the GlobalMetadata then every node (in id order) to `writer` (not committed).
+Status write_chakra_trace(const EtPlusTrace& trace, const ChakraTrace& chakra,
+                          const ConvertOptions& options, EtWriter& writer);
+
+// The whole converter: loads `input_path`, converts, and writes `output_path` atomically.
+Status convert_file(const std::string& input_path, const std::string& output_path,
+                    const ConvertOptions& options, ConvertReport* report);
+
+}  // namespace chakraflow
