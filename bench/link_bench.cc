@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "bench/pair_fixture.h"
 #include "pipeline/link_graph.h"
 #include "stages/device_trace_loader.h"
 #include "stages/et_plus_writer.h"
@@ -16,35 +17,11 @@
 namespace chakraflow {
 namespace {
 
-std::string data_dir(const char* pair) {
-  std::string dir = std::string(CHAKRAFLOW_SHARED_DATA) + "/pairs/" + pair;
-  return std::filesystem::exists(dir) ? dir : std::string();
-}
-
-struct Fixture {
-  std::string host_text, device_text;
-  HostTrace host;
-  DeviceTrace device;
-  bool ok = false;
-  explicit Fixture(const char* pair) {
-    std::string dir = data_dir(pair);
-    if (dir.empty()) return;
-    auto h = read_input_file(dir + "/host_et.json.gz");
-    auto d = read_input_file(dir + "/kineto.modern.json.gz");
-    if (!h.ok() || !d.ok()) return;
-    host_text = *h;
-    device_text = *d;
-    auto ht = parse_host_trace("host", host_text);
-    auto dt = parse_device_trace("device", device_text);
-    if (!ht.ok() || !dt.ok()) return;
-    host = std::move(ht).value();
-    device = std::move(dt).value();
-    ok = true;
-  }
-};
+using bench::pair_dir;
+using Fixture = bench::PairFixture;
 
 Fixture& resnet() {
-  static Fixture f("resnet_1gpu");
+  static Fixture f("resnet_1gpu", "kineto.modern.json.gz");
   return f;
 }
 
@@ -151,7 +128,7 @@ BENCHMARK(BM_WriteEtPlus)->Unit(benchmark::kMillisecond);
 
 // End to end through the flow graph: read .json.gz, parse, link, write ET+ (plain JSON).
 void BM_LinkEndToEnd(benchmark::State& state) {
-  std::string dir = data_dir("resnet_1gpu");
+  std::string dir = pair_dir("resnet_1gpu");
   if (dir.empty()) {
     state.SkipWithError("../shared/data/pairs/resnet_1gpu is absent");
     return;

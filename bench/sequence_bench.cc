@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <random>
 
+#include "bench/pair_fixture.h"
 #include "pipeline/link_graph.h"
 #include "stages/device_trace_loader.h"
 #include "stages/et_plus_legacy_writer.h"
@@ -19,35 +20,11 @@
 namespace chakraflow {
 namespace {
 
-std::string data_dir(const char* pair) {
-  std::string dir = std::string(CHAKRAFLOW_SHARED_DATA) + "/pairs/" + pair;
-  return std::filesystem::exists(dir) ? dir : std::string();
-}
-
-struct Fixture {
-  std::string host_text, device_text;
-  HostTrace host;
-  DeviceTrace device;
-  bool ok = false;
-  Fixture() {
-    std::string dir = data_dir("resnet_1gpu");
-    if (dir.empty()) return;
-    auto h = read_input_file(dir + "/host_et.json.gz");
-    auto d = read_input_file(dir + "/kineto.legacy.json.gz");
-    if (!h.ok() || !d.ok()) return;
-    host_text = *h;
-    device_text = *d;
-    auto ht = parse_host_trace("host", host_text);
-    auto dt = parse_device_trace("device", device_text);
-    if (!ht.ok() || !dt.ok()) return;
-    host = std::move(ht).value();
-    device = std::move(dt).value();
-    ok = true;
-  }
-};
+using bench::pair_dir;
+using Fixture = bench::PairFixture;
 
 Fixture& resnet() {
-  static Fixture f;
+  static Fixture f("resnet_1gpu", "kineto.legacy.json.gz");
   return f;
 }
 
@@ -139,7 +116,7 @@ BENCHMARK(BM_WriteEtPlusLegacy)->Unit(benchmark::kMillisecond);
 
 // End to end through the flow graph in sequence mode: read .json.gz, parse, link, write.
 void BM_SequenceLinkEndToEnd(benchmark::State& state) {
-  std::string dir = data_dir("resnet_1gpu");
+  std::string dir = pair_dir("resnet_1gpu");
   if (dir.empty()) {
     state.SkipWithError("../shared/data/pairs/resnet_1gpu is absent");
     return;

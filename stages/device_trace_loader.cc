@@ -53,18 +53,7 @@ class DeviceParser {
       return Status::errorf("{}: empty file, expected a Kineto device trace", t_.path);
     od::parser parser;
     od::document doc;
-    auto err = parser
-                   .iterate(simdjson::padded_string_view(t_.text.data(), t_.text.size(),
-                                                         t_.text.capacity()))
-                   .get(doc);
-    if (err == simdjson::UTF8_ERROR) {
-      // Real traces carry stray bytes in names (HTA #324): repair them in place, count them, go on.
-      t_.invalid_utf8_bytes = json::repair_utf8(t_.text);
-      err = parser
-                .iterate(simdjson::padded_string_view(t_.text.data(), t_.text.size(),
-                                                      t_.text.capacity()))
-                .get(doc);
-    }
+    auto err = json::iterate_document(parser, t_.text, &doc, &t_.invalid_utf8_bytes);
     if (err) return fail(doc, err, "cannot parse JSON");
     od::object root;
     if ((err = doc.get_object().get(root))) return fail(doc, err, "top level is not a JSON object");

@@ -129,20 +129,7 @@ class LegacyWriter {
   Status run() {
     number_nodes();
     span_annotations();
-    buf_.push_back('{');
-    bool first = true;
-    for (const TopLevelField& f : host_.top_level) {
-      if (!first) buf_.push_back(',');
-      first = false;
-      buf_.append(f.key_raw);
-      buf_.push_back(':');
-      if (f.is_nodes) {
-        CF_RETURN_IF_ERROR(write_nodes());
-      } else {
-        append_minified(f.value_raw);
-      }
-    }
-    buf_.append("}\n");
+    CF_RETURN_IF_ERROR(write_document(buf_, host_, [this] { return write_nodes(); }));
     flush();
     return Status();
   }

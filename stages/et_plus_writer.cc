@@ -21,20 +21,10 @@ class Writer {
   }
 
   Status run() {
-    buf_.push_back('{');
-    bool first = true;
-    for (const TopLevelField& f : host_.top_level) {
-      if (!first) buf_.push_back(',');
-      first = false;
-      buf_.append(f.key_raw);
-      buf_.push_back(':');
-      if (f.is_nodes) {
-        write_nodes();
-      } else {
-        append_minified(f.value_raw);
-      }
-    }
-    buf_.append("}\n");
+    CF_RETURN_IF_ERROR(write_document(buf_, host_, [this] {
+      write_nodes();
+      return Status();
+    }));
     flush();
     return Status();
   }
@@ -216,6 +206,25 @@ class Writer {
 };
 
 }  // namespace
+
+Status write_document(std::string& buf, const HostTrace& host,
+                      const std::function<Status()>& write_nodes) {
+  buf.push_back('{');
+  bool first = true;
+  for (const TopLevelField& f : host.top_level) {
+    if (!first) buf.push_back(',');
+    first = false;
+    buf.append(f.key_raw);
+    buf.push_back(':');
+    if (f.is_nodes) {
+      CF_RETURN_IF_ERROR(write_nodes());
+    } else {
+      json::append_minified(buf, f.value_raw);
+    }
+  }
+  buf.append("}\n");
+  return Status();
+}
 
 Status write_et_plus(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
                      const LinkOptions& options, const ByteSink& sink) {

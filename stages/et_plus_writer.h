@@ -22,6 +22,11 @@ namespace chakraflow {
 
 using ByteSink = std::function<void(std::string_view)>;
 
+// Writes the host trace's top-level object into `buf` (keys and values as in the file, whitespace
+// removed), calling `write_nodes` where the "nodes" array goes. Shared by the ET+ writers.
+Status write_document(std::string& buf, const HostTrace& host,
+                      const std::function<Status()>& write_nodes);
+
 Status write_et_plus(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
                      const LinkOptions& options, const ByteSink& sink);
 

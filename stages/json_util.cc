@@ -331,6 +331,20 @@ uint64_t repair_utf8(std::string& text) {
   return replaced;
 }
 
+simdjson::error_code iterate_document(od::parser& parser, std::string& text, od::document* doc,
+                                      uint64_t* repaired) {
+  auto view = [&text] {
+    return simdjson::padded_string_view(text.data(), text.size(), text.capacity());
+  };
+  auto err = parser.iterate(view()).get(*doc);
+  if (err == simdjson::UTF8_ERROR) {
+    // Real traces carry stray bytes in names (HTA #324): repair them in place, count them, go on.
+    *repaired += repair_utf8(text);
+    err = parser.iterate(view()).get(*doc);
+  }
+  return err;
+}
+
 uint64_t offset_in(std::string_view text, const char* p) {
   if (p == nullptr || p < text.data() || p > text.data() + text.size()) return text.size();
   return static_cast<uint64_t>(p - text.data());

@@ -62,6 +62,12 @@ uint64_t current_offset(od::document& doc, std::string_view text);
 // byte offsets do not move). Returns the number of bytes replaced.
 uint64_t repair_utf8(std::string& text);
 
+// Starts on-demand parsing of `text` (which must have kInputPadding bytes of capacity beyond its
+// size). Invalid UTF-8 does not stop the parse: it is repaired in place (repair_utf8) and the
+// number of bytes replaced is added to *repaired.
+simdjson::error_code iterate_document(od::parser& parser, std::string& text, od::document* doc,
+                                      uint64_t* repaired);
+
 // Reads an integer value (accepts integral doubles such as 3.0). Returns false otherwise.
 bool get_int64(od::value v, int64_t* out);
 bool get_uint64(od::value v, uint64_t* out);
