@@ -9,6 +9,6 @@ chakraflow_add_test(convert_stages_test
 
 chakraflow_add_test(convert_golden_test
   SOURCES golden/convert_golden_test.cc
-  LIBS chakraflow_convert chakraflow_testing)
+  LIBS chakraflow_convert chakraflow_pipeline chakraflow_testing)
 # The CLI tests run the chakraflow binary.
 add_dependencies(convert_golden_test chakraflow)

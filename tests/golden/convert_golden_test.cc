@@ -19,6 +19,7 @@
 #include <map>
 #include <set>
 
+#include "pipeline/link_graph.h"
 #include "proto/et_def.pb.h"
 #include "stages/et_io.h"
 #include "stages/et_plus_nodes.h"
@@ -314,6 +315,34 @@ TEST_P(ConvertEtPlus, BothModesConvertAndDefaultIsValid) {
   EXPECT_EQ(default_report.gpu_stream_edges, stream_deps);
   if (GetParam().find("dlrm") != std::string::npos) {
     EXPECT_GT(colls, 0u);
+  }
+}
+
+// Our own linker's ET+ (default mode: sync_dep on host and GPU nodes, remapped parents, memsets)
+// from both device traces of every pair converts in both modes, and the default output is a valid
+// graph in which the sync dependencies became data dependencies.
+TEST_P(ConvertEtPlus, OurLinkerOutputConvertsInBothModes) {
+  CF_REQUIRE_SHARED_DATA("pairs/" + GetParam());
+  testing::TempDir tmp;
+  for (const char* device : {"kineto.modern.json.gz", "kineto.legacy.json.gz"}) {
+    SCOPED_TRACE(device);
+    LinkJob job{dir() + "/host_et.json.gz", dir() + "/" + device, tmp.file("et_plus.json"), {}};
+    auto linked = run_link_graph({job}, 1);
+    ASSERT_TRUE(linked[0].status.ok()) << linked[0].status.message();
+    ConvertReport chakra_report, default_report;
+    auto chakra =
+        convert_and_read(job.output_path, tmp.file("chakra.et"), Compat::kChakra, &chakra_report);
+    ASSERT_TRUE(chakra.ok()) << chakra.status().message();
+    auto def = convert_and_read(job.output_path, tmp.file("default.et"), Compat::kDefault,
+                                &default_report);
+    ASSERT_TRUE(def.ok()) << def.status().message();
+    expect_valid_graph(*def);
+    EXPECT_GT(def->nodes.size(), 0u);
+    EXPECT_EQ(default_report.sync_edges,
+              linked[0].summary.sync.host_deps + linked[0].summary.sync.gpu_deps);
+    if (GetParam().find("dlrm") != std::string::npos) {
+      EXPECT_GT(default_report.sync_edges, 0u);
+    }
   }
 }
 
