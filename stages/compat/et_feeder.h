@@ -1,0 +1,87 @@
+// Chakra::ETFeeder: source-compatible with mlcommons/chakra's src/feeder/et_feeder.h
+// (reference/chakra_spec.md §4), running on chakraflow's feeder (stages/et_feeder.h). Simulator
+// code written against Chakra's feeder (ASTRA-sim's Workload, §4.7) compiles and runs unchanged.
+// Installed as <prefix>/include/chakraflow/compat/et_feeder.h; `find_package(chakraflow)` and
+// the target chakraflow::feeder put that folder on the include path, so `#include "et_feeder.h"`
+// works as with Chakra.
+//
+// Same as Chakra, for the call sequences simulators make:
+// - The constructor opens the file (std::runtime_error "Failed to open trace file: ..." if it
+//   cannot) and reads the first window (1,048,576 nodes).
+// - getNextIssuableNode() returns the ready node with the smallest id, or nullptr.
+// - freeChildrenNodes(id) makes the children that waited only on `id` issuable, also before `id`
+//   itself was issued; removeNode(id) drops `id`; lookupNode(id) of a removed or unknown node
+//   throws std::out_of_range; addNode(node) puts a removed node back for lookupNode.
+// - pushBackIssuableNode(id) makes `id` issuable again (even one still waiting on parents).
+// - hasNodesToIssue() stays true while any node has not been removed: a simulator must
+//   removeNode every node it completes.
+// - getChildren() lists the nodes that depended on a node when they were read, in read order.
+//
+// Fixed (docs/compatibility.md, "Feeder"; spec §5 #26-#32):
+// - A node is never issued twice: nodes in flight are not re-queued when more of the file is
+//   read, nor by freeChildrenNodes, nor by pushBackIssuableNode of a node already queued.
+// - A removed node leaves the ready queue (Chakra still issues it).
+// - A dependency listed twice is waited on once; a dependency on a node already completed (even
+//   read after it was removed) is satisfied; forward references are resolved in linear time.
+// - freeChildrenNodes also works after removeNode (the wiki's order; Chakra segfaults).
+//   freeChildrenNodes / pushBackIssuableNode of an unknown id throw std::out_of_range (Chakra
+//   dereferences a null pointer).
+// - The window is refilled when the ready queue runs low, not on every removeNode; one dangling
+//   dependency does not make it read the whole file.
+// - A stall (cycle, dependency on an id not in the file) is reported once on stderr with the node
+//   ids involved, and by isStalled()/stallReport(), instead of a silent hang. A corrupt or
+//   truncated file throws std::runtime_error naming the record and byte offset (Chakra stops
+//   reading silently).
+// - Nodes added with addNode() that were not read from the trace are for lookupNode only.
+// - ctrl_deps are ignored, as in Chakra, unless the options say otherwise.
+//
+// Not thread-safe (like Chakra's); one ETFeeder per thread.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "et_feeder_node.h"  // same folder, in the source tree and installed
+#include "stages/et_feeder.h"
+
+namespace Chakra {
+
+class ETFeeder {
+ public:
+  ETFeeder(std::string filename);  // NOLINT: implicit as in Chakra
+  // chakraflow extension: window, refill and ctrl_deps options. The default here is Chakra's
+  // window, filled eagerly (refill_below 0), so that the issue order is Chakra's.
+  ETFeeder(std::string filename, const chakraflow::FeederOptions& options);
+  ~ETFeeder();
+  ETFeeder(const ETFeeder&) = delete;
+  ETFeeder& operator=(const ETFeeder&) = delete;
+
+  void addNode(std::shared_ptr<ETFeederNode> node);
+  void removeNode(uint64_t node_id);
+  bool hasNodesToIssue();
+  std::shared_ptr<ETFeederNode> getNextIssuableNode();
+  void pushBackIssuableNode(uint64_t node_id);
+  std::shared_ptr<ETFeederNode> lookupNode(uint64_t node_id);
+  void freeChildrenNodes(uint64_t node_id);
+
+  // chakraflow extensions.
+  static chakraflow::FeederOptions chakra_options();
+  chakraflow::FeedState state();
+  bool isStalled() { return state() == chakraflow::FeedState::kStalled; }
+  std::string stallReport();
+  chakraflow::EtFeeder& core() { return *core_; }
+
+ private:
+  class Mirror;
+  static void link(ETFeederNode& parent, std::shared_ptr<ETFeederNode> child);
+  static void unlink(ETFeederNode& node);
+  void throw_if_failed();
+  void report_stall_once();
+
+  std::unique_ptr<chakraflow::EtFeeder> core_;
+  std::unique_ptr<Mirror> mirror_;
+  bool stall_reported_ = false;
+};
+
+}  // namespace Chakra

@@ -1,0 +1,50 @@
+# ctest feeder_install_consumer: `cmake --install` the build into a temporary prefix, then
+# configure, build and run tests/install (find_package(chakraflow), chakraflow::feeder, Chakra's
+# header names). Arguments: BUILD_DIR CONSUMER_SOURCE WORK_DIR GENERATOR CXX CXX_FLAGS LINK_FLAGS
+# TRACE.
+file(REMOVE_RECURSE "${WORK_DIR}")
+set(prefix "${WORK_DIR}/prefix")
+
+function(run what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}\n${err}")
+  endif()
+  set(run_output "${out}" PARENT_SCOPE)
+endfunction()
+
+run("cmake --install" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
+foreach(f include/chakraflow/compat/et_feeder.h include/chakraflow/compat/et_feeder_node.h
+          include/chakraflow/stages/et_feeder.h include/chakraflow/stages/multi_feeder.h
+          include/chakraflow/proto/et_def.pb.h)
+  if(NOT EXISTS "${prefix}/${f}")
+    message(FATAL_ERROR "not installed: ${prefix}/${f}")
+  endif()
+endforeach()
+file(GLOB_RECURSE config "${prefix}/*/chakraflowConfig.cmake")
+file(GLOB_RECURSE library "${prefix}/*/libchakraflow_feeder.a")
+if(NOT config OR NOT library)
+  message(FATAL_ERROR "no chakraflowConfig.cmake or libchakraflow_feeder.a under ${prefix}")
+endif()
+
+run("configuring the consumer" "${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE}" -B "${WORK_DIR}/build"
+    -G "${GENERATOR}" "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_COMPILER=${CXX}"
+    "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}"
+    -DCMAKE_BUILD_TYPE=)
+run("building the consumer" "${CMAKE_COMMAND}" --build "${WORK_DIR}/build")
+run("running the consumer" "${WORK_DIR}/build/consumer" "${WORK_DIR}/tiny.et" "${TRACE}")
+message(STATUS "consumer output:\n${run_output}")
+
+string(FIND "${run_output}" "tiny: 5 nodes, order 1 2 3 4 0, more 0" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "unexpected issue order from the consumer:\n${run_output}")
+endif()
+if(EXISTS "${TRACE}")
+  string(FIND "${run_output}" "chakra.0.et: 3664 nodes" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "the consumer did not issue chakra.0.et's 3664 nodes:\n${run_output}")
+  endif()
+else()
+  message(STATUS "*** ${TRACE} is absent: the chakra.0.et part was not run ***")
+endif()
+file(REMOVE_RECURSE "${WORK_DIR}")
