@@ -54,7 +54,8 @@ Msg<T> guarded(size_t seq, std::string_view stage, Body&& body) {
 
 }  // namespace
 
-std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size_t max_in_flight) {
+std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size_t max_in_flight,
+                                          const LinkGraphHooks& hooks) {
   std::vector<LinkJobResult> results(jobs.size());
   if (jobs.empty()) return results;
   if (max_in_flight == 0) max_in_flight = 1;
@@ -156,67 +157,84 @@ std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size
       [](const ExclusiveMsg& m) { return m.seq; }, [](const GapsMsg& m) { return m.seq; },
       [](const LaunchersMsg& m) { return m.seq; }, [](const SyncMsg& m) { return m.seq; });
 
-  flow::function_node<Joined, flow::continue_msg> link_and_write(
-      g, flow::unlimited, [&](const Joined& in) {
-        const size_t seq = std::get<0>(in).seq;
-        LinkJobResult& result = results[seq];
-        const LinkJob& job = jobs[seq];
-        try {
-          // The first error upstream wins (host before device before stages).
-          for (const Status* e : {std::get<0>(in).error.get(), std::get<1>(in).error.get(),
-                                  std::get<2>(in).error.get(), std::get<3>(in).error.get(),
-                                  std::get<4>(in).error.get(), std::get<5>(in).error.get()}) {
-            if (e != nullptr) {
-              result.status = *e;
-              break;
-            }
-          }
-          if (result.status.ok()) {
-            const HostTrace& host = *std::get<0>(in).value;
-            const DeviceTrace& device = *std::get<1>(in).value;
-            const auto& [launch, launch_stats] = *std::get<4>(in).value;
-            const auto& [sync, sync_stats] = *std::get<5>(in).value;
-            result.input_bytes = host.text.size() + device.text.size();
-            auto t0 = std::chrono::steady_clock::now();
-            LinkStats stats = launch_stats;
-            stats.merge(sync_stats);
-            // Later stages need the mode actually used (auto resolves per device trace).
-            LinkOptions options = job.options;
-            options.mode = resolve_mode(device, options.mode);
-            auto mapping = map_host_to_device(host, device, options, stats);
-            if (!mapping.ok()) {
-              result.status = mapping.status();
-            } else {
-              LinkedTrace linked = assign_ids({host, device, *std::get<2>(in).value,
-                                               *std::get<3>(in).value, launch, *mapping, &sync},
-                                              options, std::move(stats));
-              result.times.link = seconds_since(t0);
-              result.summary = summarize(host, device, launch, *mapping, *std::get<3>(in).value,
-                                         linked, options.mode);
-              result.stats = linked.stats;
-              auto t1 = std::chrono::steady_clock::now();
-              auto out = OutputFile::open(job.output_path);
-              if (!out.ok()) {
-                result.status = out.status();
-              } else {
-                auto write = job.options.format == OutputFormat::kLegacy ? write_et_plus_legacy
-                                                                          : write_et_plus;
-                Status written = write(host, device, linked, options,
-                                       [&out](std::string_view bytes) { out->write(bytes); });
-                result.status = written.ok() ? out->commit() : written;
-                result.output_bytes = out->bytes_written();
-              }
-              result.times.write = seconds_since(t1);
-            }
-          }
-        } catch (const std::bad_alloc&) {
-          result.status = Status::error("link: out of memory");
-        } catch (const std::exception& e) {
-          result.status = Status::errorf("link: internal error: {}", e.what());
+  flow::function_node<Joined, size_t> link_and_write(g, flow::unlimited, [&](const Joined& in) {
+    const size_t seq = std::get<0>(in).seq;
+    LinkJobResult& result = results[seq];
+    const LinkJob& job = jobs[seq];
+    try {
+      // The first error upstream wins (host before device before stages).
+      for (const Status* e : {std::get<0>(in).error.get(), std::get<1>(in).error.get(),
+                              std::get<2>(in).error.get(), std::get<3>(in).error.get(),
+                              std::get<4>(in).error.get(), std::get<5>(in).error.get()}) {
+        if (e != nullptr) {
+          result.status = *e;
+          break;
         }
-        result.seconds = seconds_since(started[seq]);
-        return flow::continue_msg();
-      });
+      }
+      if (result.status.ok()) {
+        const HostTrace& host = *std::get<0>(in).value;
+        const DeviceTrace& device = *std::get<1>(in).value;
+        const auto& [launch, launch_stats] = *std::get<4>(in).value;
+        const auto& [sync, sync_stats] = *std::get<5>(in).value;
+        result.input_bytes = host.text.size() + device.text.size();
+        auto t0 = std::chrono::steady_clock::now();
+        LinkStats stats = launch_stats;
+        stats.merge(sync_stats);
+        // Later stages need the mode actually used (auto resolves per device trace).
+        LinkOptions options = job.options;
+        options.mode = resolve_mode(device, options.mode);
+        auto mapping = map_host_to_device(host, device, options, stats);
+        if (!mapping.ok()) {
+          result.status = mapping.status();
+        } else {
+          LinkedTrace linked = assign_ids({host, device, *std::get<2>(in).value,
+                                           *std::get<3>(in).value, launch, *mapping, &sync},
+                                          options, std::move(stats));
+          result.times.link = seconds_since(t0);
+          result.summary = summarize(host, device, launch, *mapping, *std::get<3>(in).value, linked,
+                                     options.mode);
+          result.stats = linked.stats;
+          auto t1 = std::chrono::steady_clock::now();
+          auto out = OutputFile::open(job.output_path);
+          if (!out.ok()) {
+            result.status = out.status();
+          } else {
+            auto write =
+                job.options.format == OutputFormat::kLegacy ? write_et_plus_legacy : write_et_plus;
+            Status written = write(host, device, linked, options,
+                                   [&out](std::string_view bytes) { out->write(bytes); });
+            result.status = written.ok() ? out->commit() : written;
+            result.output_bytes = out->bytes_written();
+          }
+          result.times.write = seconds_since(t1);
+        }
+      }
+    } catch (const std::bad_alloc&) {
+      result.status = Status::error("link: out of memory");
+    } catch (const std::exception& e) {
+      result.status = Status::errorf("link: internal error: {}", e.what());
+    }
+    result.seconds = seconds_since(started[seq]);
+    return seq;
+  });
+
+  // What follows linking (e.g. conversion), then progress; the job leaves the limiter after it.
+  flow::function_node<size_t, flow::continue_msg> finish(g, flow::unlimited, [&](size_t seq) {
+    LinkJobResult& result = results[seq];
+    if (result.status.ok() && hooks.after_link) {
+      auto t0 = std::chrono::steady_clock::now();
+      try {
+        result.after_status = hooks.after_link(seq);
+      } catch (const std::bad_alloc&) {
+        result.after_status = Status::error("out of memory");
+      } catch (const std::exception& e) {
+        result.after_status = Status::errorf("internal error: {}", e.what());
+      }
+      result.after_seconds = seconds_since(t0);
+    }
+    if (hooks.on_done) hooks.on_done(seq, result);
+    return flow::continue_msg();
+  });
 
   // The graph, in one place.
   flow::make_edge(source, limiter);
@@ -237,7 +255,8 @@ std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size
   flow::make_edge(device_and_launchers, sync);
   flow::make_edge(sync, flow::input_port<5>(join));
   flow::make_edge(join, link_and_write);
-  flow::make_edge(link_and_write, limiter.decrementer());
+  flow::make_edge(link_and_write, finish);
+  flow::make_edge(finish, limiter.decrementer());
 
   source.activate();
   g.wait_for_all();

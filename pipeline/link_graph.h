@@ -14,6 +14,7 @@
 // slot, so results are in job order whatever the scheduling. No exception escapes a node body.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,11 +41,23 @@ struct LinkJobResult {
   LinkStats stats;
   uint64_t input_bytes = 0;   // decompressed host + device JSON
   uint64_t output_bytes = 0;  // uncompressed ET+ bytes
-  double seconds = 0;         // wall time of the job
+  double seconds = 0;         // wall time of the job (link)
+  Status after_status;        // of LinkGraphHooks::after_link, when it ran
+  double after_seconds = 0;
   StageTimes times;
 };
 
+// Optional work attached to the graph (the batch runner's stages after linking, progress).
+struct LinkGraphHooks {
+  // Runs in its own flow-graph node after a job's ET+ is committed, still counted against the
+  // limiter (e.g. the conversion to .et). Its status lands in LinkJobResult::after_status.
+  std::function<Status(size_t seq)> after_link;
+  // Called once per job when it is finished, successful or not (any thread; serialise inside).
+  std::function<void(size_t seq, const LinkJobResult& result)> on_done;
+};
+
 // Runs every job; at most `max_in_flight` jobs hold their traces in memory at once.
-std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size_t max_in_flight);
+std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size_t max_in_flight,
+                                          const LinkGraphHooks& hooks = {});
 
 }  // namespace chakraflow

@@ -25,6 +25,8 @@ constexpr Command kCommands[] = {
      "write a Chakra .et trace as JSON"},
     {"synth", "", chakraflow::run_synth_command,
      "generate a realistic multi-rank host ET + device trace set"},
+    {"run", "", chakraflow::run_run_command,
+     "run every rank of a YAML configuration through link, convert (and simulate)"},
     {"feed", "", chakraflow::run_feed_command,
      "issue a Chakra .et trace in dependency order (end state, throughput)"},
 };

@@ -1,0 +1,316 @@
+// `chakraflow run CONFIG.yaml`: every rank of a training run through link (and convert) in one
+// oneTBB flow graph, with a memory-bounded number of ranks in flight, per-rank failure isolation,
+// progress, a summary table and summary.json.
+#include <oneapi/tbb/global_control.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+
+#include <fmt/format.h>
+
+#include "pipeline/cli_args.h"
+#include "pipeline/commands.h"
+#include "pipeline/link_graph.h"
+#include "pipeline/run_config.h"
+#include "stages/file_io.h"
+#include "stages/json_util.h"
+#include "stages/pytorch_converter.h"
+
+namespace chakraflow {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Decompressed size of a file: the gzip ISIZE trailer (mod 4 GiB, so at least the compressed size
+// times the usual ratio when it looks wrapped) or the plain size. 0 when unreadable.
+uint64_t estimated_text_bytes(const std::string& path) {
+  std::error_code ec;
+  uint64_t size = fs::file_size(path, ec);
+  if (ec) return 0;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return size;
+  unsigned char magic[2] = {0, 0};
+  bool gz = std::fread(magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  uint64_t text = size;
+  if (gz && size >= 18 && std::fseek(f, -4, SEEK_END) == 0) {
+    unsigned char t[4];
+    if (std::fread(t, 1, 4, f) == 4) {
+      uint64_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (uint64_t{t[3]} << 24);
+      text = std::max<uint64_t>(isize, size * 8);
+      if (isize > size) text = isize + (size * 12 > (uint64_t{1} << 32) ? size * 12 : 0);
+    }
+  }
+  std::fclose(f);
+  return text;
+}
+
+bool newer_than(const std::string& output, const std::vector<std::string>& inputs) {
+  std::error_code ec;
+  auto out_time = fs::last_write_time(output, ec);
+  if (ec) return false;
+  for (const auto& in : inputs) {
+    auto t = fs::last_write_time(in, ec);
+    if (ec || t > out_time) return false;
+  }
+  return true;
+}
+
+struct RankRecord {
+  int rank = 0;
+  bool skipped = false;  // --resume: outputs newer than inputs
+  LinkJobResult link;
+  ConvertReport convert;
+  uint64_t input_file_bytes = 0;
+  uint64_t output_bytes = 0;
+  std::string error;  // empty when ok
+};
+
+std::string summary_json(const RunConfig& cfg, const std::vector<RankRecord>& ranks, double seconds,
+                         uint64_t in_flight) {
+  std::string out = "{\n";
+  out += fmt::format("  \"config\": ");
+  json::append_escaped(out, cfg.path);
+  out += fmt::format(
+      ",\n  \"ranks_total\": {},\n  \"ranks_failed\": {},\n  \"ranks_skipped\": {},\n",
+      ranks.size(),
+      std::count_if(ranks.begin(), ranks.end(),
+                    [](const RankRecord& r) { return !r.error.empty(); }),
+      std::count_if(ranks.begin(), ranks.end(), [](const RankRecord& r) { return r.skipped; }));
+  out += fmt::format("  \"seconds\": {:.3f},\n  \"ranks_in_flight\": {},\n  \"ranks\": [\n",
+                     seconds, in_flight);
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    const RankRecord& r = ranks[i];
+    const LinkSummary& s = r.link.summary;
+    out += fmt::format("    {{\"rank\": {}, \"status\": \"{}\"", r.rank,
+                       r.skipped         ? "skipped"
+                       : r.error.empty() ? "ok"
+                                         : "failed");
+    if (!r.error.empty()) {
+      out += ", \"error\": ";
+      json::append_escaped(out, r.error);
+    }
+    if (!r.skipped) {
+      out += fmt::format(
+          ", \"input_file_bytes\": {}, \"input_text_bytes\": {}, \"output_bytes\": {}, \"mode\": "
+          "\"{}\", "
+          "\"host_ops\": {}, \"host_ops_linked\": {}, \"gpu_ops\": {}, \"gpu_ops_linked\": {}, "
+          "\"et_plus_nodes\": {}, \"et_nodes\": {}, \"sync_deps\": {}, \"link_seconds\": {:.3f}, "
+          "\"convert_seconds\": {:.3f}, \"warnings\": {{",
+          r.input_file_bytes, r.link.input_bytes, r.output_bytes, s.mode, s.host_nodes,
+          s.host_ops_linked, s.gpu_ops, s.gpu_ops_linked, s.et_plus_nodes, r.convert.output_nodes,
+          s.sync.host_deps + s.sync.gpu_deps, r.link.seconds, r.link.after_seconds);
+      bool first = true;
+      LinkStats all = r.link.stats;
+      all.merge(r.convert.stats);
+      for (const auto& [kind, entry] : all.entries()) {
+        if (!first) out += ", ";
+        first = false;
+        json::append_escaped(out, kind);
+        out += fmt::format(": {}", entry.count);
+      }
+      out += "}";
+    }
+    out += i + 1 < ranks.size() ? "},\n" : "}\n";
+  }
+  out += "  ]\n}\n";
+  return out;
+}
+
+}  // namespace
+
+int run_run_command(int argc, char** argv, int first) {
+  static const std::vector<cli::FlagSpec> specs = {
+      {"resume", false, "skip ranks whose outputs are newer than their inputs", {}},
+      {"quiet", false, "print only errors and the final summary", {"q"}},
+      {"help", false, "show this help", {"h"}},
+  };
+  const char* synopsis =
+      "run CONFIG.yaml [--resume] [--quiet]   (configs/README.md documents CONFIG)";
+  auto parsed = cli::Args::parse(argc, argv, first, specs);
+  if (!parsed.ok()) {
+    std::fprintf(stderr, "chakraflow run: %s\n", parsed.status().message().c_str());
+    return 2;
+  }
+  if (parsed->has("help")) {
+    std::fputs(cli::usage("chakraflow", synopsis, specs).c_str(), stdout);
+    return 0;
+  }
+  if (parsed->positionals().size() != 1) {
+    std::fprintf(stderr, "chakraflow run: expected one CONFIG.yaml\n%s",
+                 cli::usage("chakraflow", synopsis, specs).c_str());
+    return 2;
+  }
+  auto cfg = load_run_config(parsed->positionals().front());
+  if (!cfg.ok()) {
+    std::fprintf(stderr, "chakraflow run: %s\n", cfg.status().message().c_str());
+    return 2;
+  }
+  if (Status s = discover_ranks(*cfg); !s.ok()) {
+    std::fprintf(stderr, "chakraflow run: %s\n", s.message().c_str());
+    return 2;
+  }
+  if (cfg->has(RunStage::kSimulate)) {
+    std::fprintf(stderr,
+                 "chakraflow run: %s: the simulate stage is not available in this build yet\n",
+                 cfg->path.c_str());
+    return 2;
+  }
+  const bool quiet = parsed->has("quiet");
+  const bool tty = ::isatty(2) != 0;
+  std::unique_ptr<oneapi::tbb::global_control> limit;
+  if (cfg->threads > 0) {
+    limit = std::make_unique<oneapi::tbb::global_control>(
+        oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(cfg->threads));
+  }
+  std::error_code ec;
+  fs::create_directories(fs::path(cfg->et_path(0)).parent_path(), ec);
+  const bool convert = cfg->has(RunStage::kConvert);
+  const bool keep_et_plus = cfg->keep_et_plus || !convert;
+  if (keep_et_plus) fs::create_directories(fs::path(cfg->et_plus_path(0)).parent_path(), ec);
+
+  // Ranks to run (and ranks --resume skips), and the memory each will need.
+  std::vector<RankRecord> records(cfg->ranks.size());
+  std::vector<LinkJob> jobs;
+  std::vector<size_t> record_of_job;
+  uint64_t max_cost = 1;
+  for (size_t i = 0; i < cfg->ranks.size(); ++i) {
+    int rank = cfg->ranks[i];
+    RankRecord& rec = records[i];
+    rec.rank = rank;
+    std::string host = cfg->host_path(rank), device = cfg->device_path(rank);
+    std::string final_output = convert ? cfg->et_path(rank) : cfg->et_plus_path(rank);
+    if (parsed->has("resume") && newer_than(final_output, {host, device, cfg->path})) {
+      rec.skipped = true;
+      continue;
+    }
+    rec.input_file_bytes = fs::file_size(host, ec) + (ec ? 0 : fs::file_size(device, ec));
+    // Loaded texts, their parse, the ET+ and the converter's model: about 4x the JSON text.
+    uint64_t cost = 4 * (estimated_text_bytes(host) + estimated_text_bytes(device));
+    max_cost = std::max(max_cost, cost);
+    LinkJob job;
+    job.host_path = host;
+    job.device_path = device;
+    job.output_path = keep_et_plus
+                          ? cfg->et_plus_path(rank)
+                          : fmt::format("{}.et_plus.tmp.{}.json", cfg->et_path(rank), ::getpid());
+    job.options = cfg->link;
+    job.options.rank = rank;
+    jobs.push_back(job);
+    record_of_job.push_back(i);
+  }
+  uint64_t in_flight = cfg->max_ranks_in_flight > 0
+                           ? static_cast<uint64_t>(cfg->max_ranks_in_flight)
+                           : std::clamp<uint64_t>(cfg->memory_budget_bytes / max_cost, 1,
+                                                  std::max<size_t>(jobs.size(), 1));
+  if (!quiet) {
+    std::fprintf(stderr,
+                 "run: %zu ranks (%zu to do, %zu up to date), stages: link%s; %llu ranks in flight "
+                 "(budget %llu MB)\n",
+                 records.size(), jobs.size(), records.size() - jobs.size(),
+                 convert ? ", convert" : "", static_cast<unsigned long long>(in_flight),
+                 static_cast<unsigned long long>(cfg->memory_budget_bytes >> 20));
+  }
+
+  // Progress.
+  std::mutex progress_mutex;
+  size_t done = 0;
+  uint64_t bytes_done = 0;  // input files, for the ETA
+  uint64_t text_done = 0;   // decompressed JSON, for the throughput
+  uint64_t total_bytes = 0;
+  for (size_t j = 0; j < jobs.size(); ++j)
+    total_bytes += records[record_of_job[j]].input_file_bytes;
+  auto t0 = std::chrono::steady_clock::now();
+  LinkGraphHooks hooks;
+  if (convert) {
+    hooks.after_link = [&](size_t seq) {
+      RankRecord& rec = records[record_of_job[seq]];
+      ConvertOptions options;
+      options.compat = cfg->convert_chakra_compat ? Compat::kChakra : Compat::kDefault;
+      Status s = convert_file(jobs[seq].output_path, cfg->et_path(rec.rank), options, &rec.convert);
+      if (!keep_et_plus) std::remove(jobs[seq].output_path.c_str());
+      return s;
+    };
+  }
+  hooks.on_done = [&](size_t seq, const LinkJobResult& r) {
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    RankRecord& rec = records[record_of_job[seq]];
+    ++done;
+    bytes_done += rec.input_file_bytes;
+    text_done += r.input_bytes;
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double mbps = elapsed > 0 ? text_done / 1e6 / elapsed : 0;
+    double eta = bytes_done > 0 ? elapsed * static_cast<double>(total_bytes - bytes_done) /
+                                      static_cast<double>(bytes_done)
+                                : 0;
+    const Status& failure = !r.status.ok() ? r.status : r.after_status;
+    if (!failure.ok()) {
+      if (tty) std::fputs("\r\033[K", stderr);
+      std::fprintf(stderr, "rank %d: FAILED: %s\n", rec.rank, failure.message().c_str());
+    } else if (!quiet && !tty) {
+      std::fprintf(stderr, "rank %d: ok (%.1f MB of JSON, link %.2f s%s) [%zu/%zu]\n", rec.rank,
+                   r.input_bytes / 1e6, r.seconds,
+                   convert ? fmt::format(", convert {:.2f} s", r.after_seconds).c_str() : "", done,
+                   jobs.size());
+    }
+    if (!quiet && tty) {
+      std::fprintf(stderr, "\r\033[K[%zu/%zu ranks] %.1f MB/s, ETA %.0f s", done, jobs.size(), mbps,
+                   eta);
+      if (done == jobs.size()) std::fputc('\n', stderr);
+    }
+  };
+  auto results = run_link_graph(jobs, static_cast<size_t>(in_flight), hooks);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  size_t failed = 0;
+  for (size_t j = 0; j < results.size(); ++j) {
+    RankRecord& rec = records[record_of_job[j]];
+    rec.link = results[j];
+    const Status& failure = !results[j].status.ok() ? results[j].status : results[j].after_status;
+    if (!failure.ok()) {
+      rec.error = failure.message();
+      ++failed;
+    }
+    std::string out = convert ? cfg->et_path(rec.rank) : cfg->et_plus_path(rec.rank);
+    rec.output_bytes = rec.error.empty() ? fs::file_size(out, ec) : 0;
+  }
+  // Summary table.
+  if (!quiet || failed > 0) {
+    std::fprintf(stderr, "\n%6s  %-8s  %9s  %14s  %14s  %9s  %s\n", "rank", "status", "JSON MB",
+                 "host linked", "GPU linked", "seconds", "warnings");
+    for (const RankRecord& r : records) {
+      if (r.skipped) {
+        std::fprintf(stderr, "%6d  %-8s\n", r.rank, "skipped");
+        continue;
+      }
+      const LinkSummary& s = r.link.summary;
+      uint64_t warnings = 0;
+      for (const auto& [k, e] : r.link.stats.entries()) warnings += e.count;
+      for (const auto& [k, e] : r.convert.stats.entries()) warnings += e.count;
+      std::fprintf(stderr, "%6d  %-8s  %9.1f  %14s  %14s  %9.2f  %llu\n", r.rank,
+                   r.error.empty() ? "ok" : "FAILED", r.link.input_bytes / 1e6,
+                   fmt::format("{}/{}", s.host_ops_linked, s.host_nodes).c_str(),
+                   fmt::format("{}/{}", s.gpu_ops_linked, s.gpu_ops).c_str(),
+                   r.link.seconds + r.link.after_seconds,
+                   static_cast<unsigned long long>(warnings));
+    }
+    uint64_t text_total = 0;
+    for (const RankRecord& r : records) text_total += r.link.input_bytes;
+    std::fprintf(stderr, "%zu ranks, %zu failed, %zu skipped, %.2f s, %.1f MB/s of JSON\n",
+                 records.size(), failed, records.size() - jobs.size(), seconds,
+                 seconds > 0 ? text_total / 1e6 / seconds : 0.0);
+  }
+  Status written =
+      write_file_atomically(cfg->summary_path(), summary_json(*cfg, records, seconds, in_flight));
+  if (!written.ok()) {
+    std::fprintf(stderr, "chakraflow run: %s\n", written.message().c_str());
+    return 1;
+  }
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace chakraflow

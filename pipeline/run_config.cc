@@ -1,0 +1,418 @@
+#include "pipeline/run_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "stages/file_io.h"
+
+namespace chakraflow {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Checker {
+ public:
+  explicit Checker(std::string path) : path_(std::move(path)) {}
+
+  Status at(const YAML::Node& node, const std::string& what) const {
+    YAML::Mark m = node.Mark();
+    if (m.line < 0) return Status::errorf("{}: {}", path_, what);
+    return Status::errorf("{}:{}:{}: {}", path_, m.line + 1, m.column + 1, what);
+  }
+
+  // Every key of `map` must be one of `allowed`.
+  Status keys(const YAML::Node& map, const std::string& where,
+              std::initializer_list<const char*> allowed) const {
+    if (!map.IsMap()) return at(map, fmt::format("'{}' must be a mapping", where));
+    for (auto it = map.begin(); it != map.end(); ++it) {
+      std::string key = it->first.as<std::string>();
+      bool ok = false;
+      for (const char* a : allowed) ok |= key == a;
+      if (!ok) {
+        return at(it->first, fmt::format("unknown key '{}' in '{}' (expected one of: {})", key,
+                                         where, fmt::join(allowed, ", ")));
+      }
+    }
+    return Status();
+  }
+
+  StatusOr<std::string> string(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) return at(n, fmt::format("'{}' must be a string", key));
+    return n.as<std::string>();
+  }
+
+  StatusOr<int64_t> integer(const YAML::Node& n, const std::string& key, int64_t lo,
+                            int64_t hi) const {
+    if (!n.IsScalar()) return at(n, fmt::format("'{}' must be an integer", key));
+    std::string s = n.as<std::string>();
+    int64_t v = 0;
+    auto r = std::from_chars(s.data(), s.data() + s.size(), v);
+    if (r.ec != std::errc() || r.ptr != s.data() + s.size()) {
+      return at(n, fmt::format("'{}' must be an integer, not '{}'", key, s));
+    }
+    if (v < lo || v > hi) return at(n, fmt::format("'{}' must be between {} and {}", key, lo, hi));
+    return v;
+  }
+
+  StatusOr<double> number(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) return at(n, fmt::format("'{}' must be a number", key));
+    std::string s = n.as<std::string>();
+    char* end = nullptr;
+    double v = std::strtod(s.c_str(), &end);
+    if (s.empty() || end != s.c_str() + s.size())
+      return at(n, fmt::format("'{}' must be a number, not '{}'", key, s));
+    return v;
+  }
+
+  StatusOr<bool> boolean(const YAML::Node& n, const std::string& key) const {
+    if (!n.IsScalar()) return at(n, fmt::format("'{}' must be true or false", key));
+    std::string s = n.as<std::string>();
+    if (s == "true" || s == "yes" || s == "on") return true;
+    if (s == "false" || s == "no" || s == "off") return false;
+    return at(n, fmt::format("'{}' must be true or false, not '{}'", key, s));
+  }
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+std::string resolve(const std::string& base, const std::string& p) {
+  if (p.empty() || fs::path(p).is_absolute()) return p;
+  return (fs::path(base) / p).lexically_normal().string();
+}
+
+}  // namespace
+
+bool RunConfig::has(RunStage s) const {
+  return std::find(stages.begin(), stages.end(), s) != stages.end();
+}
+
+std::string expand_rank(const std::string& pattern, int rank) {
+  std::string out;
+  const std::string token = "{rank}";
+  size_t pos = 0;
+  while (true) {
+    size_t hit = pattern.find(token, pos);
+    if (hit == std::string::npos) {
+      out.append(pattern, pos, std::string::npos);
+      return out;
+    }
+    out.append(pattern, pos, hit - pos);
+    out += std::to_string(rank);
+    pos = hit + token.size();
+  }
+}
+
+std::string RunConfig::host_path(int rank) const {
+  return resolve(base_dir, expand_rank(host_pattern, rank));
+}
+std::string RunConfig::device_path(int rank) const {
+  return resolve(base_dir, expand_rank(device_pattern, rank));
+}
+std::string RunConfig::et_plus_path(int rank) const {
+  return resolve(base_dir, fmt::format("{}/et_plus/{}.{}.json.gz", out_dir, prefix, rank));
+}
+std::string RunConfig::et_path(int rank) const {
+  return resolve(base_dir, fmt::format("{}/{}.{}.et", out_dir, prefix, rank));
+}
+std::string RunConfig::summary_path() const {
+  return resolve(base_dir, fmt::format("{}/{}", out_dir, summary));
+}
+
+StatusOr<std::vector<int>> parse_rank_list(const std::string& text) {
+  std::set<int> ranks;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string part =
+        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    part.erase(std::remove(part.begin(), part.end(), ' '), part.end());
+    if (part.empty()) return Status::errorf("empty item in rank list '{}'", text);
+    int lo = 0, hi = 0;
+    size_t dash = part.find('-');
+    auto parse = [](const std::string& s, int* v) {
+      auto r = std::from_chars(s.data(), s.data() + s.size(), *v);
+      return r.ec == std::errc() && r.ptr == s.data() + s.size() && *v >= 0;
+    };
+    if (dash == std::string::npos) {
+      if (!parse(part, &lo)) return Status::errorf("'{}' is not a rank", part);
+      hi = lo;
+    } else if (!parse(part.substr(0, dash), &lo) || !parse(part.substr(dash + 1), &hi) || hi < lo) {
+      return Status::errorf("'{}' is not a rank range (like 0-7)", part);
+    }
+    if (hi - lo > 10000000) return Status::errorf("rank range '{}' is too large", part);
+    for (int r = lo; r <= hi; ++r) ranks.insert(r);
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  return std::vector<int>(ranks.begin(), ranks.end());
+}
+
+StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string& text) {
+  Checker c(path);
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::errorf("{}:{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.mark.column + 1,
+                          e.msg);
+  }
+  if (!root.IsMap())
+    return c.at(root, "the configuration must be a mapping (inputs:, stages:, outputs:)");
+  CF_RETURN_IF_ERROR(c.keys(root, "top level",
+                            {"inputs", "stages", "link", "convert", "simulate", "outputs", "run"}));
+  RunConfig cfg;
+  cfg.path = path;
+  cfg.base_dir = fs::path(path).parent_path().string();
+  if (cfg.base_dir.empty()) cfg.base_dir = ".";
+
+  // inputs
+  const YAML::Node inputs = root["inputs"];
+  if (!inputs) return Status::errorf("{}: missing 'inputs' (host:, device:, ranks:)", path);
+  CF_RETURN_IF_ERROR(c.keys(inputs, "inputs", {"host", "device", "ranks"}));
+  if (!inputs["host"] || !inputs["device"])
+    return c.at(inputs, "'inputs' needs both 'host' and 'device' patterns");
+  CF_ASSIGN_OR_RETURN(cfg.host_pattern, c.string(inputs["host"], "host"));
+  CF_ASSIGN_OR_RETURN(cfg.device_pattern, c.string(inputs["device"], "device"));
+  for (const auto& [key, pattern] :
+       {std::pair{"host", cfg.host_pattern}, std::pair{"device", cfg.device_pattern}}) {
+    if (pattern.find("{rank}") == std::string::npos) {
+      return c.at(
+          inputs[key],
+          fmt::format("'{}' must contain {{rank}}, e.g. traces/rank{{rank}}/host_et.json.gz", key));
+    }
+  }
+  if (const YAML::Node r = inputs["ranks"]) {
+    std::set<int> ranks;
+    if (r.IsSequence()) {
+      for (const auto& item : r) {
+        CF_ASSIGN_OR_RETURN(int64_t v, c.integer(item, "ranks[]", 0, INT32_MAX));
+        ranks.insert(static_cast<int>(v));
+      }
+    } else if (r.IsScalar()) {
+      auto list = parse_rank_list(r.as<std::string>());
+      if (!list.ok()) return c.at(r, list.status().message());
+      ranks.insert(list->begin(), list->end());
+    } else {
+      return c.at(
+          r, "'ranks' must be a range like 0-7, a list, or absent (discovered from the pattern)");
+    }
+    if (ranks.empty()) return c.at(r, "'ranks' is empty");
+    cfg.ranks.assign(ranks.begin(), ranks.end());
+  } else {
+    cfg.discover_ranks = true;
+  }
+
+  // stages
+  if (const YAML::Node s = root["stages"]) {
+    if (!s.IsSequence()) return c.at(s, "'stages' must be a list, e.g. [link, convert, simulate]");
+    for (const auto& item : s) {
+      CF_ASSIGN_OR_RETURN(std::string name, c.string(item, "stages[]"));
+      RunStage st;
+      if (name == "link")
+        st = RunStage::kLink;
+      else if (name == "convert")
+        st = RunStage::kConvert;
+      else if (name == "simulate")
+        st = RunStage::kSimulate;
+      else
+        return c.at(item, fmt::format("unknown stage '{}' (link, convert, simulate)", name));
+      if (cfg.has(st)) return c.at(item, fmt::format("stage '{}' is listed twice", name));
+      if (!cfg.stages.empty() && static_cast<int>(st) < static_cast<int>(cfg.stages.back())) {
+        return c.at(item, "stages must be in pipeline order: link, convert, simulate");
+      }
+      cfg.stages.push_back(st);
+    }
+    if (cfg.stages.empty()) return c.at(s, "'stages' is empty");
+    if (cfg.stages.front() != RunStage::kLink) {
+      return c.at(s, "the pipeline starts from traces: 'stages' must begin with link");
+    }
+    for (size_t i = 1; i < cfg.stages.size(); ++i) {
+      if (static_cast<int>(cfg.stages[i]) != static_cast<int>(cfg.stages[i - 1]) + 1) {
+        return c.at(
+            s,
+            "stages cannot be skipped: use [link], [link, convert] or [link, convert, simulate]");
+      }
+    }
+  } else {
+    cfg.stages = {RunStage::kLink, RunStage::kConvert};
+  }
+
+  // link options
+  if (const YAML::Node l = root["link"]) {
+    CF_RETURN_IF_ERROR(
+        c.keys(l, "link",
+               {"mode", "compat", "format", "gap_threshold_us", "annotation", "min_match_rate"}));
+    if (l["mode"]) {
+      CF_ASSIGN_OR_RETURN(std::string m, c.string(l["mode"], "mode"));
+      if (m == "auto")
+        cfg.link.mode = MatchMode::kAuto;
+      else if (m == "rf_id")
+        cfg.link.mode = MatchMode::kRfId;
+      else if (m == "sequence")
+        cfg.link.mode = MatchMode::kSequence;
+      else
+        return c.at(l["mode"], fmt::format("unknown mode '{}' (auto, rf_id, sequence)", m));
+    }
+    if (l["compat"]) {
+      CF_ASSIGN_OR_RETURN(std::string m, c.string(l["compat"], "compat"));
+      if (m == "default")
+        cfg.link.compat = Compat::kDefault;
+      else if (m == "chakra")
+        cfg.link.compat = Compat::kChakra;
+      else
+        return c.at(l["compat"], fmt::format("unknown compat '{}' (default, chakra)", m));
+    }
+    if (l["format"]) {
+      CF_ASSIGN_OR_RETURN(std::string m, c.string(l["format"], "format"));
+      if (m == "chakra")
+        cfg.link.format = OutputFormat::kChakra;
+      else if (m == "legacy")
+        cfg.link.format = OutputFormat::kLegacy;
+      else
+        return c.at(l["format"], fmt::format("unknown format '{}' (chakra, legacy)", m));
+    }
+    if (l["gap_threshold_us"]) {
+      CF_ASSIGN_OR_RETURN(double v, c.number(l["gap_threshold_us"], "gap_threshold_us"));
+      if (v < 0) return c.at(l["gap_threshold_us"], "'gap_threshold_us' must be >= 0");
+      cfg.link.gap_threshold = static_cast<TimeNs>(v * 1000.0 + 0.5);
+    }
+    if (l["annotation"]) {
+      CF_ASSIGN_OR_RETURN(cfg.link.annotation, c.string(l["annotation"], "annotation"));
+    }
+    if (l["min_match_rate"]) {
+      CF_ASSIGN_OR_RETURN(double v, c.number(l["min_match_rate"], "min_match_rate"));
+      if (v < 0 || v > 100)
+        return c.at(l["min_match_rate"], "'min_match_rate' is a percentage (0-100)");
+      cfg.link.min_match_rate = v / 100.0;
+    }
+  }
+  if (const YAML::Node v = root["convert"]) {
+    CF_RETURN_IF_ERROR(c.keys(v, "convert", {"compat"}));
+    if (v["compat"]) {
+      CF_ASSIGN_OR_RETURN(std::string m, c.string(v["compat"], "compat"));
+      if (m != "default" && m != "chakra")
+        return c.at(v["compat"], fmt::format("unknown compat '{}' (default, chakra)", m));
+      cfg.convert_chakra_compat = m == "chakra";
+    }
+  }
+  if (const YAML::Node v = root["simulate"]) {
+    CF_RETURN_IF_ERROR(c.keys(v, "simulate", {"config"}));
+    if (v["config"]) {
+      CF_ASSIGN_OR_RETURN(std::string p, c.string(v["config"], "config"));
+      cfg.simulate_config = resolve(cfg.base_dir, p);
+    }
+  }
+  if (const YAML::Node o = root["outputs"]) {
+    CF_RETURN_IF_ERROR(c.keys(o, "outputs", {"dir", "prefix", "keep_et_plus", "summary"}));
+    if (o["dir"]) {
+      CF_ASSIGN_OR_RETURN(cfg.out_dir, c.string(o["dir"], "dir"));
+    }
+    if (o["prefix"]) {
+      CF_ASSIGN_OR_RETURN(cfg.prefix, c.string(o["prefix"], "prefix"));
+    }
+    if (o["keep_et_plus"]) {
+      CF_ASSIGN_OR_RETURN(cfg.keep_et_plus, c.boolean(o["keep_et_plus"], "keep_et_plus"));
+    }
+    if (o["summary"]) {
+      CF_ASSIGN_OR_RETURN(cfg.summary, c.string(o["summary"], "summary"));
+    }
+    if (cfg.prefix.empty() || cfg.prefix.find('/') != std::string::npos) {
+      return c.at(o["prefix"], "'prefix' must be a non-empty file name prefix");
+    }
+  }
+  if (const YAML::Node r = root["run"]) {
+    CF_RETURN_IF_ERROR(c.keys(r, "run", {"memory_budget_mb", "max_ranks_in_flight", "threads"}));
+    if (r["memory_budget_mb"]) {
+      CF_ASSIGN_OR_RETURN(
+          int64_t v, c.integer(r["memory_budget_mb"], "memory_budget_mb", 16, int64_t{1} << 30));
+      cfg.memory_budget_bytes = static_cast<uint64_t>(v) << 20;
+    }
+    if (r["max_ranks_in_flight"]) {
+      CF_ASSIGN_OR_RETURN(int64_t v,
+                          c.integer(r["max_ranks_in_flight"], "max_ranks_in_flight", 0, 1 << 20));
+      cfg.max_ranks_in_flight = static_cast<int>(v);
+    }
+    if (r["threads"]) {
+      CF_ASSIGN_OR_RETURN(int64_t v, c.integer(r["threads"], "threads", 0, 4096));
+      cfg.threads = static_cast<int>(v);
+    }
+  }
+  return cfg;
+}
+
+StatusOr<RunConfig> load_run_config(const std::string& path) {
+  CF_ASSIGN_OR_RETURN(std::string text, read_input_file(path));
+  return parse_run_config(path, text);
+}
+
+Status discover_ranks(RunConfig& config) {
+  if (!config.discover_ranks) return Status();
+  // The host pattern as a regex over full paths: {rank} -> (\d+), the rest literal.
+  std::string full = config.host_path(0);
+  std::string pattern = config.host_pattern;
+  std::string abs_pattern = fs::path(pattern).is_absolute()
+                                ? pattern
+                                : (fs::path(config.base_dir) / pattern).lexically_normal().string();
+  std::string re;
+  const std::string token = "{rank}";
+  size_t pos = 0;
+  while (true) {
+    size_t hit = abs_pattern.find(token, pos);
+    std::string lit =
+        abs_pattern.substr(pos, hit == std::string::npos ? std::string::npos : hit - pos);
+    for (char ch : lit) {
+      if (std::string("\\^$.|?*+()[]{}").find(ch) != std::string::npos) re.push_back('\\');
+      re.push_back(ch);
+    }
+    if (hit == std::string::npos) break;
+    re += "([0-9]+)";
+    pos = hit + token.size();
+  }
+  std::regex rx(re);
+  // Walk from the deepest directory without {rank}.
+  fs::path root = fs::path(abs_pattern.substr(0, abs_pattern.find(token))).parent_path();
+  if (root.empty()) root = ".";
+  std::error_code ec;
+  if (!fs::is_directory(root, ec)) {
+    return Status::errorf("{}: cannot discover ranks: directory '{}' does not exist", config.path,
+                          root.string());
+  }
+  size_t depth = static_cast<size_t>(std::count(
+      abs_pattern.begin() + static_cast<long>(root.string().size()), abs_pattern.end(), '/'));
+  std::set<int> ranks;
+  for (auto it = fs::recursive_directory_iterator(
+           root, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (static_cast<size_t>(it.depth()) + 1 > depth) {
+      it.disable_recursion_pending();
+      continue;
+    }
+    std::smatch m;
+    std::string p = it->path().lexically_normal().string();
+    if (it->is_regular_file(ec) && std::regex_match(p, m, rx)) {
+      int r = std::stoi(m[1].str());
+      if (expand_rank(abs_pattern, r) == p) ranks.insert(r);
+    }
+  }
+  (void)full;
+  if (ranks.empty()) {
+    return Status::errorf(
+        "{}: no file matches the host pattern '{}': set inputs.ranks or fix the pattern",
+        config.path, config.host_pattern);
+  }
+  config.ranks.assign(ranks.begin(), ranks.end());
+  return Status();
+}
+
+}  // namespace chakraflow

@@ -1,0 +1,62 @@
+// The batch configuration of `chakraflow run CONFIG.yaml` (documented in configs/README.md):
+// which rank files to read, which stages to run with which options, where to write.
+// Unknown keys and wrong types are errors that name the file, line and column.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "stages/link_options.h"
+#include "stages/status.h"
+
+namespace chakraflow {
+
+enum class RunStage : uint8_t { kLink, kConvert, kSimulate };
+
+struct RunConfig {
+  std::string path;      // of the YAML file
+  std::string base_dir;  // relative paths are resolved against it
+  // inputs
+  std::string host_pattern;    // contains "{rank}"
+  std::string device_pattern;  // contains "{rank}"
+  std::vector<int> ranks;      // sorted, unique; empty until resolve_ranks()
+  bool discover_ranks = false;
+  // stages, in pipeline order
+  std::vector<RunStage> stages;
+  LinkOptions link;
+  bool convert_chakra_compat = false;
+  std::string simulate_config;  // path to a simulation YAML (may be empty)
+  // outputs
+  std::string out_dir = "out";
+  std::string prefix = "trace";
+  bool keep_et_plus = false;  // keep out/et_plus/{prefix}.{rank}.json.gz
+  std::string summary = "summary.json";
+  // run
+  uint64_t memory_budget_bytes = uint64_t{4} << 30;
+  int max_ranks_in_flight = 0;  // 0: derived from the budget
+  int threads = 0;              // 0: all cores
+
+  bool has(RunStage s) const;
+  std::string host_path(int rank) const;
+  std::string device_path(int rank) const;
+  std::string et_plus_path(int rank) const;
+  std::string et_path(int rank) const;
+  std::string summary_path() const;
+};
+
+// Parses and validates a configuration file.
+StatusOr<RunConfig> load_run_config(const std::string& path);
+// Same, from text (`path` names it in messages and anchors relative paths).
+StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string& text);
+
+// "0-7", "0-3,8,10-12" -> sorted unique ranks.
+StatusOr<std::vector<int>> parse_rank_list(const std::string& text);
+
+// Fills config.ranks from the host pattern when the config did not list them.
+Status discover_ranks(RunConfig& config);
+
+// Replaces every "{rank}" in `pattern`.
+std::string expand_rank(const std::string& pattern, int rank);
+
+}  // namespace chakraflow

@@ -1,0 +1,192 @@
+// `chakraflow run`: the YAML configuration (errors with line and column), rank lists and
+// discovery, and whole batches: every rank converted, a failing rank isolated and reported,
+// --resume, summary.json.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <filesystem>
+
+#include "pipeline/run_config.h"
+#include "stages/file_io.h"
+#include "stages/synthetic_trace.h"
+#include "tests/testing/test_util.h"
+
+namespace chakraflow {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::run_command;
+using testing::TempDir;
+
+const std::string kBin = CHAKRAFLOW_BINARY;
+
+TEST(RunConfig, ParsesEveryKey) {
+  auto cfg = parse_run_config("dir/c.yaml", R"(
+inputs:
+  host: traces/rank{rank}/host_et.json.gz
+  device: traces/rank{rank}/kineto.json.gz
+  ranks: 0-3,8
+stages: [link, convert]
+link: {mode: sequence, compat: chakra, format: legacy, gap_threshold_us: 250, annotation: ProfilerStep, min_match_rate: 75}
+convert: {compat: chakra}
+outputs: {dir: out, prefix: tr, keep_et_plus: true, summary: s.json}
+run: {memory_budget_mb: 512, max_ranks_in_flight: 3, threads: 2}
+)");
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  EXPECT_EQ(cfg->ranks, (std::vector<int>{0, 1, 2, 3, 8}));
+  EXPECT_EQ(cfg->host_path(8), "dir/traces/rank8/host_et.json.gz");
+  EXPECT_EQ(cfg->et_path(2), "dir/out/tr.2.et");
+  EXPECT_EQ(cfg->summary_path(), "dir/out/s.json");
+  EXPECT_EQ(cfg->link.mode, MatchMode::kSequence);
+  EXPECT_EQ(cfg->link.compat, Compat::kChakra);
+  EXPECT_EQ(cfg->link.format, OutputFormat::kLegacy);
+  EXPECT_EQ(cfg->link.gap_threshold, 250000);
+  EXPECT_EQ(cfg->link.annotation, "ProfilerStep");
+  EXPECT_DOUBLE_EQ(cfg->link.min_match_rate, 0.75);
+  EXPECT_TRUE(cfg->convert_chakra_compat);
+  EXPECT_TRUE(cfg->keep_et_plus);
+  EXPECT_EQ(cfg->memory_budget_bytes, uint64_t{512} << 20);
+  EXPECT_EQ(cfg->max_ranks_in_flight, 3);
+  EXPECT_EQ(cfg->threads, 2);
+  EXPECT_EQ(cfg->stages, (std::vector<RunStage>{RunStage::kLink, RunStage::kConvert}));
+}
+
+TEST(RunConfig, ErrorsNameLineAndColumn) {
+  struct Case {
+    const char* text;
+    const char* expect;
+  } cases[] = {
+      {"inputs:\n  host: a{rank}\n  device: b{rank}\n  rankz: 0-3\n",
+       "c.yaml:4:3: unknown key 'rankz' in 'inputs'"},
+      {"inputs:\n  host: a{rank}\n  device: b{rank}\nextra: 1\n",
+       "c.yaml:4:1: unknown key 'extra'"},
+      {"inputs:\n  host: a{rank}\n  device: b{rank}\nrun:\n  threads: many\n",
+       "c.yaml:5:12: 'threads' must be an integer"},
+      {"inputs:\n  host: a{rank}\n  device: b{rank}\n  ranks: 7-3\n",
+       "c.yaml:4:10: '7-3' is not a rank range"},
+      {"inputs:\n  host: a\n  device: b{rank}\n", "c.yaml:2:9: 'host' must contain {rank}"},
+      {"inputs:\n  host: a{rank}\n  device: b{rank}\nstages: [convert]\n", "must begin with link"},
+      {"inputs:\n  host: a{rank}\n  device: b{rank}\nstages: [link, simulate]\n",
+       "cannot be skipped"},
+      {"inputs:\n  host: a{rank}\n  device: b{rank}\nlink: {mode: fast}\n", "unknown mode 'fast'"},
+      {"inputs: [1, 2\n", "c.yaml:2:1: invalid YAML"},
+      {"stages: [link]\n", "missing 'inputs'"},
+      {"- a\n- b\n", "must be a mapping"},
+  };
+  for (const auto& c : cases) {
+    auto cfg = parse_run_config("c.yaml", c.text);
+    ASSERT_FALSE(cfg.ok()) << c.text;
+    EXPECT_NE(cfg.status().message().find(c.expect), std::string::npos) << cfg.status().message();
+  }
+}
+
+TEST(RunConfig, RankListsAndDiscovery) {
+  auto r = parse_rank_list("3, 0-2,2,10-11");
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(*r, (std::vector<int>{0, 1, 2, 3, 10, 11}));
+  EXPECT_FALSE(parse_rank_list("a-b").ok());
+  EXPECT_FALSE(parse_rank_list("1,,2").ok());
+
+  TempDir dir;
+  for (int rank : {0, 2, 11}) {
+    fs::create_directories(dir.path() / ("t/rank" + std::to_string(rank)));
+    testing::write_text(dir.file("t/rank" + std::to_string(rank) + "/host.json"), "{}");
+  }
+  testing::write_text(dir.file("t/rank2/other.json"), "{}");
+  std::string yaml = dir.file("c.yaml");
+  testing::write_text(yaml,
+                      "inputs:\n  host: t/rank{rank}/host.json\n  device: t/rank{rank}/dev.json\n");
+  auto cfg = load_run_config(yaml);
+  ASSERT_TRUE(cfg.ok()) << cfg.status().message();
+  ASSERT_TRUE(discover_ranks(*cfg).ok());
+  EXPECT_EQ(cfg->ranks, (std::vector<int>{0, 2, 11}));
+}
+
+// A generated 3-rank set, one rank's device trace truncated.
+class RunBatch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    SynthOptions opt;
+    opt.ranks = 3;
+    opt.scale = 0.02;
+    for (int r = 0; r < opt.ranks; ++r) {
+      fs::create_directories(dir_.path() / ("traces/rank" + std::to_string(r)));
+      std::string host, device;
+      synthesize_rank(
+          opt, r, [&](std::string_view b) { host.append(b); },
+          [&](std::string_view b) { device.append(b); });
+      if (r == 1) device = device.substr(0, device.size() / 2);
+      testing::write_text(dir_.file("traces/rank" + std::to_string(r) + "/host_et.json"), host);
+      testing::write_text(dir_.file("traces/rank" + std::to_string(r) + "/kineto.json"), device);
+    }
+    testing::write_text(
+        dir_.file("run.yaml"),
+        "inputs:\n  host: traces/rank{rank}/host_et.json\n  device: traces/rank{rank}/kineto.json\n"
+        "  ranks: 0-2\nstages: [link, convert]\noutputs: {dir: out, prefix: trace}\n"
+        "run: {memory_budget_mb: 64}\n");
+  }
+  TempDir dir_;
+};
+
+TEST_F(RunBatch, AFailingRankIsReportedAndTheOthersFinish) {
+  std::string out;
+  int rc = run_command(kBin + " run " + dir_.file("run.yaml"), &out);
+  EXPECT_EQ(rc, 1) << out;
+  EXPECT_NE(out.find("rank 1: FAILED"), std::string::npos) << out;
+  EXPECT_NE(out.find("kineto.json"), std::string::npos) << out;  // the message names the file
+  EXPECT_TRUE(fs::exists(dir_.file("out/trace.0.et")));
+  EXPECT_TRUE(fs::exists(dir_.file("out/trace.2.et")));
+  EXPECT_FALSE(fs::exists(dir_.file("out/trace.1.et")));
+  // Nothing half-written: only the outputs and the summary.
+  size_t files = 0;
+  for (auto& e : fs::directory_iterator(dir_.file("out"))) files += e.is_regular_file();
+  EXPECT_EQ(files, 3u);
+  simdjson::dom::parser p;
+  simdjson::dom::element summary = testing::load_json(p, dir_.file("out/summary.json"));
+  EXPECT_EQ(int64_t(summary["ranks_total"]), 3);
+  EXPECT_EQ(int64_t(summary["ranks_failed"]), 1);
+  auto ranks = summary["ranks"].get_array();
+  EXPECT_EQ(std::string_view(ranks.at(1)["status"]), "failed");
+  EXPECT_NE(std::string_view(ranks.at(1)["error"]).find("kineto.json"), std::string_view::npos);
+  EXPECT_EQ(std::string_view(ranks.at(0)["status"]), "ok");
+  EXPECT_EQ(int64_t(ranks.at(0)["host_ops_linked"]), int64_t(ranks.at(0)["host_ops"]) - 3);
+  EXPECT_GT(int64_t(ranks.at(0)["et_nodes"]), 0);
+}
+
+TEST_F(RunBatch, ResumeSkipsRanksWhoseOutputsAreNewer) {
+  std::string out;
+  run_command(kBin + " run " + dir_.file("run.yaml"), &out);
+  auto before = fs::last_write_time(dir_.file("out/trace.0.et"));
+  int rc = run_command(kBin + " run " + dir_.file("run.yaml") + " --resume", &out);
+  EXPECT_EQ(rc, 1) << out;  // rank 1 still fails
+  EXPECT_NE(out.find("2 up to date"), std::string::npos) << out;
+  EXPECT_EQ(fs::last_write_time(dir_.file("out/trace.0.et")), before);
+  simdjson::dom::parser p;
+  simdjson::dom::element summary = testing::load_json(p, dir_.file("out/summary.json"));
+  EXPECT_EQ(int64_t(summary["ranks_skipped"]), 2);
+}
+
+TEST(RunDlrm, EightLegacyRanksInOneCommand) {
+  CF_REQUIRE_SHARED_DATA("pairs/dlrm_8rank");
+  TempDir dir;
+  std::string data = (testing::shared_data_dir() / "pairs/dlrm_8rank").string();
+  testing::write_text(dir.file("dlrm.yaml"),
+                      "inputs:\n  host: " + data +
+                          "/rank{rank}/host_et.json.gz\n  device: " + data +
+                          "/rank{rank}/kineto.legacy.json.gz\n  ranks: 0-7\n"
+                          "stages: [link, convert]\noutputs: {dir: out, prefix: dlrm}\n");
+  std::string out;
+  ASSERT_EQ(run_command(kBin + " run " + dir.file("dlrm.yaml") + " --quiet", &out), 0) << out;
+  for (int r = 0; r < 8; ++r)
+    EXPECT_GT(fs::file_size(dir.file("out/dlrm." + std::to_string(r) + ".et")), 100000u) << r;
+  simdjson::dom::parser p;
+  simdjson::dom::element summary = testing::load_json(p, dir.file("out/summary.json"));
+  EXPECT_EQ(int64_t(summary["ranks_failed"]), 0);
+  for (auto rank : summary["ranks"].get_array()) {
+    EXPECT_EQ(std::string_view(rank["mode"]), "sequence");
+    EXPECT_EQ(int64_t(rank["host_ops_linked"]), 1672);
+  }
+}
+
+}  // namespace
+}  // namespace chakraflow
