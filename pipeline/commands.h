@@ -10,5 +10,6 @@ int run_jsonize_command(int argc, char** argv, int first);
 int run_synth_command(int argc, char** argv, int first);
 int run_run_command(int argc, char** argv, int first);
 int run_feed_command(int argc, char** argv, int first);
+int run_simulate_command(int argc, char** argv, int first);
 
 }  // namespace chakraflow

@@ -29,6 +29,8 @@ constexpr Command kCommands[] = {
      "run every rank of a YAML configuration through link, convert (and simulate)"},
     {"feed", "", chakraflow::run_feed_command,
      "issue a Chakra .et trace in dependency order (end state, throughput)"},
+    {"simulate", "", chakraflow::run_simulate_command,
+     "predict every rank's step time from its Chakra traces (multi-rank replay)"},
 };
 
 void print_usage() {

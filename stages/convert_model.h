@@ -71,6 +71,7 @@ struct EtPlusNode {
 
   // Node-level fields of ET+ (after attrs overrode them, in Chakra mode).
   double exclusive_dur = 0;  // µs
+  double inclusive_dur = 0;  // µs (the measured step's end, stages/pytorch_converter.h)
   double ts = 0;             // µs
   bool has_ts = false;
   uint64_t inter_thread_dep = 0;  // 0 = none (Chakra tests truthiness)

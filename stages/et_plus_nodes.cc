@@ -154,6 +154,9 @@ class NodeReader {
       } else if (key == "exclusive_dur") {
         if (is_null(v)) continue;
         if (v.get_double().get(n.exclusive_dur)) return bad("is not a number");
+      } else if (key == "inclusive_dur") {
+        if (is_null(v)) continue;
+        if (v.get_double().get(n.inclusive_dur)) return bad("is not a number");
       } else if (key == "ts") {
         if (is_null(v)) continue;
         if (v.get_double().get(n.ts)) return bad("is not a number");

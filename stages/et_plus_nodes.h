@@ -4,11 +4,11 @@
 // Input: a HostTrace from load_host_trace (either layout). Each node's raw JSON text is re-read
 // (simdjson on-demand) for the fields the converter uses: ctrl_deps / parent, inputs and outputs
 // (turned into the Python str() text Chakra stores, stages/python_repr.h), cat, stream, pg_name,
-// exclusive_dur, ts, inter_thread_dep, sync_dep, device, and the attributes rf_id, fw_parent,
-// seq_id, scope, tid, fw_tid, op_schema, pg_name, collective_name. Schema 1.0.1 ("flat") nodes
-// carry these at node level, with inputs / input_shapes / input_types lists; later schemas use
-// attrs and inputs {values, shapes, types}. An attr overrides the node-level field of the same
-// name, as Chakra's setattr does (spec §5 #12; only the names above are applied).
+// exclusive_dur, inclusive_dur, ts, inter_thread_dep, sync_dep, device, and the attributes rf_id,
+// fw_parent, seq_id, scope, tid, fw_tid, op_schema, pg_name, collective_name. Schema 1.0.1
+// ("flat") nodes carry these at node level, with inputs / input_shapes / input_types lists; later
+// schemas use attrs and inputs {values, shapes, types}. An attr overrides the node-level field of
+// the same name, as Chakra's setattr does (spec §5 #12; only the names above are applied).
 //
 // Parents: `ctrl_deps` when present, else `parent`. ET+ files of schema 1.0.1 written by Chakra's
 // trace_link keep `parent` in the pre-renumbering id space (only GPU nodes carry a `ctrl_deps`

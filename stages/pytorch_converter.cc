@@ -1,5 +1,6 @@
 #include "stages/pytorch_converter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -172,6 +173,33 @@ void fill_global_metadata(const EtPlusTrace& t, const ConvertOptions& options,
   add_string("time", m.time);
   add_uint("start_ts", m.start_ts);
   add_uint("finish_ts", m.finish_ts);
+  if (options.compat == Compat::kDefault) {
+    if (auto step = measured_step(t)) {
+      auto add_double = [&](const char* name, double v) {
+        pb::AttributeProto* a = md->add_attr();
+        a->set_name(name);
+        a->set_double_val(v);
+      };
+      add_double("step_start_us", step->start_us);
+      add_double("step_end_us", step->end_us);
+      add_double("step_time_us", step->end_us - step->start_us);
+    }
+  }
+}
+
+std::optional<MeasuredStep> measured_step(const EtPlusTrace& t) {
+  std::optional<MeasuredStep> step;
+  for (const EtPlusNode& n : t.nodes) {
+    if (!n.has_ts || !(n.ts > 0)) continue;  // not linked to the device trace
+    const double end = n.ts + std::max({n.inclusive_dur, n.exclusive_dur, 0.0});
+    if (!step) {
+      step = MeasuredStep{n.ts, end};
+    } else {
+      step->start_us = std::min(step->start_us, n.ts);
+      step->end_us = std::max(step->end_us, end);
+    }
+  }
+  return step;
 }
 
 void fill_node(const EtPlusTrace& t, const ChakraNodeRecord& rec, pb::Node* node) {

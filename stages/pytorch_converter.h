@@ -20,6 +20,7 @@
 // Output bytes are deterministic. Functions are thread-compatible (no shared state).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "stages/convert_model.h"
@@ -49,7 +50,18 @@ struct ConvertReport {
 StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& trace, const ConvertOptions& options,
                                       LinkStats& stats);
 
-// The messages Chakra writes for the trace.
+// The step the trace recorded, in the device trace's clock (µs): from the first start to the last
+// end (ts + inclusive_dur, or exclusive_dur when larger) of the nodes linked to the device trace
+// (those with a ts). nullopt when no node has one (a plain host trace). Default mode writes it to
+// the GlobalMetadata as the double attrs step_start_us, step_end_us and step_time_us, the measured
+// step time `chakraflow simulate` compares its prediction with (docs/simulation.md).
+struct MeasuredStep {
+  double start_us = 0;
+  double end_us = 0;
+};
+std::optional<MeasuredStep> measured_step(const EtPlusTrace& trace);
+
+// The messages Chakra writes for the trace (default mode adds the measured step).
 void fill_global_metadata(const EtPlusTrace& trace, const ConvertOptions& options,
                           ChakraProtoMsg::GlobalMetadata* metadata);
 void fill_node(const EtPlusTrace& trace, const ChakraNodeRecord& record,
