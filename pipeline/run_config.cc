@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <charconv>
 #include <filesystem>
-#include <regex>
 #include <set>
 
 #include <fmt/format.h>
@@ -357,28 +356,22 @@ StatusOr<RunConfig> load_run_config(const std::string& path) {
 
 Status discover_ranks(RunConfig& config) {
   if (!config.discover_ranks) return Status();
-  // The host pattern as a regex over full paths: {rank} -> (\d+), the rest literal.
-  std::string full = config.host_path(0);
-  std::string pattern = config.host_pattern;
-  std::string abs_pattern = fs::path(pattern).is_absolute()
-                                ? pattern
-                                : (fs::path(config.base_dir) / pattern).lexically_normal().string();
-  std::string re;
+  // The host pattern over full paths: literal pieces around each {rank}, which must all be the
+  // same decimal number.
+  std::string abs_pattern =
+      fs::path(config.host_pattern).is_absolute()
+          ? config.host_pattern
+          : (fs::path(config.base_dir) / config.host_pattern).lexically_normal().string();
   const std::string token = "{rank}";
-  size_t pos = 0;
-  while (true) {
-    size_t hit = abs_pattern.find(token, pos);
-    std::string lit =
-        abs_pattern.substr(pos, hit == std::string::npos ? std::string::npos : hit - pos);
-    for (char ch : lit) {
-      if (std::string("\\^$.|?*+()[]{}").find(ch) != std::string::npos) re.push_back('\\');
-      re.push_back(ch);
-    }
-    if (hit == std::string::npos) break;
-    re += "([0-9]+)";
-    pos = hit + token.size();
-  }
-  std::regex rx(re);
+  auto match = [&](const std::string& p) -> int {
+    size_t first = abs_pattern.find(token);
+    if (p.compare(0, first, abs_pattern, 0, first) != 0) return -1;
+    size_t end = first;
+    while (end < p.size() && end - first < 9 && p[end] >= '0' && p[end] <= '9') ++end;
+    if (end == first) return -1;
+    int rank = std::stoi(p.substr(first, end - first));
+    return expand_rank(abs_pattern, rank) == p ? rank : -1;
+  };
   // Walk from the deepest directory without {rank}.
   fs::path root = fs::path(abs_pattern.substr(0, abs_pattern.find(token))).parent_path();
   if (root.empty()) root = ".";
@@ -398,14 +391,12 @@ Status discover_ranks(RunConfig& config) {
       it.disable_recursion_pending();
       continue;
     }
-    std::smatch m;
     std::string p = it->path().lexically_normal().string();
-    if (it->is_regular_file(ec) && std::regex_match(p, m, rx)) {
-      int r = std::stoi(m[1].str());
-      if (expand_rank(abs_pattern, r) == p) ranks.insert(r);
+    if (it->is_regular_file(ec)) {
+      int r = match(p);
+      if (r >= 0) ranks.insert(r);
     }
   }
-  (void)full;
   if (ranks.empty()) {
     return Status::errorf(
         "{}: no file matches the host pattern '{}': set inputs.ranks or fix the pattern",
