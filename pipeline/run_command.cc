@@ -20,6 +20,9 @@
 #include "stages/file_io.h"
 #include "stages/json_util.h"
 #include "stages/pytorch_converter.h"
+#include "stages/sim_config.h"
+#include "stages/simulator.h"
+#include "stages/simulator_report.h"
 
 namespace chakraflow {
 namespace {
@@ -155,10 +158,15 @@ int run_run_command(int argc, char** argv, int first) {
     return 2;
   }
   if (cfg->has(RunStage::kSimulate)) {
-    std::fprintf(stderr,
-                 "chakraflow run: %s: the simulate stage is not available in this build yet\n",
-                 cfg->path.c_str());
-    return 2;
+    for (size_t i = 0; i < cfg->ranks.size(); ++i) {
+      if (cfg->ranks[i] != static_cast<int>(i)) {
+        std::fprintf(
+            stderr,
+            "chakraflow run: %s: the simulate stage needs ranks 0..N-1 (rank %zu is missing)\n",
+            cfg->path.c_str(), i);
+        return 2;
+      }
+    }
   }
   const bool quiet = parsed->has("quiet");
   const bool tty = ::isatty(2) != 0;
@@ -310,7 +318,45 @@ int run_run_command(int argc, char** argv, int first) {
     std::fprintf(stderr, "chakraflow run: %s\n", written.message().c_str());
     return 1;
   }
-  return failed > 0 ? 1 : 0;
+  if (!cfg->has(RunStage::kSimulate)) return failed > 0 ? 1 : 0;
+  if (failed > 0) {
+    std::fprintf(stderr, "chakraflow run: simulation skipped: %zu rank(s) failed\n", failed);
+    return 1;
+  }
+  // All ranks at once, after the last one is converted.
+  SimOptions sim_options;
+  if (!cfg->simulate_config.empty()) {
+    auto sim_config = load_sim_config(cfg->simulate_config);
+    if (!sim_config.ok()) {
+      std::fprintf(stderr, "chakraflow run: %s\n", sim_config.status().message().c_str());
+      return 1;
+    }
+    sim_options.config = *sim_config;
+  }
+  std::vector<std::string> et_paths;
+  for (int rank : cfg->ranks) et_paths.push_back(cfg->et_path(rank));
+  auto sim = Simulation::open(et_paths, sim_options);
+  Status ran = sim.ok() ? (*sim)->run() : sim.status();
+  if (!ran.ok()) {
+    std::fprintf(stderr, "chakraflow run: simulation: %s\n", ran.message().c_str());
+    return 1;
+  }
+  const SimResult& result = (*sim)->result();
+  if (!quiet) std::fputs(report_text(result, sim_options.config).c_str(), stderr);
+  std::string report_path =
+      fs::path(cfg->summary_path()).replace_filename("simulation.json").string();
+  Status report = write_file_atomically(report_path, report_json(result, sim_options.config));
+  if (!report.ok()) {
+    std::fprintf(stderr, "chakraflow run: %s\n", report.message().c_str());
+    return 1;
+  }
+  if (!result.completed) {
+    for (const std::string& line : result.stall) {
+      std::fprintf(stderr, "chakraflow run: stalled: %s\n", line.c_str());
+    }
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace chakraflow

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <cmath>
 #include <filesystem>
 
 #include "pipeline/run_config.h"
@@ -174,7 +175,7 @@ TEST(RunDlrm, EightLegacyRanksInOneCommand) {
                       "inputs:\n  host: " + data +
                           "/rank{rank}/host_et.json.gz\n  device: " + data +
                           "/rank{rank}/kineto.legacy.json.gz\n  ranks: 0-7\n"
-                          "stages: [link, convert]\noutputs: {dir: out, prefix: dlrm}\n");
+                          "stages: [link, convert, simulate]\noutputs: {dir: out, prefix: dlrm}\n");
   std::string out;
   ASSERT_EQ(run_command(kBin + " run " + dir.file("dlrm.yaml") + " --quiet", &out), 0) << out;
   for (int r = 0; r < 8; ++r)
@@ -186,6 +187,18 @@ TEST(RunDlrm, EightLegacyRanksInOneCommand) {
     EXPECT_EQ(std::string_view(rank["mode"]), "sequence");
     EXPECT_EQ(int64_t(rank["host_ops_linked"]), 1672);
   }
+  // The simulation ran over all ranks and predicts each step within 5% of the measured one.
+  simdjson::dom::parser p2;
+  simdjson::dom::element sim = testing::load_json(p2, dir.file("out/simulation.json"));
+  EXPECT_EQ(std::string_view(sim["status"]), "completed");
+  size_t ranks = 0;
+  for (auto rank : sim["ranks"].get_array()) {
+    ++ranks;
+    double predicted = double(rank["predicted_us"]), measured = double(rank["measured_us"]);
+    EXPECT_GT(measured, 0);
+    EXPECT_LT(std::abs(predicted - measured) / measured, 0.05) << int64_t(rank["rank"]);
+  }
+  EXPECT_EQ(ranks, 8u);
 }
 
 }  // namespace
