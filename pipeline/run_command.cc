@@ -16,6 +16,7 @@
 #include "pipeline/cli_args.h"
 #include "pipeline/commands.h"
 #include "pipeline/link_graph.h"
+#include "pipeline/mpi_world.h"
 #include "pipeline/run_config.h"
 #include "stages/file_io.h"
 #include "stages/json_util.h"
@@ -64,6 +65,7 @@ bool newer_than(const std::string& output, const std::vector<std::string>& input
 }
 
 struct RankRecord {
+  size_t index = 0;  // into RunConfig::ranks
   int rank = 0;
   bool skipped = false;  // --resume: outputs newer than inputs
   LinkJobResult link;
@@ -73,55 +75,209 @@ struct RankRecord {
   std::string error;  // empty when ok
 };
 
-std::string summary_json(const RunConfig& cfg, const std::vector<RankRecord>& ranks, double seconds,
-                         uint64_t in_flight) {
+// What process 0 needs of a rank for the summary, rendered where the rank ran (so that MPI moves
+// only text): its summary.json object and its line of the summary table.
+struct RankRow {
+  size_t index = 0;
+  bool failed = false;
+  bool skipped = false;
+  uint64_t text_bytes = 0;
+  std::string json;
+  std::string table;
+};
+
+RankRow render_row(const RankRecord& r) {
+  RankRow row;
+  row.index = r.index;
+  row.failed = !r.error.empty();
+  row.skipped = r.skipped;
+  row.text_bytes = r.link.input_bytes;
+  const LinkSummary& s = r.link.summary;
+  std::string& out = row.json;
+  out += fmt::format("{{\"rank\": {}, \"status\": \"{}\"", r.rank,
+                     r.skipped         ? "skipped"
+                     : r.error.empty() ? "ok"
+                                       : "failed");
+  if (!r.error.empty()) {
+    out += ", \"error\": ";
+    json::append_escaped(out, r.error);
+  }
+  if (!r.skipped) {
+    out += fmt::format(
+        ", \"input_file_bytes\": {}, \"input_text_bytes\": {}, \"output_bytes\": {}, \"mode\": "
+        "\"{}\", "
+        "\"host_ops\": {}, \"host_ops_linked\": {}, \"gpu_ops\": {}, \"gpu_ops_linked\": {}, "
+        "\"et_plus_nodes\": {}, \"et_nodes\": {}, \"sync_deps\": {}, \"link_seconds\": {:.3f}, "
+        "\"convert_seconds\": {:.3f}, \"warnings\": {{",
+        r.input_file_bytes, r.link.input_bytes, r.output_bytes, s.mode, s.host_nodes,
+        s.host_ops_linked, s.gpu_ops, s.gpu_ops_linked, s.et_plus_nodes, r.convert.output_nodes,
+        s.sync.host_deps + s.sync.gpu_deps, r.link.seconds, r.link.after_seconds);
+    bool first = true;
+    LinkStats all = r.link.stats;
+    all.merge(r.convert.stats);
+    for (const auto& [kind, entry] : all.entries()) {
+      if (!first) out += ", ";
+      first = false;
+      json::append_escaped(out, kind);
+      out += fmt::format(": {}", entry.count);
+    }
+    out += "}";
+  }
+  out += "}";
+  if (r.skipped) {
+    row.table = fmt::format("{:>6}  {:<8}", r.rank, "skipped");
+  } else {
+    uint64_t warnings = 0;
+    for (const auto& [k, e] : r.link.stats.entries()) warnings += e.count;
+    for (const auto& [k, e] : r.convert.stats.entries()) warnings += e.count;
+    row.table = fmt::format("{:>6}  {:<8}  {:>9.1f}  {:>14}  {:>14}  {:>9.2f}  {}", r.rank,
+                            r.error.empty() ? "ok" : "FAILED", r.link.input_bytes / 1e6,
+                            fmt::format("{}/{}", s.host_ops_linked, s.host_nodes),
+                            fmt::format("{}/{}", s.gpu_ops_linked, s.gpu_ops),
+                            r.link.seconds + r.link.after_seconds, warnings);
+  }
+  return row;
+}
+
+// Rows travel between MPI processes as "index failed skipped text_bytes json_len table_len\n"
+// followed by the two texts.
+void serialize_row(const RankRow& row, std::string& out) {
+  out += fmt::format("{} {} {} {} {} {}\n", row.index, row.failed ? 1 : 0, row.skipped ? 1 : 0,
+                     row.text_bytes, row.json.size(), row.table.size());
+  out += row.json;
+  out += row.table;
+}
+
+StatusOr<std::vector<RankRow>> parse_rows(std::string_view blob) {
+  std::vector<RankRow> rows;
+  while (!blob.empty()) {
+    size_t eol = blob.find('\n');
+    if (eol == std::string_view::npos) return Status::error("summary rows: truncated header");
+    std::string header(blob.substr(0, eol));
+    blob.remove_prefix(eol + 1);
+    RankRow row;
+    unsigned long long index = 0, text = 0, json_len = 0, table_len = 0;
+    int failed = 0, skipped = 0;
+    if (std::sscanf(header.c_str(), "%llu %d %d %llu %llu %llu", &index, &failed, &skipped, &text,
+                    &json_len, &table_len) != 6 ||
+        json_len + table_len > blob.size()) {
+      return Status::errorf("summary rows: bad header '{}'", header);
+    }
+    row.index = index;
+    row.failed = failed != 0;
+    row.skipped = skipped != 0;
+    row.text_bytes = text;
+    row.json = std::string(blob.substr(0, json_len));
+    row.table = std::string(blob.substr(json_len, table_len));
+    blob.remove_prefix(json_len + table_len);
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+std::string summary_json(const RunConfig& cfg, const std::vector<RankRow>& rows, double seconds,
+                         uint64_t in_flight, int processes) {
   std::string out = "{\n";
   out += fmt::format("  \"config\": ");
   json::append_escaped(out, cfg.path);
   out += fmt::format(
       ",\n  \"ranks_total\": {},\n  \"ranks_failed\": {},\n  \"ranks_skipped\": {},\n",
-      ranks.size(),
-      std::count_if(ranks.begin(), ranks.end(),
-                    [](const RankRecord& r) { return !r.error.empty(); }),
-      std::count_if(ranks.begin(), ranks.end(), [](const RankRecord& r) { return r.skipped; }));
-  out += fmt::format("  \"seconds\": {:.3f},\n  \"ranks_in_flight\": {},\n  \"ranks\": [\n",
-                     seconds, in_flight);
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    const RankRecord& r = ranks[i];
-    const LinkSummary& s = r.link.summary;
-    out += fmt::format("    {{\"rank\": {}, \"status\": \"{}\"", r.rank,
-                       r.skipped         ? "skipped"
-                       : r.error.empty() ? "ok"
-                                         : "failed");
-    if (!r.error.empty()) {
-      out += ", \"error\": ";
-      json::append_escaped(out, r.error);
-    }
-    if (!r.skipped) {
-      out += fmt::format(
-          ", \"input_file_bytes\": {}, \"input_text_bytes\": {}, \"output_bytes\": {}, \"mode\": "
-          "\"{}\", "
-          "\"host_ops\": {}, \"host_ops_linked\": {}, \"gpu_ops\": {}, \"gpu_ops_linked\": {}, "
-          "\"et_plus_nodes\": {}, \"et_nodes\": {}, \"sync_deps\": {}, \"link_seconds\": {:.3f}, "
-          "\"convert_seconds\": {:.3f}, \"warnings\": {{",
-          r.input_file_bytes, r.link.input_bytes, r.output_bytes, s.mode, s.host_nodes,
-          s.host_ops_linked, s.gpu_ops, s.gpu_ops_linked, s.et_plus_nodes, r.convert.output_nodes,
-          s.sync.host_deps + s.sync.gpu_deps, r.link.seconds, r.link.after_seconds);
-      bool first = true;
-      LinkStats all = r.link.stats;
-      all.merge(r.convert.stats);
-      for (const auto& [kind, entry] : all.entries()) {
-        if (!first) out += ", ";
-        first = false;
-        json::append_escaped(out, kind);
-        out += fmt::format(": {}", entry.count);
-      }
-      out += "}";
-    }
-    out += i + 1 < ranks.size() ? "},\n" : "}\n";
+      rows.size(), std::count_if(rows.begin(), rows.end(), [](const RankRow& r) { return r.failed; }),
+      std::count_if(rows.begin(), rows.end(), [](const RankRow& r) { return r.skipped; }));
+  out += fmt::format(
+      "  \"seconds\": {:.3f},\n  \"processes\": {},\n  \"ranks_in_flight\": {},\n  \"ranks\": [\n",
+      seconds, processes, in_flight);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    out += "    ";
+    out += rows[i].json;
+    out += i + 1 < rows.size() ? ",\n" : "\n";
   }
   out += "  ]\n}\n";
   return out;
+}
+
+// Ranks to processes, largest first to the least loaded process (ties: lowest index, lowest
+// process): the same answer on every process, and balanced by bytes rather than by count.
+std::vector<int> assign_processes(const std::vector<uint64_t>& costs, int processes) {
+  std::vector<size_t> order(costs.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return costs[a] > costs[b]; });
+  std::vector<uint64_t> load(static_cast<size_t>(processes), 0);
+  std::vector<int> owner(costs.size(), 0);
+  for (size_t i : order) {
+    size_t p = std::min_element(load.begin(), load.end()) - load.begin();
+    owner[i] = static_cast<int>(p);
+    load[p] += std::max<uint64_t>(costs[i], 1);
+  }
+  return owner;
+}
+
+// The simulate stage's feeder window (nodes held per rank) within the memory budget. Measured
+// per rank: about 0.4 MB of readers and queues, the simulator's record of every node (104 bytes,
+// about a third of the node's .et bytes), and per node held in the window up to about 2 KB.
+uint64_t simulation_window(uint64_t budget, uint64_t et_bytes, size_t ranks, uint64_t* needed) {
+  constexpr uint64_t kPerRank = 512 << 10, kPerHeldNode = 2 << 10, kMinWindow = 256;
+  const uint64_t fixed = ranks * kPerRank + et_bytes / 2;
+  *needed = fixed + ranks * kMinWindow * kPerHeldNode;
+  if (budget <= *needed) return kMinWindow;
+  return std::clamp<uint64_t>((budget - fixed) / ranks / kPerHeldNode, kMinWindow, uint64_t{1} << 20);
+}
+
+// The simulate stage over every rank's .et; returns the exit code.
+int simulate_all(const RunConfig& cfg, bool quiet) {
+  SimOptions sim_options;
+  uint64_t et_bytes = 0;
+  for (int rank : cfg.ranks) {
+    std::error_code ec;
+    et_bytes += fs::file_size(cfg.et_path(rank), ec);
+  }
+  uint64_t needed = 0;
+  sim_options.feeder.window =
+      simulation_window(cfg.memory_budget_bytes, et_bytes, cfg.ranks.size(), &needed);
+  if (needed > cfg.memory_budget_bytes) {
+    std::fprintf(stderr,
+                 "chakraflow run: warning: simulating %zu ranks (%.0f MB of .et) needs about %llu "
+                 "MB, over the memory budget of %llu MB\n",
+                 cfg.ranks.size(), et_bytes / 1e6,
+                 static_cast<unsigned long long>(needed >> 20),
+                 static_cast<unsigned long long>(cfg.memory_budget_bytes >> 20));
+  } else if (!quiet) {
+    std::fprintf(stderr, "simulate: %zu ranks, feeder window %llu nodes per rank\n",
+                 cfg.ranks.size(), static_cast<unsigned long long>(sim_options.feeder.window));
+  }
+  if (!cfg.simulate_config.empty()) {
+    auto sim_config = load_sim_config(cfg.simulate_config);
+    if (!sim_config.ok()) {
+      std::fprintf(stderr, "chakraflow run: %s\n", sim_config.status().message().c_str());
+      return 1;
+    }
+    sim_options.config = *sim_config;
+  }
+  std::vector<std::string> et_paths;
+  for (int rank : cfg.ranks) et_paths.push_back(cfg.et_path(rank));
+  auto sim = Simulation::open(et_paths, sim_options);
+  Status ran = sim.ok() ? (*sim)->run() : sim.status();
+  if (!ran.ok()) {
+    std::fprintf(stderr, "chakraflow run: simulation: %s\n", ran.message().c_str());
+    return 1;
+  }
+  const SimResult& result = (*sim)->result();
+  if (!quiet) std::fputs(report_text(result, sim_options.config).c_str(), stderr);
+  std::string report_path =
+      fs::path(cfg.summary_path()).replace_filename("simulation.json").string();
+  Status report = write_file_atomically(report_path, report_json(result, sim_options.config));
+  if (!report.ok()) {
+    std::fprintf(stderr, "chakraflow run: %s\n", report.message().c_str());
+    return 1;
+  }
+  if (!result.completed) {
+    for (const std::string& line : result.stall) {
+      std::fprintf(stderr, "chakraflow run: stalled: %s\n", line.c_str());
+    }
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -168,8 +324,19 @@ int run_run_command(int argc, char** argv, int first) {
       }
     }
   }
+  // Under mpirun, this process runs its share of the ranks; process 0 gathers the summary and
+  // runs the simulation.
+  auto joined = MpiWorld::join();
+  if (!joined.ok()) {
+    std::fprintf(stderr, "chakraflow run: %s\n", joined.status().message().c_str());
+    return 2;
+  }
+  const MpiWorld& world = *joined;
+  const std::string who =
+      world.distributed() ? fmt::format("[process {}/{}] ", world.process(), world.processes())
+                          : std::string();
   const bool quiet = parsed->has("quiet");
-  const bool tty = ::isatty(2) != 0;
+  const bool tty = ::isatty(2) != 0 && !world.distributed();
   std::unique_ptr<oneapi::tbb::global_control> limit;
   if (cfg->threads > 0) {
     limit = std::make_unique<oneapi::tbb::global_control>(
@@ -181,14 +348,27 @@ int run_run_command(int argc, char** argv, int first) {
   const bool keep_et_plus = cfg->keep_et_plus || !convert;
   if (keep_et_plus) fs::create_directories(fs::path(cfg->et_plus_path(0)).parent_path(), ec);
 
-  // Ranks to run (and ranks --resume skips), and the memory each will need.
-  std::vector<RankRecord> records(cfg->ranks.size());
-  std::vector<LinkJob> jobs;
-  std::vector<size_t> record_of_job;
+  // The memory each rank will need: loaded texts, their parse, the ET+ and the converter's
+  // model, about 4x the JSON text. Every process computes the same costs and the same split.
+  std::vector<uint64_t> costs(cfg->ranks.size());
   uint64_t max_cost = 1;
   for (size_t i = 0; i < cfg->ranks.size(); ++i) {
     int rank = cfg->ranks[i];
-    RankRecord& rec = records[i];
+    costs[i] = 4 * (estimated_text_bytes(cfg->host_path(rank)) +
+                    estimated_text_bytes(cfg->device_path(rank)));
+    max_cost = std::max(max_cost, costs[i]);
+  }
+  const std::vector<int> owner = assign_processes(costs, world.processes());
+
+  // This process's ranks to run (and ranks --resume skips).
+  std::vector<RankRecord> records;
+  std::vector<LinkJob> jobs;
+  std::vector<size_t> record_of_job;
+  for (size_t i = 0; i < cfg->ranks.size(); ++i) {
+    if (owner[i] != world.process()) continue;
+    int rank = cfg->ranks[i];
+    RankRecord& rec = records.emplace_back();
+    rec.index = i;
     rec.rank = rank;
     std::string host = cfg->host_path(rank), device = cfg->device_path(rank);
     std::string final_output = convert ? cfg->et_path(rank) : cfg->et_plus_path(rank);
@@ -197,9 +377,6 @@ int run_run_command(int argc, char** argv, int first) {
       continue;
     }
     rec.input_file_bytes = fs::file_size(host, ec) + (ec ? 0 : fs::file_size(device, ec));
-    // Loaded texts, their parse, the ET+ and the converter's model: about 4x the JSON text.
-    uint64_t cost = 4 * (estimated_text_bytes(host) + estimated_text_bytes(device));
-    max_cost = std::max(max_cost, cost);
     LinkJob job;
     job.host_path = host;
     job.device_path = device;
@@ -209,18 +386,19 @@ int run_run_command(int argc, char** argv, int first) {
     job.options = cfg->link;
     job.options.rank = rank;
     jobs.push_back(job);
-    record_of_job.push_back(i);
+    record_of_job.push_back(records.size() - 1);
   }
   uint64_t in_flight = cfg->max_ranks_in_flight > 0
                            ? static_cast<uint64_t>(cfg->max_ranks_in_flight)
                            : std::clamp<uint64_t>(cfg->memory_budget_bytes / max_cost, 1,
-                                                  std::max<size_t>(jobs.size(), 1));
+                                                  std::max<size_t>(cfg->ranks.size(), 1));
   if (!quiet) {
     std::fprintf(stderr,
-                 "run: %zu ranks (%zu to do, %zu up to date), stages: link%s; %llu ranks in flight "
-                 "(budget %llu MB)\n",
-                 records.size(), jobs.size(), records.size() - jobs.size(),
-                 convert ? ", convert" : "", static_cast<unsigned long long>(in_flight),
+                 "%srun: %zu ranks (%zu to do here, %zu up to date), stages: link%s%s; %llu ranks "
+                 "in flight (budget %llu MB)\n",
+                 who.c_str(), cfg->ranks.size(), jobs.size(), records.size() - jobs.size(),
+                 convert ? ", convert" : "", cfg->has(RunStage::kSimulate) ? ", simulate" : "",
+                 static_cast<unsigned long long>(in_flight),
                  static_cast<unsigned long long>(cfg->memory_budget_bytes >> 20));
   }
 
@@ -258,10 +436,11 @@ int run_run_command(int argc, char** argv, int first) {
     const Status& failure = !r.status.ok() ? r.status : r.after_status;
     if (!failure.ok()) {
       if (tty) std::fputs("\r\033[K", stderr);
-      std::fprintf(stderr, "rank %d: FAILED: %s\n", rec.rank, failure.message().c_str());
+      std::fprintf(stderr, "%srank %d: FAILED: %s\n", who.c_str(), rec.rank,
+                   failure.message().c_str());
     } else if (!quiet && !tty) {
-      std::fprintf(stderr, "rank %d: ok (%.1f MB of JSON, link %.2f s%s) [%zu/%zu]\n", rec.rank,
-                   r.input_bytes / 1e6, r.seconds,
+      std::fprintf(stderr, "%srank %d: ok (%.1f MB of JSON, link %.2f s%s) [%zu/%zu]\n",
+                   who.c_str(), rec.rank, r.input_bytes / 1e6, r.seconds,
                    convert ? fmt::format(", convert {:.2f} s", r.after_seconds).c_str() : "", done,
                    jobs.size());
     }
@@ -272,91 +451,67 @@ int run_run_command(int argc, char** argv, int first) {
     }
   };
   auto results = run_link_graph(jobs, static_cast<size_t>(in_flight), hooks);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
-  size_t failed = 0;
+  std::string blob;
   for (size_t j = 0; j < results.size(); ++j) {
     RankRecord& rec = records[record_of_job[j]];
     rec.link = results[j];
     const Status& failure = !results[j].status.ok() ? results[j].status : results[j].after_status;
-    if (!failure.ok()) {
-      rec.error = failure.message();
-      ++failed;
-    }
+    if (!failure.ok()) rec.error = failure.message();
     std::string out = convert ? cfg->et_path(rec.rank) : cfg->et_plus_path(rec.rank);
     rec.output_bytes = rec.error.empty() ? fs::file_size(out, ec) : 0;
   }
-  // Summary table.
-  if (!quiet || failed > 0) {
-    std::fprintf(stderr, "\n%6s  %-8s  %9s  %14s  %14s  %9s  %s\n", "rank", "status", "JSON MB",
-                 "host linked", "GPU linked", "seconds", "warnings");
-    for (const RankRecord& r : records) {
-      if (r.skipped) {
-        std::fprintf(stderr, "%6d  %-8s\n", r.rank, "skipped");
-        continue;
+  for (const RankRecord& rec : records) serialize_row(render_row(rec), blob);
+  // Every process's rows to process 0 (which also waits for the last process to finish here).
+  std::vector<std::string> blobs = world.gather(blob);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  // Process 0: the summary, then the simulation; every process exits with its code.
+  auto finish = [&]() -> int {
+    std::vector<RankRow> rows;
+    for (const std::string& b : blobs) {
+      auto parsed_rows = parse_rows(b);
+      if (!parsed_rows.ok()) {
+        std::fprintf(stderr, "chakraflow run: %s\n", parsed_rows.status().message().c_str());
+        return 1;
       }
-      const LinkSummary& s = r.link.summary;
-      uint64_t warnings = 0;
-      for (const auto& [k, e] : r.link.stats.entries()) warnings += e.count;
-      for (const auto& [k, e] : r.convert.stats.entries()) warnings += e.count;
-      std::fprintf(stderr, "%6d  %-8s  %9.1f  %14s  %14s  %9.2f  %llu\n", r.rank,
-                   r.error.empty() ? "ok" : "FAILED", r.link.input_bytes / 1e6,
-                   fmt::format("{}/{}", s.host_ops_linked, s.host_nodes).c_str(),
-                   fmt::format("{}/{}", s.gpu_ops_linked, s.gpu_ops).c_str(),
-                   r.link.seconds + r.link.after_seconds,
-                   static_cast<unsigned long long>(warnings));
+      for (RankRow& r : *parsed_rows) rows.push_back(std::move(r));
     }
+    std::sort(rows.begin(), rows.end(),
+              [](const RankRow& a, const RankRow& b) { return a.index < b.index; });
+    size_t failed = 0, skipped = 0;
     uint64_t text_total = 0;
-    for (const RankRecord& r : records) text_total += r.link.input_bytes;
-    std::fprintf(stderr, "%zu ranks, %zu failed, %zu skipped, %.2f s, %.1f MB/s of JSON\n",
-                 records.size(), failed, records.size() - jobs.size(), seconds,
-                 seconds > 0 ? text_total / 1e6 / seconds : 0.0);
-  }
-  Status written =
-      write_file_atomically(cfg->summary_path(), summary_json(*cfg, records, seconds, in_flight));
-  if (!written.ok()) {
-    std::fprintf(stderr, "chakraflow run: %s\n", written.message().c_str());
-    return 1;
-  }
-  if (!cfg->has(RunStage::kSimulate)) return failed > 0 ? 1 : 0;
-  if (failed > 0) {
-    std::fprintf(stderr, "chakraflow run: simulation skipped: %zu rank(s) failed\n", failed);
-    return 1;
-  }
-  // All ranks at once, after the last one is converted.
-  SimOptions sim_options;
-  if (!cfg->simulate_config.empty()) {
-    auto sim_config = load_sim_config(cfg->simulate_config);
-    if (!sim_config.ok()) {
-      std::fprintf(stderr, "chakraflow run: %s\n", sim_config.status().message().c_str());
+    for (const RankRow& r : rows) {
+      failed += r.failed;
+      skipped += r.skipped;
+      text_total += r.text_bytes;
+    }
+    if (!quiet || failed > 0) {
+      std::fprintf(stderr, "\n%6s  %-8s  %9s  %14s  %14s  %9s  %s\n", "rank", "status", "JSON MB",
+                   "host linked", "GPU linked", "seconds", "warnings");
+      for (const RankRow& r : rows) std::fprintf(stderr, "%s\n", r.table.c_str());
+      std::fprintf(stderr, "%zu ranks, %zu failed, %zu skipped, %.2f s, %.1f MB/s of JSON%s\n",
+                   rows.size(), failed, skipped, seconds,
+                   seconds > 0 ? text_total / 1e6 / seconds : 0.0,
+                   world.distributed() ? fmt::format(", {} processes", world.processes()).c_str()
+                                       : "");
+    }
+    Status written = write_file_atomically(
+        cfg->summary_path(), summary_json(*cfg, rows, seconds, in_flight, world.processes()));
+    if (!written.ok()) {
+      std::fprintf(stderr, "chakraflow run: %s\n", written.message().c_str());
       return 1;
     }
-    sim_options.config = *sim_config;
-  }
-  std::vector<std::string> et_paths;
-  for (int rank : cfg->ranks) et_paths.push_back(cfg->et_path(rank));
-  auto sim = Simulation::open(et_paths, sim_options);
-  Status ran = sim.ok() ? (*sim)->run() : sim.status();
-  if (!ran.ok()) {
-    std::fprintf(stderr, "chakraflow run: simulation: %s\n", ran.message().c_str());
-    return 1;
-  }
-  const SimResult& result = (*sim)->result();
-  if (!quiet) std::fputs(report_text(result, sim_options.config).c_str(), stderr);
-  std::string report_path =
-      fs::path(cfg->summary_path()).replace_filename("simulation.json").string();
-  Status report = write_file_atomically(report_path, report_json(result, sim_options.config));
-  if (!report.ok()) {
-    std::fprintf(stderr, "chakraflow run: %s\n", report.message().c_str());
-    return 1;
-  }
-  if (!result.completed) {
-    for (const std::string& line : result.stall) {
-      std::fprintf(stderr, "chakraflow run: stalled: %s\n", line.c_str());
+    if (!cfg->has(RunStage::kSimulate)) return failed > 0 ? 1 : 0;
+    if (failed > 0) {
+      std::fprintf(stderr, "chakraflow run: simulation skipped: %zu rank(s) failed\n", failed);
+      return 1;
     }
-    return 1;
-  }
-  return 0;
+    // All ranks at once, after the last one is converted.
+    return simulate_all(*cfg, quiet);
+  };
+  int code = world.process() == 0 ? finish() : 0;
+  return world.broadcast(code);
 }
 
 }  // namespace chakraflow

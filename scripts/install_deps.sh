@@ -5,7 +5,9 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 pkgs=(build-essential cmake ninja-build pkg-config
       libtbb-dev libsimdjson-dev libprotobuf-dev protobuf-compiler libfmt-dev libyaml-cpp-dev
-      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev)
+      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+      # optional: `mpirun -n K chakraflow run` (the build works without it)
+      libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p"); done
 if [ ${#missing[@]} -gt 0 ]; then

@@ -11,7 +11,8 @@
 namespace chakraflow {
 namespace {
 
-constexpr size_t kReadChunk = 1 << 20;
+// Per open file (a simulation opens one per rank): small, grown only for a larger record.
+constexpr size_t kReadChunk = 64 << 10;
 // protobuf refuses messages of 2 GiB and more; Chakra's readers take a 32-bit length.
 constexpr uint64_t kMaxRecordBytes = std::numeric_limits<int32_t>::max();
 
@@ -62,7 +63,7 @@ StatusOr<EtReader> EtReader::open(const std::string& path) {
   if (S_ISDIR(st.st_mode)) return Status::errorf("{}: is a directory, not a .et file", path);
   gzFile gz = gzopen(path.c_str(), "rb");
   if (gz == nullptr) return Status::errorf("{}: cannot open: {}", path, std::strerror(errno));
-  gzbuffer(gz, 1 << 17);
+  gzbuffer(gz, 64 << 10);
   EtReader reader;
   reader.path_ = path;
   reader.gz_ = gz;
@@ -79,8 +80,10 @@ StatusOr<size_t> EtReader::fill(size_t n) {
     buf_pos_ = 0;
     buf_end_ = avail;
   }
-  if (buf_.size() < n) buf_.resize(std::max(n, buf_.size() * 2));
   while (buf_end_ < n) {
+    // Grow with the data that arrives, not to the length a record announces: a corrupt length
+    // prefix in a tiny file must not allocate gigabytes before the truncation is found.
+    if (buf_end_ == buf_.size()) buf_.resize(std::min(n, std::max(buf_.size() * 2, kReadChunk)));
     size_t room = std::min<size_t>(buf_.size() - buf_end_, 1u << 30);
     int got = gzread(as_gz(gz_), buf_.data() + buf_end_, static_cast<unsigned>(room));
     if (got < 0) {
