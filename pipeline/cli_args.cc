@@ -1,6 +1,7 @@
 #include "pipeline/cli_args.h"
 
 #include <charconv>
+#include <cmath>
 #include <cstdlib>
 
 #include <fmt/format.h>
@@ -77,6 +78,9 @@ StatusOr<double> Args::get_double(const std::string& name, double fallback) cons
   double out = std::strtod(v->c_str(), &end);
   if (v->empty() || end != v->c_str() + v->size()) {
     return Status::errorf("option '--{}': '{}' is not a number", name, *v);
+  }
+  if (!std::isfinite(out)) {
+    return Status::errorf("option '--{}': '{}' is not a finite number", name, *v);
   }
   return out;
 }

@@ -8,6 +8,7 @@ int run_link_command(int argc, char** argv, int first);
 int run_convert_command(int argc, char** argv, int first);
 int run_jsonize_command(int argc, char** argv, int first);
 int run_synth_command(int argc, char** argv, int first);
+int run_tile_command(int argc, char** argv, int first);
 int run_run_command(int argc, char** argv, int first);
 int run_feed_command(int argc, char** argv, int first);
 int run_simulate_command(int argc, char** argv, int first);

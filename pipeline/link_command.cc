@@ -87,7 +87,9 @@ int run_link_command(int argc, char** argv, int first) {
   job.options.rank = static_cast<int>(*rank);
   auto gap = args.get_double("gap-threshold-us", 1000.0);
   if (!gap.ok()) return fail_usage(gap.status());
-  if (*gap < 0) return fail_usage(Status::error("--gap-threshold-us must be >= 0"));
+  if (*gap < 0 || *gap > 1e12) {  // as in run configs: the threshold in ns must fit in int64
+    return fail_usage(Status::error("--gap-threshold-us must be between 0 and 1e12"));
+  }
   job.options.gap_threshold = static_cast<TimeNs>(*gap * 1000.0 + 0.5);
   std::string mode = args.get_or("mode", "auto");
   if (mode == "auto")

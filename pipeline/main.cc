@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "pipeline/commands.h"
+#include "stages/json_util.h"
 
 namespace {
 
@@ -25,6 +26,8 @@ constexpr Command kCommands[] = {
      "write a Chakra .et trace as JSON"},
     {"synth", "", chakraflow::run_synth_command,
      "generate a realistic multi-rank host ET + device trace set"},
+    {"tile", "", chakraflow::run_tile_command,
+     "repeat a real host ET + device trace pair's iteration N times (big real traces)"},
     {"run", "", chakraflow::run_run_command,
      "run every rank of a YAML configuration through link, convert (and simulate)"},
     {"feed", "", chakraflow::run_feed_command,
@@ -58,7 +61,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (verb == "--version") {
-    std::printf("chakraflow 0.1.0\n");
+    std::printf("chakraflow 0.1.0 (simdjson kernel: %s)\n",
+                std::string(chakraflow::json::builtin_kernel()).c_str());
     return 0;
   }
   for (const auto& c : kCommands) {

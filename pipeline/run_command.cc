@@ -181,8 +181,8 @@ std::string summary_json(const RunConfig& cfg, const std::vector<RankRow>& rows,
   out += fmt::format("  \"config\": ");
   json::append_escaped(out, cfg.path);
   out += fmt::format(
-      ",\n  \"ranks_total\": {},\n  \"ranks_failed\": {},\n  \"ranks_skipped\": {},\n",
-      rows.size(), std::count_if(rows.begin(), rows.end(), [](const RankRow& r) { return r.failed; }),
+      ",\n  \"ranks_total\": {},\n  \"ranks_failed\": {},\n  \"ranks_skipped\": {},\n", rows.size(),
+      std::count_if(rows.begin(), rows.end(), [](const RankRow& r) { return r.failed; }),
       std::count_if(rows.begin(), rows.end(), [](const RankRow& r) { return r.skipped; }));
   out += fmt::format(
       "  \"seconds\": {:.3f},\n  \"processes\": {},\n  \"ranks_in_flight\": {},\n  \"ranks\": [\n",
@@ -221,7 +221,8 @@ uint64_t simulation_window(uint64_t budget, uint64_t et_bytes, size_t ranks, uin
   const uint64_t fixed = ranks * kPerRank + et_bytes / 2;
   *needed = fixed + ranks * kMinWindow * kPerHeldNode;
   if (budget <= *needed) return kMinWindow;
-  return std::clamp<uint64_t>((budget - fixed) / ranks / kPerHeldNode, kMinWindow, uint64_t{1} << 20);
+  return std::clamp<uint64_t>((budget - fixed) / ranks / kPerHeldNode, kMinWindow,
+                              uint64_t{1} << 20);
 }
 
 // The simulate stage over every rank's .et; returns the exit code.
@@ -239,8 +240,7 @@ int simulate_all(const RunConfig& cfg, bool quiet) {
     std::fprintf(stderr,
                  "chakraflow run: warning: simulating %zu ranks (%.0f MB of .et) needs about %llu "
                  "MB, over the memory budget of %llu MB\n",
-                 cfg.ranks.size(), et_bytes / 1e6,
-                 static_cast<unsigned long long>(needed >> 20),
+                 cfg.ranks.size(), et_bytes / 1e6, static_cast<unsigned long long>(needed >> 20),
                  static_cast<unsigned long long>(cfg.memory_budget_bytes >> 20));
   } else if (!quiet) {
     std::fprintf(stderr, "simulate: %zu ranks, feeder window %llu nodes per rank\n",
@@ -332,9 +332,9 @@ int run_run_command(int argc, char** argv, int first) {
     return 2;
   }
   const MpiWorld& world = *joined;
-  const std::string who =
-      world.distributed() ? fmt::format("[process {}/{}] ", world.process(), world.processes())
-                          : std::string();
+  const std::string who = world.distributed()
+                              ? fmt::format("[process {}/{}] ", world.process(), world.processes())
+                              : std::string();
   const bool quiet = parsed->has("quiet");
   const bool tty = ::isatty(2) != 0 && !world.distributed();
   std::unique_ptr<oneapi::tbb::global_control> limit;
@@ -490,11 +490,10 @@ int run_run_command(int argc, char** argv, int first) {
       std::fprintf(stderr, "\n%6s  %-8s  %9s  %14s  %14s  %9s  %s\n", "rank", "status", "JSON MB",
                    "host linked", "GPU linked", "seconds", "warnings");
       for (const RankRow& r : rows) std::fprintf(stderr, "%s\n", r.table.c_str());
-      std::fprintf(stderr, "%zu ranks, %zu failed, %zu skipped, %.2f s, %.1f MB/s of JSON%s\n",
-                   rows.size(), failed, skipped, seconds,
-                   seconds > 0 ? text_total / 1e6 / seconds : 0.0,
-                   world.distributed() ? fmt::format(", {} processes", world.processes()).c_str()
-                                       : "");
+      std::fprintf(
+          stderr, "%zu ranks, %zu failed, %zu skipped, %.2f s, %.1f MB/s of JSON%s\n", rows.size(),
+          failed, skipped, seconds, seconds > 0 ? text_total / 1e6 / seconds : 0.0,
+          world.distributed() ? fmt::format(", {} processes", world.processes()).c_str() : "");
     }
     Status written = write_file_atomically(
         cfg->summary_path(), summary_json(*cfg, rows, seconds, in_flight, world.processes()));

@@ -1,15 +1,19 @@
 #include "pipeline/run_config.h"
 
+#include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "stages/file_io.h"
+#include "stages/json_util.h"
 
 namespace chakraflow {
 namespace {
@@ -30,13 +34,21 @@ class Checker {
   Status keys(const YAML::Node& map, const std::string& where,
               std::initializer_list<const char*> allowed) const {
     if (!map.IsMap()) return at(map, fmt::format("'{}' must be a mapping", where));
+    std::set<std::string> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
+      // YAML allows any node as a key ("? [a, b]"); as<std::string>() would throw on it.
+      if (!it->first.IsScalar())
+        return at(it->first, fmt::format("a key in '{}' is not a name", where));
       std::string key = it->first.as<std::string>();
       bool ok = false;
       for (const char* a : allowed) ok |= key == a;
       if (!ok) {
         return at(it->first, fmt::format("unknown key '{}' in '{}' (expected one of: {})", key,
                                          where, fmt::join(allowed, ", ")));
+      }
+      // yaml-cpp keeps both; lookups would see the first only.
+      if (!seen.insert(key).second) {
+        return at(it->first, fmt::format("key '{}' appears twice in '{}'", key, where));
       }
     }
     return Status();
@@ -67,6 +79,9 @@ class Checker {
     double v = std::strtod(s.c_str(), &end);
     if (s.empty() || end != s.c_str() + s.size())
       return at(n, fmt::format("'{}' must be a number, not '{}'", key, s));
+    // strtod takes "nan" and "inf", which no option means (and which cannot be converted).
+    if (!std::isfinite(v))
+      return at(n, fmt::format("'{}' must be a finite number, not '{}'", key, s));
     return v;
   }
 
@@ -82,6 +97,26 @@ class Checker {
 
  private:
   std::string path_;
+};
+
+// Counts the documents of a YAML stream (and where the second starts) without building them.
+struct DocumentCounter : YAML::EventHandler {
+  int documents = 0;
+  YAML::Mark second;
+  void OnDocumentStart(const YAML::Mark& mark) override {
+    if (++documents == 2) second = mark;
+  }
+  void OnDocumentEnd() override {}
+  void OnNull(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnAlias(const YAML::Mark&, YAML::anchor_t) override {}
+  void OnScalar(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                const std::string&) override {}
+  void OnSequenceStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                       YAML::EmitterStyle::value) override {}
+  void OnSequenceEnd() override {}
+  void OnMapStart(const YAML::Mark&, const std::string&, YAML::anchor_t,
+                  YAML::EmitterStyle::value) override {}
+  void OnMapEnd() override {}
 };
 
 std::string resolve(const std::string& base, const std::string& p) {
@@ -149,7 +184,7 @@ StatusOr<std::vector<int>> parse_rank_list(const std::string& text) {
       return Status::errorf("'{}' is not a rank range (like 0-7)", part);
     }
     if (hi - lo > 10000000) return Status::errorf("rank range '{}' is too large", part);
-    for (int r = lo; r <= hi; ++r) ranks.insert(r);
+    for (int64_t r = lo; r <= hi; ++r) ranks.insert(static_cast<int>(r));  // hi may be INT_MAX
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
@@ -158,12 +193,38 @@ StatusOr<std::vector<int>> parse_rank_list(const std::string& text) {
 
 StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string& text) {
   Checker c(path);
+  // YAML text is Unicode; yaml-cpp would pass other bytes on into names and paths.
+  if (!simdjson::validate_utf8(text.data(), text.size())) {
+    std::string repaired = text;
+    json::repair_utf8(repaired);
+    const auto at = static_cast<size_t>(
+        std::mismatch(text.begin(), text.end(), repaired.begin()).first - text.begin());
+    const size_t line_start = text.rfind('\n', at) + 1;  // 0 when there is none
+    return Status::errorf("{}:{}:{}: invalid UTF-8 (byte {})", path,
+                          std::count(text.begin(), text.begin() + at, '\n') + 1,
+                          at - line_start + 1, at);
+  }
+  // YAML::Load would read the first document and drop the others unseen, and YAML::LoadAll never
+  // returns on some malformed text (",: s\n-n": yaml-cpp 0.7 yields empty documents forever
+  // without consuming it). So the documents are counted first, up to two, without building them.
+  DocumentCounter counter;
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    std::istringstream in(text);
+    YAML::Parser parser(in);
+    while (counter.documents < 2 && parser.HandleNextDocument(counter)) {
+    }
+    if (counter.documents == 1) root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     return Status::errorf("{}:{}:{}: invalid YAML: {}", path, e.mark.line + 1, e.mark.column + 1,
                           e.msg);
+  }
+  if (counter.documents == 0) {
+    return Status::errorf("{}: empty file, expected a mapping (inputs:, stages:, outputs:)", path);
+  }
+  if (counter.documents > 1) {
+    return Status::errorf("{}:{}:{}: a second YAML document: the configuration is one document",
+                          path, counter.second.line + 1, counter.second.column + 1);
   }
   if (!root.IsMap())
     return c.at(root, "the configuration must be a mapping (inputs:, stages:, outputs:)");
@@ -176,7 +237,7 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
 
   // inputs
   const YAML::Node inputs = root["inputs"];
-  if (!inputs) return Status::errorf("{}: missing 'inputs' (host:, device:, ranks:)", path);
+  if (!inputs) return c.at(root, "missing 'inputs' (host:, device:, ranks:)");
   CF_RETURN_IF_ERROR(c.keys(inputs, "inputs", {"host", "device", "ranks"}));
   if (!inputs["host"] || !inputs["device"])
     return c.at(inputs, "'inputs' needs both 'host' and 'device' patterns");
@@ -282,7 +343,10 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
     }
     if (l["gap_threshold_us"]) {
       CF_ASSIGN_OR_RETURN(double v, c.number(l["gap_threshold_us"], "gap_threshold_us"));
-      if (v < 0) return c.at(l["gap_threshold_us"], "'gap_threshold_us' must be >= 0");
+      // 1e12 µs (11.6 days) keeps the threshold in nanoseconds far inside int64.
+      if (v < 0 || v > 1e12) {
+        return c.at(l["gap_threshold_us"], "'gap_threshold_us' must be between 0 and 1e12");
+      }
       cfg.link.gap_threshold = static_cast<TimeNs>(v * 1000.0 + 0.5);
     }
     if (l["annotation"]) {

@@ -54,7 +54,10 @@ class DeviceParser {
     od::parser parser;
     od::document doc;
     auto err = json::iterate_document(parser, t_.text, &doc, &t_.invalid_utf8_bytes);
-    if (err) return fail(doc, err, "cannot parse JSON");
+    if (err) {
+      last_offset_ = json::locate_document_error(text_, err);
+      return fail(doc, err, "cannot parse JSON");
+    }
     od::object root;
     if ((err = doc.get_object().get(root))) return fail(doc, err, "top level is not a JSON object");
     bool saw_events = false;
@@ -65,8 +68,13 @@ class DeviceParser {
       std::string_view key_literal = json::string_literal(field.key().raw(), end());
       if (key_literal != "\"traceEvents\"") continue;  // deviceProperties etc. are skipped
       saw_events = true;
+      od::value events_value = field.value();
+      const char* at = nullptr;
+      if (events_value.current_location().get(at) == simdjson::SUCCESS) {
+        last_offset_ = json::offset_in(text_, at);
+      }
       od::array events;
-      if ((err = field.value().get_array().get(events))) {
+      if ((err = events_value.get_array().get(events))) {
         return fail(doc, err, "\"traceEvents\" is not an array");
       }
       t_.events.reserve(t_.text.size() / 256);  // ~250-350 bytes per event in real traces
@@ -79,13 +87,13 @@ class DeviceParser {
         if ((err = value.current_location().get(start))) {
           return fail(doc, err, fmt::format("traceEvents[{}]", index));
         }
+        last_offset_ = json::offset_in(text_, start);
         od::object obj;
         if ((err = value.get_object().get(obj))) {
           return fail(doc, err, fmt::format("traceEvents[{}] is not an object", index));
         }
         DeviceEvent e;
-        e.byte_offset = json::offset_in(text_, start);
-        last_offset_ = e.byte_offset;
+        e.byte_offset = last_offset_;
         CF_RETURN_IF_ERROR(parse_event(doc, obj, index, e));
         t_.events.push_back(e);
         ++index;
@@ -175,13 +183,16 @@ class DeviceParser {
       token.remove_suffix(1);
     }
     if (!json::parse_micros_as_ns(token, out, fractional)) {
-      return event_error(e, index, fmt::format("\"{}\" ({}) is not a finite number", what, token));
+      return event_error(
+          e, index,
+          fmt::format("\"{}\" ({}) is not a finite number of int64 nanoseconds", what, token));
     }
     return Status();
   }
 
   Status parse_event(od::document& doc, od::object obj, size_t index, DeviceEvent& e) {
     std::string_view cat;
+    bool has_ts = false;
     for (auto field_result : obj) {
       od::field field;
       if (std::move(field_result).get(field)) return event_error(e, index, "invalid field");
@@ -204,6 +215,7 @@ class DeviceParser {
         bool frac = false;
         CF_RETURN_IF_ERROR(read_time(v, e, index, "ts", &e.ts, &frac));
         if (frac) e.flags |= kTsFractional;
+        has_ts = true;
       } else if (key == "dur") {
         od::json_type type;
         if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) continue;
@@ -229,7 +241,18 @@ class DeviceParser {
         e.args_raw = std::string_view(args_start, static_cast<size_t>(after - args_start));
       }
     }
+    // Times are int64 nanoseconds: bounding ts, dur and their sum to ±2^62 ns (146 years) keeps
+    // every end time, and every difference of two times that the stages take, within int64.
+    constexpr TimeNs kTimeLimit = TimeNs{1} << 62;
+    const auto in_range = [](TimeNs t) { return t > -kTimeLimit && t < kTimeLimit; };
+    if (!in_range(e.ts) || !in_range(e.dur) || !in_range(e.ts + e.dur)) {
+      return event_error(e, index, "\"ts\", \"dur\" or their sum is beyond ±2^62 ns (146 years)");
+    }
     e.cat = classify_category(cat);
+    // Only metadata events ("ph": "M") come without a time; an op without one cannot be ordered.
+    if (!has_ts && e.cat != DeviceCategory::kOther) {
+      return event_error(e, index, fmt::format("\"{}\" event without \"ts\"", cat));
+    }
     if ((e.cat == DeviceCategory::kCpuOp || e.cat == DeviceCategory::kUserAnnotation) &&
         e.name.find("ProfilerStep") != std::string_view::npos) {
       e.flags |= kProfilerStep;

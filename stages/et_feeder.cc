@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <limits>
 #include <map>
 #include <unordered_map>
@@ -436,15 +437,38 @@ Status scan_node(std::string_view raw, NodeHeader* header, std::vector<NodeId>* 
   const uint8_t* const begin = p;
   const uint8_t* const end = p + raw.size();
   *header = NodeHeader{};
-  auto fail = [&](const char* what) {
+  auto fail = [&](std::string_view what) {
     return Status::errorf("malformed Node: {} at byte {} of the record", what, p - begin);
   };
+  // The fields of Node (proto/et_def.proto) by number, with their wire type; ctrl_deps and
+  // data_deps may also be packed. Protobuf would keep a field of another type as an unknown field
+  // and the node would read as id 0, or nameless: that is another schema, or a corrupt record.
+  struct FieldSpec {
+    const char* name;
+    uint32_t wire_type;
+  };
+  static constexpr FieldSpec kNodeFields[] = {{"", kVarint},
+                                              {"id", kVarint},
+                                              {"name", kLen},
+                                              {"type", kVarint},
+                                              {"ctrl_deps", kVarint},
+                                              {"data_deps", kVarint},
+                                              {"start_time_micros", kVarint},
+                                              {"duration_micros", kVarint},
+                                              {"inputs", kLen},
+                                              {"outputs", kLen},
+                                              {"attr", kLen}};
   while (p < end) {
     uint64_t tag;
     if (!read_varint(p, end, &tag)) return fail("truncated field tag");
     auto field = static_cast<uint32_t>(tag >> 3);
     auto wt = static_cast<uint32_t>(tag & 7);
     if (field == 0) return fail("field number 0");
+    if (field < std::size(kNodeFields) && wt != kNodeFields[field].wire_type &&
+        !(wt == kLen && (field == 4 || field == 5))) {
+      return fail(fmt::format("field {} ({}) has wire type {}, not {}", field,
+                              kNodeFields[field].name, wt, kNodeFields[field].wire_type));
+    }
     if (wt == kVarint) {
       uint64_t v;
       if (!read_varint(p, end, &v)) return fail("truncated varint");
@@ -486,8 +510,9 @@ Status scan_node(std::string_view raw, NodeHeader* header, std::vector<NodeId>* 
       out->resize(static_cast<size_t>(dst - out->data()));
       p = list_end;
     } else if (!skip_field(p, end, wt, field)) {
-      return fail(wt == kStartGroup || wt == kEndGroup || wt > kFixed32 ? "bad wire type"
-                                                                        : "truncated field");
+      return fail(wt == kStartGroup                  ? "group not closed, or nested too deeply"
+                  : wt == kEndGroup || wt > kFixed32 ? "bad wire type"
+                                                     : "truncated field");
     }
   }
   return Status();

@@ -53,6 +53,18 @@ bool parse_uint_token(std::string_view token, uint64_t* out) {
   return true;
 }
 
+// Protobuf strings must be UTF-8, but an escaped lone surrogate ("\udc80") unescapes to bytes
+// that are not (the loader repairs only raw bytes). Returns `s`, or a copy in `arena` with the bad
+// bytes replaced by '?', counted in `stats`.
+std::string_view valid_utf8(std::string_view s, std::deque<std::string>& arena, LinkStats& stats,
+                            std::string_view where) {
+  if (simdjson::validate_utf8(s.data(), s.size())) return s;
+  std::string& copy = arena.emplace_back(s);
+  json::repair_utf8(copy);
+  stats.add("string that is not valid UTF-8 (bytes replaced by '?')", std::string(where));
+  return copy;
+}
+
 // The attributes a node may set (Chakra applies every attr with setattr; these are the ones the
 // conversion reads).
 struct AttrValues {
@@ -221,6 +233,11 @@ class NodeReader {
     n.op_schema = attrs.op_schema.value_or(std::string_view());
     if (attrs.pg_name) n.pg_name = *attrs.pg_name;
     if (attrs.collective_name) n.collective_name = *attrs.collective_name;
+    // The strings written to the .et.
+    const std::string where = fmt::format("node {}", n.id);
+    n.name = valid_utf8(n.name, t_.arena, t_.stats, where);
+    n.op_schema = valid_utf8(n.op_schema, t_.arena, t_.stats, where);
+    n.pg_name = valid_utf8(n.pg_name, t_.arena, t_.stats, where);
 
     if (n.name.find("process_group:init") != std::string_view::npos) {
       n.kind = OpKind::kMetadata;
@@ -352,7 +369,7 @@ void read_metadata(const HostTrace& host, EtPlusTrace& t) {
       if (f.value_raw.empty() || f.value_raw.front() != '"') return std::nullopt;
       auto s = json::unescape_literal(f.value_raw, t.arena);
       if (!s) return std::nullopt;
-      return std::string(*s);
+      return std::string(valid_utf8(*s, t.arena, t.stats, key));
     };
     if (key == "schema") {
       t.metadata.schema = as_string();
@@ -485,6 +502,7 @@ StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOpt
   } else if (!known_schema(t.schema)) {
     t.stats.add("unknown schema version (converted by its layout)", t.schema);
   }
+  t.stats.add_count("invalid UTF-8 bytes in the input (replaced by '?')", host.invalid_utf8_bytes);
   NodeReader reader(host, t);
   CF_RETURN_IF_ERROR(reader.read_all());
   // File order: the order of the "nodes" array, which Chakra's conversion loop follows.

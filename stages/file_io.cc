@@ -23,12 +23,13 @@ bool is_gzip(const std::string& bytes) {
 }
 
 StatusOr<std::string> gunzip(const std::string& path, const std::string& compressed) {
-  // ISIZE (last 4 bytes) is the size of the last member modulo 2^32: a hint, not a bound.
+  // ISIZE (last 4 bytes) is the size of the last member modulo 2^32: a hint, not a bound. In a
+  // truncated or corrupt file it is any 4 bytes; deflate expands at most 1032:1.
   size_t hint = compressed.size() * 4;
   if (compressed.size() >= 18) {
     uint32_t isize;
     std::memcpy(&isize, compressed.data() + compressed.size() - 4, 4);
-    if (isize > compressed.size()) hint = isize;
+    if (isize > compressed.size()) hint = std::min<size_t>(isize, compressed.size() * 1032);
   }
   std::string out;
   out.reserve(hint + kInputPadding);
@@ -49,11 +50,13 @@ StatusOr<std::string> gunzip(const std::string& path, const std::string& compres
     if (out.size() == out.capacity() || out.capacity() - out.size() < 4096) {
       out.reserve(std::max<size_t>(out.capacity() * 2, 1 << 16));
     }
+    // Resizing writes zeros: only over what this inflate call may fill, so that memory follows
+    // the data and not the reservation.
     size_t old_size = out.size();
-    size_t room = out.capacity() - old_size;
-    out.resize(out.capacity());
+    size_t room = std::min<size_t>(out.capacity() - old_size, 1u << 24);
+    out.resize(old_size + room);
     zs.next_out = reinterpret_cast<Bytef*>(out.data() + old_size);
-    zs.avail_out = static_cast<uInt>(std::min<size_t>(room, 1u << 30));
+    zs.avail_out = static_cast<uInt>(room);
     size_t offered = zs.avail_out;
     rc = inflate(&zs, Z_NO_FLUSH);
     out.resize(old_size + (offered - zs.avail_out));

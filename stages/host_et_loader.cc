@@ -20,7 +20,10 @@ class HostParser {
     od::parser parser;
     od::document doc;
     auto err = json::iterate_document(parser, t_.text, &doc, &t_.invalid_utf8_bytes);
-    if (err) return fail(doc, err, "cannot parse JSON");
+    if (err) {
+      last_offset_ = json::locate_document_error(text_, err);
+      return fail(doc, err, "cannot parse JSON");
+    }
     od::object root;
     if ((err = doc.get_object().get(root))) return fail(doc, err, "top level is not a JSON object");
     bool saw_nodes = false;
@@ -34,8 +37,13 @@ class HostParser {
       if (key == "nodes") {
         saw_nodes = true;
         t_.top_level.push_back({key_literal, {}, true});
+        od::value nodes_value = field.value();
+        const char* at = nullptr;
+        if (nodes_value.current_location().get(at) == simdjson::SUCCESS) {
+          last_offset_ = json::offset_in(text_, at);
+        }
         od::array nodes;
-        if ((err = field.value().get_array().get(nodes))) {
+        if ((err = nodes_value.get_array().get(nodes))) {
           return fail(doc, err, "\"nodes\" is not an array");
         }
         CF_RETURN_IF_ERROR(parse_nodes(doc, nodes));
@@ -109,13 +117,13 @@ class HostParser {
       if ((err = value.current_location().get(start))) {
         return fail(doc, err, fmt::format("invalid node #{}", index));
       }
+      last_offset_ = json::offset_in(text_, start);
       od::object obj;
       if ((err = value.get_object().get(obj))) {
         return fail(doc, err, fmt::format("node #{} is not an object", index));
       }
       HostNode node;
-      node.byte_offset = json::offset_in(text_, start);
-      last_offset_ = node.byte_offset;
+      node.byte_offset = last_offset_;
       CF_RETURN_IF_ERROR(parse_node(doc, obj, start, index, node));
       t_.nodes.push_back(node);
       ++index;

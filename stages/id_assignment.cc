@@ -274,6 +274,11 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
                   fmt::format("node {} (parent {}) at byte {}", n.id, n.parent, n.byte_offset));
   }
   if (in.sync != nullptr && options.compat == Compat::kDefault) add_sync_dependencies(in, out);
+  // What the loaders repaired is reported with the link's data problems.
+  out.stats.add_count("invalid UTF-8 bytes in the host trace (replaced by '?')",
+                      in.host.invalid_utf8_bytes);
+  out.stats.add_count("invalid UTF-8 bytes in the device trace (replaced by '?')",
+                      in.device.invalid_utf8_bytes);
   return out;
 }
 

@@ -345,6 +345,25 @@ simdjson::error_code iterate_document(od::parser& parser, std::string& text, od:
   return err;
 }
 
+uint64_t locate_document_error(std::string_view text, simdjson::error_code err) {
+  if (err == simdjson::UNCLOSED_STRING) return text.size();
+  if (err != simdjson::UNESCAPED_CHARS) return 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (!in_string) {
+      in_string = c == '"';
+    } else if (c == '\\') {
+      ++i;  // the escaped character
+    } else if (c == '"') {
+      in_string = false;
+    } else if (c < 0x20) {
+      return i;
+    }
+  }
+  return 0;
+}
+
 uint64_t offset_in(std::string_view text, const char* p) {
   if (p == nullptr || p < text.data() || p > text.data() + text.size()) return text.size();
   return static_cast<uint64_t>(p - text.data());
@@ -392,6 +411,14 @@ bool get_uint64(od::value v, uint64_t* out) {
   }
   *out = static_cast<uint64_t>(d);
   return true;
+}
+
+std::string_view builtin_kernel() {
+#define CHAKRAFLOW_STR2(x) #x
+#define CHAKRAFLOW_STR(x) CHAKRAFLOW_STR2(x)
+  return CHAKRAFLOW_STR(SIMDJSON_BUILTIN_IMPLEMENTATION);
+#undef CHAKRAFLOW_STR
+#undef CHAKRAFLOW_STR2
 }
 
 }  // namespace chakraflow::json

@@ -68,7 +68,16 @@ uint64_t repair_utf8(std::string& text);
 simdjson::error_code iterate_document(od::parser& parser, std::string& text, od::document* doc,
                                       uint64_t* repaired);
 
+// Where in `text` the structural pass of iterate_document found `err` (simdjson does not say):
+// the end of the text for a string left open (a truncated file), the first control character
+// inside a string for UNESCAPED_CHARS, else 0.
+uint64_t locate_document_error(std::string_view text, simdjson::error_code err);
+
 // Reads an integer value (accepts integral doubles such as 3.0). Returns false otherwise.
+// The simdjson kernel the on-demand code of this build compiled to ("haswell", "icelake", ...;
+// "fallback" is the slow scalar one: see CHAKRAFLOW_ARCH in CMakeLists.txt).
+std::string_view builtin_kernel();
+
 bool get_int64(od::value v, int64_t* out);
 bool get_uint64(od::value v, uint64_t* out);
 

@@ -1,10 +1,47 @@
 #include "stages/link.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <set>
 
 #include "stages/sequence_matching.h"
 
 namespace chakraflow {
+namespace {
+
+// rf_ids number the ops of a process from 1: two ranks running the same program number their ops
+// alike, so a host ET paired with another rank's device trace "links" by rf_id, silently wrong.
+// The process ids tell: the host ET's top-level "pid" must be one of the device trace's CPU-op
+// pids. An error by default; in Chakra mode (which does not check) a counted warning, as when
+// --min-match-rate 0 turns the checks off.
+Status check_same_process(const HostTrace& host, const DeviceTrace& device,
+                          const LinkOptions& options, LinkStats& stats) {
+  std::optional<int64_t> host_pid;
+  for (const TopLevelField& f : host.top_level) {
+    if (f.key_raw != "\"pid\"") continue;
+    int64_t pid = 0;
+    auto r = std::from_chars(f.value_raw.data(), f.value_raw.data() + f.value_raw.size(), pid);
+    if (r.ec == std::errc() && r.ptr == f.value_raw.data() + f.value_raw.size()) host_pid = pid;
+  }
+  if (!host_pid || device.cpu_ops.empty()) return Status();
+  std::set<int64_t> device_pids;
+  for (DeviceEventIdx e : device.cpu_ops) device_pids.insert(device[e].pid);
+  if (device_pids.count(*host_pid) > 0) return Status();
+  if (options.compat == Compat::kChakra || options.min_match_rate <= 0) {
+    stats.add("host trace pid not among the device trace's CPU-op pids (linked anyway)",
+              fmt::format("host pid {}", *host_pid));
+    return Status();
+  }
+  return Status::errorf(
+      "{} was recorded by process {}, but no CPU op of {} was (processes {}): the traces come "
+      "from different processes (another rank or another run); their rf_ids would match ops "
+      "that are not the same (--min-match-rate 0 links them anyway)",
+      host.path, *host_pid, device.path, fmt::join(device_pids, ", "));
+}
+
+}  // namespace
 
 MatchMode resolve_mode(const DeviceTrace& device, MatchMode requested) {
   if (requested != MatchMode::kAuto) return requested;
@@ -19,6 +56,7 @@ StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTr
     return Status::errorf("{}: --mode rf_id, but no device event carries \"Record function id\"",
                           device.path);
   }
+  CF_RETURN_IF_ERROR(check_same_process(host, device, options, stats));
   return map_by_rf_id(host, device, options.compat, stats);
 }
 

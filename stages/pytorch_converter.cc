@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <unordered_map>
 
 #include "proto/et_def.pb.h"
@@ -37,19 +38,67 @@ uint64_t duration_micros(const EtPlusNode& node, const ConvertOptions& options, 
 
 // The parents the walk follows. Chakra: the parents as read. Default mode: a CPU node whose
 // parent is missing is attached to the thread root of its tid (else walked as a root of its own).
+// A node whose parent chain never reaches a root -- its own parent (the process root aside), or on
+// a ctrl_deps cycle -- is never walked from a thread root, so Chakra drops it as dangling with
+// everything below it; default mode cuts each cycle at its smallest id and attaches that node like
+// one whose parent is missing. Every such node is counted in both modes.
 std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& options,
                                    std::vector<uint32_t>* extra_roots, LinkStats& stats) {
-  std::vector<uint32_t> parent(t.nodes.size());
-  for (uint32_t i = 0; i < t.nodes.size(); ++i) parent[i] = t.nodes[i].parent;
-  if (options.compat == Compat::kChakra) return parent;
+  const size_t n = t.nodes.size();
+  const bool chakra = options.compat == Compat::kChakra;
+  std::vector<uint32_t> parent(n);
+  for (uint32_t i = 0; i < n; ++i) parent[i] = t.nodes[i].parent;
+
+  // Nodes with no parent to follow although their parent is not missing, in id order.
+  struct Detached {
+    const char* what;
+    std::string example;
+  };
+  std::map<uint32_t, Detached> detached;
+  for (uint32_t i = 0; i < n; ++i) {
+    const EtPlusNode& node = t.nodes[i];
+    if (node.parent == kNoNode && node.has_parent_id && node.parent_id == node.id &&
+        !t.parents_renumbered && !is_process_root_name(node.name)) {
+      detached[i] = {"node that is its own parent", fmt::format("node {}", node.id)};
+    }
+  }
+  // ctrl_deps cycles: every chain is followed once, so this is linear.
+  enum : uint8_t { kNew, kOnPath, kDone };
+  std::vector<uint8_t> state(n, kNew);
+  std::vector<uint32_t> path;
+  for (uint32_t start = 0; start < n; ++start) {
+    path.clear();
+    uint32_t i = start;
+    for (; i != kNoNode && state[i] == kNew; i = parent[i]) {
+      state[i] = kOnPath;
+      path.push_back(i);
+    }
+    if (i != kNoNode && state[i] == kOnPath) {
+      // The cycle is the end of the path, from i on; indices follow ids.
+      const auto cycle = std::find(path.begin(), path.end(), i);
+      const uint32_t cut = *std::min_element(cycle, path.end());
+      std::string ids;
+      for (auto k = cycle; k != path.end(); ++k) ids += fmt::format("{} -> ", t.nodes[*k].id);
+      detached[cut] = {"node on a ctrl_deps cycle",
+                       fmt::format("node {} (cycle {}{})", t.nodes[cut].id, ids, t.nodes[i].id)};
+      if (!chakra) parent[cut] = kNoNode;
+    }
+    for (uint32_t k : path) state[k] = kDone;
+  }
+  if (chakra) {
+    for (const auto& [i, d] : detached) {
+      stats.add(fmt::format("{} (never walked: dropped, as Chakra does)", d.what), d.example);
+    }
+    return parent;
+  }
+
   std::unordered_map<int64_t, uint32_t> thread_root_of_tid;
-  for (uint32_t i = 0; i < t.nodes.size(); ++i) {
+  for (uint32_t i = 0; i < n; ++i) {
     if (is_thread_root_name(t.nodes[i].name)) thread_root_of_tid.emplace(t.nodes[i].tid, i);
   }
-  for (uint32_t i = 0; i < t.nodes.size(); ++i) {
+  for (uint32_t i = 0; i < n; ++i) {
     const EtPlusNode& node = t.nodes[i];
-    if (node.parent != kNoNode || is_thread_root_name(node.name) ||
-        is_process_root_name(node.name)) {
+    if (parent[i] != kNoNode || is_thread_root_name(node.name) || is_process_root_name(node.name)) {
       continue;
     }
     if (node.kind == OpKind::kGpu) {
@@ -57,16 +106,20 @@ std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& o
                 fmt::format("node {}", node.id));
       continue;
     }
+    const auto d = detached.find(i);
+    const std::string what = d != detached.end() ? d->second.what : "node whose parent is missing";
+    std::string example =
+        d != detached.end()
+            ? d->second.example
+            : fmt::format("node {} (parent {})", node.id,
+                          node.has_parent_id ? std::to_string(node.parent_id) : "none");
     auto it = thread_root_of_tid.find(node.tid);
     if (it != thread_root_of_tid.end()) {
       parent[i] = it->second;
-      stats.add("node whose parent is missing (attached to its thread root)",
-                fmt::format("node {} (parent {})", node.id,
-                            node.has_parent_id ? std::to_string(node.parent_id) : "none"));
+      stats.add(what + " (attached to its thread root)", std::move(example));
     } else {
       extra_roots->push_back(i);
-      stats.add("node whose parent is missing, no thread root for its tid (walked on its own)",
-                fmt::format("node {}", node.id));
+      stats.add(what + ", no thread root for its tid (walked on its own)", std::move(example));
     }
   }
   return parent;

@@ -80,8 +80,8 @@ TEST_P(SequenceGolden, SequenceModeGivesTheEtPlusOfTheRfIdPath) {
   ASSERT_TRUE(seq.result.status.ok()) << seq.result.status.message();
   ASSERT_TRUE(rf.result.status.ok()) << rf.result.status.message();
   // --mode auto (the default) takes sequence mode for a trace without rf_ids.
-  Linked automatic = link(dir + "/host_et.json.gz", dir + "/kineto.legacy.json.gz",
-                          options(MatchMode::kAuto));
+  Linked automatic =
+      link(dir + "/host_et.json.gz", dir + "/kineto.legacy.json.gz", options(MatchMode::kAuto));
   EXPECT_EQ(automatic.result.summary.mode, "sequence");
   EXPECT_EQ(automatic.text, seq.text);
   // Every host op found its device op.
@@ -177,6 +177,33 @@ TEST(SequenceGoldenMismatch, HostAndDeviceOfDifferentProcessesAreRejectedOrMatch
                                           "trace"),
               1u);
   }
+}
+
+// By rf_id, rank 0's host ET with rank 1's device trace would link every op (the ranks number
+// their ops alike): the process check rejects it, names both pids, and Chakra mode links it (as
+// Chakra does) with a counted warning.
+TEST(SequenceGoldenMismatch, RfIdModeRejectsAnotherRanksDeviceTrace) {
+  CF_REQUIRE_SHARED_DATA("pairs/dlrm_8rank/rank1");
+  const std::string host = pair_dir("dlrm_8rank/rank0") + "/host_et.json.gz";
+  const std::string device = pair_dir("dlrm_8rank/rank1") + "/kineto.modern.json.gz";
+  Linked rejected = link(host, device, options(MatchMode::kRfId));
+  ASSERT_FALSE(rejected.result.status.ok());
+  const std::string& msg = rejected.result.status.message();
+  EXPECT_NE(msg.find("different processes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find(host), std::string::npos) << msg;
+  EXPECT_NE(msg.find(device), std::string::npos) << msg;
+
+  LinkOptions chakra = options(MatchMode::kRfId);
+  chakra.compat = Compat::kChakra;
+  Linked accepted = link(host, device, chakra);
+  ASSERT_TRUE(accepted.result.status.ok()) << accepted.result.status.message();
+  EXPECT_EQ(accepted.result.stats.count(
+                "host trace pid not among the device trace's CPU-op pids (linked anyway)"),
+            1u);
+  // Its own device trace passes the check.
+  Linked own = link(host, pair_dir("dlrm_8rank/rank0") + "/kineto.modern.json.gz",
+                    options(MatchMode::kRfId));
+  ASSERT_TRUE(own.result.status.ok()) << own.result.status.message();
 }
 
 // ---------- the legacy layout against the legacy linker ----------

@@ -1,9 +1,9 @@
 // `chakraflow run`: the YAML configuration (errors with line and column), rank lists and
 // discovery, and whole batches: every rank converted, a failing rank isolated and reported,
 // --resume, summary.json.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <cctype>
@@ -182,11 +182,11 @@ std::string mpirun(int processes) {
       CHAKRAFLOW_MPIEXEC, processes);
 }
 
-#define CF_REQUIRE_MPI()                                                                     \
-  do {                                                                                       \
-    if (!MpiWorld::available() || std::string(CHAKRAFLOW_MPIEXEC).empty()) {                 \
+#define CF_REQUIRE_MPI()                                                                    \
+  do {                                                                                      \
+    if (!MpiWorld::available() || std::string(CHAKRAFLOW_MPIEXEC).empty()) {                \
       GTEST_SKIP() << "SKIPPED: chakraflow was built without MPI (install libopenmpi-dev)"; \
-    }                                                                                        \
+    }                                                                                       \
   } while (0)
 
 // summary.json with the timings blanked ("seconds": 0.123 -> "seconds": _) and the process count
@@ -195,8 +195,8 @@ std::string summary_without_timings(std::string text) {
   for (const char* key : {"\"seconds\": ", "\"link_seconds\": ", "\"convert_seconds\": "}) {
     for (size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1)) {
       size_t begin = at + std::strlen(key), end = begin;
-      while (end < text.size() && (std::isdigit(static_cast<unsigned char>(text[end])) ||
-                                   text[end] == '.'))
+      while (end < text.size() &&
+             (std::isdigit(static_cast<unsigned char>(text[end])) || text[end] == '.'))
         ++end;
       text.replace(begin, end - begin, "_");
     }

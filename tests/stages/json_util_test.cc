@@ -80,5 +80,15 @@ TEST(JsonUtil, UnescapesAndEscapes) {
   EXPECT_EQ(out, R"("q\"\\\n\u0001")");
 }
 
+// The on-demand code must not silently compile to simdjson's scalar kernel on a CPU that has
+// AVX2 (it did, with -march=x86-64-v3 alone: that target lacks PCLMUL).
+TEST(JsonUtil, BuildsAFastKernelWhenTheTargetHasAvx2) {
+#if defined(__AVX2__)
+  EXPECT_NE(json::builtin_kernel(), "fallback");
+#else
+  GTEST_SKIP() << "SKIPPED: built without AVX2 (CHAKRAFLOW_ARCH): kernel " << json::builtin_kernel();
+#endif
+}
+
 }  // namespace
 }  // namespace chakraflow::json

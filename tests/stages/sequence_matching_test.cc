@@ -102,13 +102,6 @@ struct Traces {
   DeviceTrace device;
 };
 
-// Host ETs from HostBuilder say pid 7; KinetoBuilder's CPU ops are pid 1.
-std::string same_pid(std::string host_json) {
-  auto at = host_json.find("\"pid\": 7");
-  host_json.replace(at, 8, "\"pid\": 1");
-  return host_json;
-}
-
 Traces parse(const std::string& host, const std::string& device) {
   auto h = parse_host_trace("host.json", host);
   auto d = parse_device_trace("device.json", device);
@@ -141,15 +134,15 @@ TimeNs matched_ts(const Traces& t, const HostDeviceMap& m, uint64_t id) {
 TEST(SequenceMatching, PairsThreadsByNamesAndAlignsAroundInsertedAndMissingOps) {
   // Host thread 1: fwd ops; thread 2: autograd ops. The device lists the autograd thread first
   // (OS tids 900 / 800), has an extra op on thread 800 and lacks host op 6 (aten::t).
-  std::string host = same_pid(HostBuilder()
-                                  .roots({{2, 1}, {3, 2}})
-                                  .node(4, "aten::linear", 2, 1, 1)
-                                  .node(5, "aten::addmm", 4, 2, 1)
-                                  .node(6, "aten::t", 4, 3, 1)
-                                  .node(7, "aten::relu", 2, 4, 1)
-                                  .node(8, "AddmmBackward0", 3, 5, 2)
-                                  .node(9, "aten::mm", 8, 6, 2)
-                                  .json());
+  std::string host = HostBuilder()
+                         .roots({{2, 1}, {3, 2}})
+                         .node(4, "aten::linear", 2, 1, 1)
+                         .node(5, "aten::addmm", 4, 2, 1)
+                         .node(6, "aten::t", 4, 3, 1)
+                         .node(7, "aten::relu", 2, 4, 1)
+                         .node(8, "AddmmBackward0", 3, 5, 2)
+                         .node(9, "aten::mm", 8, 6, 2)
+                         .json();
   std::string device = KinetoBuilder()
                            .cpu_op("AddmmBackward0", 900, 100, 10)
                            .cpu_op("aten::mm", 900, 101, 5)
@@ -220,7 +213,7 @@ struct Iterations {
       for (size_t k = 0; k < bwd.size(); ++k) kb.cpu_op(bwd[k], 22, t0 + 150 + k, 0.5);
       kb.cpu_op("step", 11, t0 + 400, 5);
     }
-    t = parse(same_pid(hb.json()), kb.json());
+    t = parse(hb.json(), kb.json());
   }
   uint64_t first_bwd_id() const { return 10 + fwd.size() + 1; }
 };
@@ -276,7 +269,7 @@ TEST(SequenceMatching, AnnotationRestrictsTheWindowToOneIteration) {
     }
     if (it == 3) kb.cpu_op("extra", 11, t0 + 50, 0.5);
   }
-  Traces t = parse(same_pid(hb.json()), kb.json());
+  Traces t = parse(hb.json(), kb.json());
   LinkOptions o = sequence_options();
   o.annotation = "ProfilerStep";
   LinkStats stats;
@@ -308,13 +301,13 @@ TEST(SequenceMatching, AnnotationRestrictsTheWindowToOneIteration) {
 }
 
 TEST(SequenceMatching, TracesThatDoNotAlignAreAnErrorNotASilentEmptyLink) {
-  std::string host = same_pid(HostBuilder()
-                                  .roots({{2, 1}})
-                                  .node(4, "aten::conv2d", 2, 1, 1)
-                                  .node(5, "aten::relu", 2, 2, 1)
-                                  .node(6, "aten::add", 2, 3, 1)
-                                  .node(7, "aten::mm", 2, 4, 1)
-                                  .json());
+  std::string host = HostBuilder()
+                         .roots({{2, 1}})
+                         .node(4, "aten::conv2d", 2, 1, 1)
+                         .node(5, "aten::relu", 2, 2, 1)
+                         .node(6, "aten::add", 2, 3, 1)
+                         .node(7, "aten::mm", 2, 4, 1)
+                         .json();
   std::string device = KinetoBuilder()
                            .cpu_op("aten::embedding_bag", 5, 0, 1)
                            .cpu_op("aten::add", 5, 2, 1)
@@ -348,7 +341,7 @@ TEST(SequenceMatching, AThreadBelowTheRateFailsEvenWhenTheTraceAsAWholePasses) {
   KinetoBuilder kb;
   for (int k = 0; k < 400; ++k) kb.cpu_op("main" + std::to_string(k % 17), 11, k, 0.5);
   for (int k = 0; k < 20; ++k) kb.cpu_op("side" + std::to_string(k), 12, 1000 + k, 0.5);
-  Traces t = parse(same_pid(hb.json()), kb.json());
+  Traces t = parse(hb.json(), kb.json());
   LinkStats stats;
   auto m = map_by_sequence(t.host, t.device, sequence_options(), stats);
   ASSERT_FALSE(m.ok());
@@ -358,8 +351,8 @@ TEST(SequenceMatching, AThreadBelowTheRateFailsEvenWhenTheTraceAsAWholePasses) {
 }
 
 TEST(SequenceMatching, TracesOfAnotherProcessAreRejected) {
-  std::string host = HostBuilder().roots({{2, 1}}).node(4, "aten::mm", 2, 1, 1).json();  // pid 7
-  std::string device = KinetoBuilder().cpu_op("aten::mm", 5, 0, 1).json();               // pid 1
+  std::string host = HostBuilder().pid(7).roots({{2, 1}}).node(4, "aten::mm", 2, 1, 1).json();
+  std::string device = KinetoBuilder().cpu_op("aten::mm", 5, 0, 1).json();  // pid 1
   Traces t = parse(host, device);
   LinkStats stats;
   auto m = map_by_sequence(t.host, t.device, sequence_options(), stats);
@@ -375,18 +368,19 @@ TEST(SequenceMatching, TracesOfAnotherProcessAreRejected) {
   EXPECT_EQ(stats.count("sequence matching: host trace pid not in the device trace"), 1u);
 
   // A device trace without CPU ops cannot be matched at all.
-  Traces empty = parse(same_pid(host), KinetoBuilder().gpu("k", 0, 1, 1).json());
+  Traces empty = parse(HostBuilder().roots({{2, 1}}).node(4, "aten::mm", 2, 1, 1).json(),
+                       KinetoBuilder().gpu("k", 0, 1, 1).json());
   m = map_by_sequence(empty.host, empty.device, sequence_options(), stats);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("no cpu_op / user_annotation events"), std::string::npos);
 }
 
 TEST(SequenceMatching, ChakraModeLeavesOpsUnreachableFromTheRootUnmatched) {
-  std::string host = same_pid(HostBuilder()
-                                  .roots({{2, 1}})
-                                  .node(4, "aten::mm", 2, 1, 1)
-                                  .node(5, "aten::add", 99, 2, 1)  // parent missing
-                                  .json());
+  std::string host = HostBuilder()
+                         .roots({{2, 1}})
+                         .node(4, "aten::mm", 2, 1, 1)
+                         .node(5, "aten::add", 99, 2, 1)  // parent missing
+                         .json();
   std::string device =
       KinetoBuilder().cpu_op("aten::mm", 5, 0, 1).cpu_op("aten::add", 5, 2, 1).json();
   Traces t = parse(host, device);
@@ -405,13 +399,13 @@ TEST(SequenceMatching, ChakraModeLeavesOpsUnreachableFromTheRootUnmatched) {
 // The oracle: the same device trace with the rf_ids the host ops carry, linked by rf_id.
 TEST(SequenceMatching, GivesTheSameEtPlusAsTheRfIdPath) {
   auto host = [] {
-    return same_pid(HostBuilder()
-                        .roots({{2, 1}, {3, 2}})
-                        .node(4, "aten::mm", 2, 3, 1)
-                        .node(5, "aten::empty", 4, 4, 1)
-                        .node(6, "aten::add", 2, 5, 1)
-                        .node(7, "bwd", 3, 6, 2)
-                        .json());
+    return HostBuilder()
+        .roots({{2, 1}, {3, 2}})
+        .node(4, "aten::mm", 2, 3, 1)
+        .node(5, "aten::empty", 4, 4, 1)
+        .node(6, "aten::add", 2, 5, 1)
+        .node(7, "bwd", 3, 6, 2)
+        .json();
   };
   auto device = [](bool rf) {
     return KinetoBuilder()

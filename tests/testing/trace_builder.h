@@ -102,15 +102,21 @@ class HostBuilder {
       node(id, "[pytorch|profiler|execution_trace|thread]", 1, 0, tid);
     return *this;
   }
+  // The recording process: KinetoBuilder's CPU ops are pid 1, so the pair is one process.
+  HostBuilder& pid(int64_t pid) {
+    pid_ = pid;
+    return *this;
+  }
   std::string json() const {
     return fmt::format(
-        "{{\"schema\": \"{}\", \"pid\": 7, \"time\": \"2024-01-01 00:00:00\", \"start_ts\": 1, "
+        "{{\"schema\": \"{}\", \"pid\": {}, \"time\": \"2024-01-01 00:00:00\", \"start_ts\": 1, "
         "\"nodes\": [\n{}\n], \"finish_ts\": 2}}",
-        flat_ ? "1.0.1" : "1.1.1-chakra.0.0.4", fmt::join(nodes_, ",\n"));
+        flat_ ? "1.0.1" : "1.1.1-chakra.0.0.4", pid_, fmt::join(nodes_, ",\n"));
   }
 
  private:
   bool flat_;
+  int64_t pid_ = 1;
   std::vector<std::string> nodes_;
 };
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Draws bench/results/scaling.tsv (written by bench/scaling.sh) as docs/img/scaling.png:
+# left, throughput per core (MB of input JSON per CPU second) of link, convert and both; right,
+# peak RSS as a multiple of the input size. Needs gnuplot (apt-get install gnuplot-nox).
+# Usage: bench/plot_scaling.sh [TSV] [PNG]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tsv="${1:-bench/results/scaling.tsv}"
+png="${2:-docs/img/scaling.png}"
+command -v gnuplot >/dev/null || { echo "gnuplot is missing: apt-get install gnuplot-nox" >&2; exit 1; }
+[ -f "$tsv" ] || { echo "$tsv is missing: run bench/scaling.sh first" >&2; exit 1; }
+mkdir -p "$(dirname "$png")"
+gnuplot <<GP
+set terminal pngcairo size 1200,450 font ",11"
+set output "$png"
+set multiplot layout 1,2 title "chakraflow link + convert, one core (bench/scaling.sh)"
+set logscale x
+set grid
+set key top left
+set xlabel "input JSON per rank (MB)"
+set ylabel "MB of input per CPU second"
+set yrange [0:*]
+plot "$tsv" using (\$2/1e6):(\$2/1e6/\$3) with linespoints lw 2 title "link", \
+     "$tsv" using (\$2/1e6):(\$2/1e6/\$4) with linespoints lw 2 title "convert", \
+     "$tsv" using (\$2/1e6):7 with linespoints lw 2 title "link + convert", \
+     300 with lines dt 2 lc rgb "gray" title "target 300 MB/s"
+set ylabel "peak RSS / input size"
+set yrange [0:*]
+plot "$tsv" using (\$2/1e6):(\$5*1024/\$2) with linespoints lw 2 title "link", \
+     "$tsv" using (\$2/1e6):(\$6*1024/\$2) with linespoints lw 2 title "convert", \
+     2 with lines dt 2 lc rgb "gray" title "target 2x"
+unset multiplot
+GP
+echo "wrote $png"
