@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The main job on a default the project generates itself: install dependencies, build, generate a
 # realistic 4-rank trace set (host ET + Kineto per rank), then run the batch of configs/demo.yaml:
-# every rank linked into ET+ and converted to a Chakra .et, concurrently.
+# every rank linked into ET+ and converted to a Chakra .et, concurrently, then all ranks simulated.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
@@ -10,4 +10,4 @@ cmake --build build -j"$(nproc)" --target chakraflow
 rm -rf out/demo && mkdir -p out/demo
 ./build/chakraflow synth --ranks 4 --iterations 2 --scale 0.5 --gzip --out out/demo/traces
 ./build/chakraflow run configs/demo.yaml
-echo "demo: Chakra traces in out/demo/et/ (ET+ in out/demo/et/et_plus/), summary in out/demo/et/summary.json"
+echo "demo: Chakra traces in out/demo/et/ (ET+ in out/demo/et/et_plus/), summary in out/demo/et/summary.json, simulation in out/demo/et/simulation.json"
