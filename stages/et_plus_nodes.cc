@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <filesystem>
 #include <unordered_map>
 
 #include "stages/file_io.h"
+#include "stages/host_et_loader.h"
 #include "stages/json_util.h"
 #include "stages/python_repr.h"
 
@@ -72,167 +74,150 @@ struct AttrValues {
   std::optional<std::string_view> op_schema, pg_name, collective_name;
 };
 
-class NodeReader {
+// Reads the converter's fields of every node: either riding on the loader's pass
+// (HostFieldVisitor, load_et_plus) or by re-reading each node of a loaded HostTrace (read_all).
+// Nodes are appended to EtPlusTrace::nodes in the order they are read.
+class NodeReader final : public HostFieldVisitor {
  public:
-  NodeReader(const HostTrace& host, EtPlusTrace& out) : host_(host), t_(out) {}
+  explicit NodeReader(EtPlusTrace& out) : t_(out) {}
 
-  Status read_all() {
-    t_.nodes.resize(host_.nodes.size());
-    std::string_view raw_io[kIoFieldCount];
-    for (size_t i = 0; i < host_.nodes.size(); ++i) {
-      CF_RETURN_IF_ERROR(read_node(host_.nodes[i], t_.nodes[i], raw_io));
+  Status read_all(const HostTrace& host) {
+    t_.nodes.reserve(host.nodes.size());
+    for (const HostNode& h : host.nodes) {
+      od::document doc;
+      simdjson::padded_string_view view(h.raw.data(), h.raw.size(), h.raw.size() + kInputPadding);
+      od::object obj;
+      if (parser_.iterate(view).get(doc) || doc.get_object().get(obj)) {
+        return node_error(h, "not a JSON object");
+      }
+      for (auto field_result : obj) {
+        od::field f;
+        std::string_view key;
+        if (std::move(field_result).get(f) || f.unescaped_key().get(key)) {
+          return node_error(h, "malformed field");
+        }
+        if (key == "id" || key == "name") continue;  // the loader's
+        CF_RETURN_IF_ERROR(field(h, key, f.value()));
+      }
+      CF_RETURN_IF_ERROR(end_node(h));
     }
     return Status();
   }
 
- private:
-  Status node_error(const HostNode& h, std::string_view what) const {
-    return Status::errorf("{}: byte {}: node id {}: {}", t_.path, h.byte_offset, h.id, what);
+  Status field(const HostNode& h, std::string_view key, od::value v) override {
+    EtPlusNode& n = cur_;
+    auto bad = [&](std::string_view what) {
+      return node_error(h, fmt::format("\"{}\" {}", key, what));
+    };
+    if (key == "ctrl_deps" || key == "parent") {
+      if (is_null(v)) return Status();
+      uint64_t id = 0;
+      if (!json::get_uint64(v, &id)) return bad("is not a node id");
+      (key == "ctrl_deps" ? ctrl_deps_ : parent_) = id;
+    } else if (key == "inputs" || key == "outputs") {
+      const int base = key == "inputs" ? kInValues : kOutValues;
+      od::json_type type;
+      if (v.type().get(type)) return bad("is malformed");
+      if (type == od::json_type::object) {
+        od::object io;
+        if (v.get_object().get(io)) return bad("is malformed");
+        for (auto io_field_result : io) {
+          od::field io_field;
+          std::string_view io_key;
+          if (std::move(io_field_result).get(io_field) || io_field.unescaped_key().get(io_key))
+            return bad("is malformed");
+          int f = io_key == "values" ? 0 : io_key == "shapes" ? 1 : io_key == "types" ? 2 : -1;
+          if (f < 0) continue;  // "strides" (schema 1.1.1) is not converted, as in Chakra
+          if (json::raw_value(io_field.value()).get(raw_io_[base + f])) return bad("is malformed");
+        }
+      } else {
+        // Flat layout (schema 1.0.1): the values list itself.
+        if (json::raw_value(v).get(raw_io_[base])) return bad("is malformed");
+      }
+    } else if (key == "input_shapes" || key == "input_types" || key == "output_shapes" ||
+               key == "output_types") {
+      int f = key == "input_shapes"    ? kInShapes
+              : key == "input_types"   ? kInTypes
+              : key == "output_shapes" ? kOutShapes
+                                       : kOutTypes;
+      if (json::raw_value(v).get(raw_io_[f])) return bad("is malformed");
+    } else if (key == "exclusive_dur") {
+      if (is_null(v)) return Status();
+      if (v.get_double().get(n.exclusive_dur)) return bad("is not a number");
+    } else if (key == "inclusive_dur") {
+      if (is_null(v)) return Status();
+      if (v.get_double().get(n.inclusive_dur)) return bad("is not a number");
+    } else if (key == "ts") {
+      if (is_null(v)) return Status();
+      if (v.get_double().get(n.ts)) return bad("is not a number");
+      n.has_ts = true;
+    } else if (key == "inter_thread_dep") {
+      if (is_null(v)) return Status();
+      int64_t dep = 0;
+      if (!json::get_int64(v, &dep)) return bad("is not a node id");
+      n.inter_thread_dep = dep > 0 ? static_cast<uint64_t>(dep) : 0;
+    } else if (key == "sync_dep") {
+      if (is_null(v)) return Status();
+      od::array deps;
+      if (v.get_array().get(deps)) return bad("is not a list of node ids");
+      n.sync_dep_begin = static_cast<uint32_t>(t_.sync_dep_ids.size());
+      for (auto dep_result : deps) {
+        od::value dep_value;
+        uint64_t dep = 0;
+        if (std::move(dep_result).get(dep_value) || !json::get_uint64(dep_value, &dep)) {
+          return bad("is not a list of node ids");
+        }
+        t_.sync_dep_ids.push_back(dep);
+      }
+      n.sync_dep_count = static_cast<uint32_t>(t_.sync_dep_ids.size()) - n.sync_dep_begin;
+    } else if (key == "cat") {
+      has_cat_ = !is_null(v);
+    } else if (key == "stream") {
+      n.stream_given = true;
+      if (is_null(v)) {
+        n.has_stream = false;
+      } else if (!json::get_int64(v, &n.stream)) {
+        return bad("is not an integer");
+      }
+    } else if (key == "device") {
+      if (!is_null(v) && !json::get_int64(v, &n.device)) return bad("is not an integer");
+    } else if (key == "pg_name") {
+      if (is_null(v)) return Status();
+      std::string_view str;
+      if (!read_string(v, &str)) return bad("is not a string");
+      n.pg_name = str;
+    } else if (key == "rf_id" || key == "fw_parent" || key == "seq_id" || key == "scope" ||
+               key == "tid" || key == "fw_tid") {
+      // Flat layout: attributes at node level.
+      if (is_null(v)) return Status();
+      int64_t value = 0;
+      if (!json::get_int64(v, &value)) return bad("is not an integer");
+      set_int_attr(attrs_, key, value);
+    } else if (key == "op_schema") {
+      std::string_view str;
+      if (!read_string(v, &str)) return bad("is not a string");
+      attrs_.op_schema = str;
+    } else if (key == "attrs") {
+      CF_RETURN_IF_ERROR(read_attrs(v, h, attrs_));
+    }
+    return Status();
   }
 
-  // A JSON string value (unescaped), as a view into the trace text or t_.arena.
-  bool read_string(od::value v, const HostNode& h, std::string_view* out) {
-    od::raw_json_string raw;
-    if (v.get_raw_json_string().get(raw)) return false;
-    std::string_view literal = json::string_literal(raw.raw(), h.raw.data() + h.raw.size());
-    auto s = json::unescape_literal(literal, t_.arena);
-    if (!s) return false;
-    *out = *s;
-    return true;
-  }
-
-  static bool is_null(od::value& v) {
-    od::json_type type;
-    return v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null;
-  }
-
-  Status read_node(const HostNode& h, EtPlusNode& n, std::string_view* raw_io) {
+  Status end_node(const HostNode& h) override {
+    EtPlusNode& n = cur_;
     n.id = h.id;
     n.name = h.name;
     n.byte_offset = h.byte_offset;
-    for (int f = 0; f < kIoFieldCount; ++f) raw_io[f] = {};
-    std::optional<uint64_t> ctrl_deps, parent;
-    AttrValues attrs;
-    bool has_cat = false;
-
-    od::document doc;
-    simdjson::padded_string_view view(h.raw.data(), h.raw.size(), h.raw.size() + kInputPadding);
-    od::object obj;
-    if (parser_.iterate(view).get(doc) || doc.get_object().get(obj)) {
-      return node_error(h, "not a JSON object");
-    }
-    for (auto field_result : obj) {
-      od::field field;
-      std::string_view key;
-      if (std::move(field_result).get(field) || field.unescaped_key().get(key)) {
-        return node_error(h, "malformed field");
-      }
-      od::value v = field.value();
-      auto bad = [&](std::string_view what) {
-        return node_error(h, fmt::format("\"{}\" {}", key, what));
-      };
-      if (key == "ctrl_deps" || key == "parent") {
-        if (is_null(v)) continue;
-        uint64_t id = 0;
-        if (!json::get_uint64(v, &id)) return bad("is not a node id");
-        (key == "ctrl_deps" ? ctrl_deps : parent) = id;
-      } else if (key == "inputs" || key == "outputs") {
-        const int base = key == "inputs" ? kInValues : kOutValues;
-        od::json_type type;
-        if (v.type().get(type)) return bad("is malformed");
-        if (type == od::json_type::object) {
-          od::object io;
-          if (v.get_object().get(io)) return bad("is malformed");
-          for (auto io_field_result : io) {
-            od::field io_field;
-            std::string_view io_key;
-            if (std::move(io_field_result).get(io_field) || io_field.unescaped_key().get(io_key))
-              return bad("is malformed");
-            int f = io_key == "values" ? 0 : io_key == "shapes" ? 1 : io_key == "types" ? 2 : -1;
-            if (f < 0) continue;  // "strides" (schema 1.1.1) is not converted, as in Chakra
-            if (json::raw_value(io_field.value()).get(raw_io[base + f])) return bad("is malformed");
-          }
-        } else {
-          // Flat layout (schema 1.0.1): the values list itself.
-          if (json::raw_value(v).get(raw_io[base])) return bad("is malformed");
-        }
-      } else if (key == "input_shapes" || key == "input_types" || key == "output_shapes" ||
-                 key == "output_types") {
-        int f = key == "input_shapes"    ? kInShapes
-                : key == "input_types"   ? kInTypes
-                : key == "output_shapes" ? kOutShapes
-                                         : kOutTypes;
-        if (json::raw_value(v).get(raw_io[f])) return bad("is malformed");
-      } else if (key == "exclusive_dur") {
-        if (is_null(v)) continue;
-        if (v.get_double().get(n.exclusive_dur)) return bad("is not a number");
-      } else if (key == "inclusive_dur") {
-        if (is_null(v)) continue;
-        if (v.get_double().get(n.inclusive_dur)) return bad("is not a number");
-      } else if (key == "ts") {
-        if (is_null(v)) continue;
-        if (v.get_double().get(n.ts)) return bad("is not a number");
-        n.has_ts = true;
-      } else if (key == "inter_thread_dep") {
-        if (is_null(v)) continue;
-        int64_t dep = 0;
-        if (!json::get_int64(v, &dep)) return bad("is not a node id");
-        n.inter_thread_dep = dep > 0 ? static_cast<uint64_t>(dep) : 0;
-      } else if (key == "sync_dep") {
-        if (is_null(v)) continue;
-        od::array deps;
-        if (v.get_array().get(deps)) return bad("is not a list of node ids");
-        n.sync_dep_begin = static_cast<uint32_t>(t_.sync_dep_ids.size());
-        for (auto dep_result : deps) {
-          od::value dep_value;
-          uint64_t dep = 0;
-          if (std::move(dep_result).get(dep_value) || !json::get_uint64(dep_value, &dep)) {
-            return bad("is not a list of node ids");
-          }
-          t_.sync_dep_ids.push_back(dep);
-        }
-        n.sync_dep_count = static_cast<uint32_t>(t_.sync_dep_ids.size()) - n.sync_dep_begin;
-      } else if (key == "cat") {
-        has_cat = !is_null(v);
-      } else if (key == "stream") {
-        n.stream_given = true;
-        if (is_null(v)) {
-          n.has_stream = false;
-        } else if (!json::get_int64(v, &n.stream)) {
-          return bad("is not an integer");
-        }
-      } else if (key == "device") {
-        if (!is_null(v) && !json::get_int64(v, &n.device)) return bad("is not an integer");
-      } else if (key == "pg_name") {
-        if (is_null(v)) continue;
-        std::string_view s;
-        if (!read_string(v, h, &s)) return bad("is not a string");
-        n.pg_name = s;
-      } else if (key == "rf_id" || key == "fw_parent" || key == "seq_id" || key == "scope" ||
-                 key == "tid" || key == "fw_tid") {
-        // Flat layout: attributes at node level.
-        if (is_null(v)) continue;
-        int64_t value = 0;
-        if (!json::get_int64(v, &value)) return bad("is not an integer");
-        set_int_attr(attrs, key, value);
-      } else if (key == "op_schema") {
-        std::string_view s;
-        if (!read_string(v, h, &s)) return bad("is not a string");
-        attrs.op_schema = s;
-      } else if (key == "attrs") {
-        CF_RETURN_IF_ERROR(read_attrs(v, h, attrs));
-      }
-    }
     // Attributes override node-level fields (Chakra applies them last, with setattr).
-    n.rf_id = attrs.rf_id.value_or(0);
-    n.fw_parent = attrs.fw_parent.value_or(0);
-    n.seq_id = attrs.seq_id.value_or(-1);
-    n.scope = attrs.scope.value_or(0);
-    n.tid = attrs.tid.value_or(0);
-    n.fw_tid = attrs.fw_tid.value_or(0);
-    n.op_schema = attrs.op_schema.value_or(std::string_view());
-    if (attrs.pg_name) n.pg_name = *attrs.pg_name;
-    if (attrs.collective_name) n.collective_name = *attrs.collective_name;
+    n.rf_id = attrs_.rf_id.value_or(0);
+    n.fw_parent = attrs_.fw_parent.value_or(0);
+    n.seq_id = attrs_.seq_id.value_or(-1);
+    n.scope = attrs_.scope.value_or(0);
+    n.tid = attrs_.tid.value_or(0);
+    n.fw_tid = attrs_.fw_tid.value_or(0);
+    n.op_schema = attrs_.op_schema.value_or(std::string_view());
+    if (attrs_.pg_name) n.pg_name = *attrs_.pg_name;
+    if (attrs_.collective_name) n.collective_name = *attrs_.collective_name;
     // The strings written to the .et.
     const std::string where = fmt::format("node {}", n.id);
     n.name = valid_utf8(n.name, t_.arena, t_.stats, where);
@@ -242,18 +227,18 @@ class NodeReader {
     if (n.name.find("process_group:init") != std::string_view::npos) {
       n.kind = OpKind::kMetadata;
     } else {
-      n.kind = has_cat ? OpKind::kGpu : OpKind::kCpu;
+      n.kind = has_cat_ ? OpKind::kGpu : OpKind::kCpu;
     }
-    if (ctrl_deps) {
-      n.parent_id = *ctrl_deps;
+    if (ctrl_deps_) {
+      n.parent_id = *ctrl_deps_;
       n.has_parent_id = true;
       n.parent_from_ctrl_deps = true;
-    } else if (parent) {
-      n.parent_id = *parent;
+    } else if (parent_) {
+      n.parent_id = *parent_;
       n.has_parent_id = true;
     }
-    n.inputs_values_raw = raw_io[kInValues];
-    n.inputs_types_raw = raw_io[kInTypes];
+    n.inputs_values_raw = raw_io_[kInValues];
+    n.inputs_types_raw = raw_io_[kInTypes];
 
     // The IOInfo strings: Python's str() of each list. A missing list is written as [] (Chakra
     // would stop with a KeyError) and counted.
@@ -261,11 +246,11 @@ class NodeReader {
     bool missing = false;
     for (int f = 0; f < kIoFieldCount; ++f) {
       const size_t begin = t_.io_text.size();
-      if (raw_io[f].empty()) {
+      if (raw_io_[f].empty()) {
         t_.io_text += "[]";
         missing = true;
       } else {
-        Status s = pyrepr::append_json_value(t_.io_text, raw_io[f]);
+        Status s = pyrepr::append_json_value(t_.io_text, raw_io_[f]);
         if (!s.ok()) {
           static constexpr const char* kFieldNames[] = {"inputs.values",  "inputs.shapes",
                                                         "inputs.types",   "outputs.values",
@@ -279,7 +264,39 @@ class NodeReader {
       t_.stats.add("node without inputs/outputs lists (written as [])",
                    fmt::format("node {}", n.id));
     }
+    t_.nodes.push_back(n);
+    // The next node starts from scratch.
+    cur_ = EtPlusNode();
+    for (std::string_view& raw : raw_io_) raw = {};
+    ctrl_deps_.reset();
+    parent_.reset();
+    attrs_ = AttrValues();
+    has_cat_ = false;
     return Status();
+  }
+
+ private:
+  Status node_error(const HostNode& h, std::string_view what) const {
+    return Status::errorf("{}: byte {}: node id {}: {}", t_.path, h.byte_offset, h.id, what);
+  }
+
+  // A JSON string value (unescaped), as a view into the trace text or t_.arena.
+  bool read_string(od::value v, std::string_view* out) {
+    std::string_view literal = v.raw_json_token();
+    while (!literal.empty() && (literal.back() == ' ' || literal.back() == '\n' ||
+                                literal.back() == '\r' || literal.back() == '\t')) {
+      literal.remove_suffix(1);
+    }
+    if (literal.size() < 2 || literal.front() != '"' || literal.back() != '"') return false;
+    auto s = json::unescape_literal(literal, t_.arena);
+    if (!s) return false;
+    *out = *s;
+    return true;
+  }
+
+  static bool is_null(od::value& v) {
+    od::json_type type;
+    return v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null;
   }
 
   static void set_int_attr(AttrValues& a, std::string_view name, int64_t value) {
@@ -315,7 +332,7 @@ class NodeReader {
           return node_error(h, "malformed \"attrs\" entry");
         }
         if (key == "name") {
-          if (!read_string(field.value(), h, &name)) {
+          if (!read_string(field.value(), &name)) {
             return node_error(h, "an \"attrs\" name is not a string");
           }
           have_name = true;
@@ -350,9 +367,14 @@ class NodeReader {
     return Status();
   }
 
-  const HostTrace& host_;
   EtPlusTrace& t_;
-  od::parser parser_;
+  od::parser parser_;  // read_all only
+  // The node being read.
+  EtPlusNode cur_;
+  std::string_view raw_io_[kIoFieldCount];
+  std::optional<uint64_t> ctrl_deps_, parent_;
+  AttrValues attrs_;
+  bool has_cat_ = false;
 };
 
 std::optional<uint64_t> top_level_uint(std::string_view raw) {
@@ -490,12 +512,12 @@ uint32_t EtPlusTrace::index_of(uint64_t id) const {
   return static_cast<uint32_t>(it - nodes.begin());
 }
 
-StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOptions& options) {
-  EtPlusTrace t;
+namespace {
+
+// What follows reading the nodes (in id order): metadata, schema checks, file order, parents.
+void finish_trace(const HostTrace& host, const ConvertOptions& options, EtPlusTrace& t) {
   t.host = &host;
-  t.path = host.path;
   t.schema = host.schema;
-  t.io_text.reserve(host.text.size() / 2);
   read_metadata(host, t);
   if (options.compat == Compat::kChakra && !chakra_parses_schema(t.schema)) {
     t.stats.add("schema that Chakra 1.0.0's converter rejects (converted anyway)", t.schema);
@@ -503,8 +525,6 @@ StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOpt
     t.stats.add("unknown schema version (converted by its layout)", t.schema);
   }
   t.stats.add_count("invalid UTF-8 bytes in the input (replaced by '?')", host.invalid_utf8_bytes);
-  NodeReader reader(host, t);
-  CF_RETURN_IF_ERROR(reader.read_all());
   // File order: the order of the "nodes" array, which Chakra's conversion loop follows.
   t.file_order.resize(t.nodes.size());
   for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[i] = i;
@@ -516,7 +536,43 @@ StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOpt
   if (t.parents_renumbered) {
     t.stats.add("schema 1.0.1 ET+ with pre-renumbering parent ids (mapped to the new ids)", t.path);
   }
+}
+
+}  // namespace
+
+StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOptions& options) {
+  EtPlusTrace t;
+  t.path = host.path;
+  t.io_text.reserve(host.text.size() / 2);
+  NodeReader reader(t);
+  CF_RETURN_IF_ERROR(reader.read_all(host));
+  finish_trace(host, options, t);
   return t;
+}
+
+StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions& options) {
+  EtPlusFile file;
+  file.trace.path = path;
+  // As read_et_plus_nodes: the IOInfo strings take about half the text (a .gz file's size is a
+  // lower bound; the string grows past it).
+  std::error_code ec;
+  const uintmax_t size = std::filesystem::file_size(path, ec);
+  if (!ec) file.trace.io_text.reserve(static_cast<size_t>(size / 2));
+  NodeReader reader(file.trace);
+  CF_ASSIGN_OR_RETURN(HostTrace host, load_host_trace(path, &reader));
+  // The nodes came in file order.
+  std::vector<EtPlusNode>& nodes = file.trace.nodes;
+  std::stable_sort(nodes.begin(), nodes.end(),
+                   [](const EtPlusNode& a, const EtPlusNode& b) { return a.id < b.id; });
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    if (nodes[i].id == nodes[i - 1].id) {
+      return Status::errorf("{}: duplicate node id {} (nodes at byte {} and byte {})", path,
+                            nodes[i].id, nodes[i - 1].byte_offset, nodes[i].byte_offset);
+    }
+  }
+  file.host = std::make_unique<HostTrace>(std::move(host));
+  finish_trace(*file.host, options, file.trace);
+  return file;
 }
 
 }  // namespace chakraflow

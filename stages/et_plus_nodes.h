@@ -1,11 +1,12 @@
 // Converter stage 1: the nodes of an ET+ (or of a plain host execution trace) as the converter
 // needs them.
 //
-// Input: a HostTrace from load_host_trace (either layout). Each node's raw JSON text is re-read
-// (simdjson on-demand) for the fields the converter uses: ctrl_deps / parent, inputs and outputs
-// (turned into the Python str() text Chakra stores, stages/python_repr.h), cat, stream, pg_name,
-// exclusive_dur, inclusive_dur, ts, inter_thread_dep, sync_dep, device, and the attributes rf_id,
-// fw_parent, seq_id, scope, tid, fw_tid, op_schema, pg_name, collective_name. Schema 1.0.1
+// Input: an ET+ or host ET file (load_et_plus: one pass, the fields read while the loader parses),
+// or a HostTrace from load_host_trace (read_et_plus_nodes: each node's raw JSON text is re-read).
+// Either way (either layout), the fields the converter uses are: ctrl_deps / parent, inputs and
+// outputs (turned into the Python str() text Chakra stores, stages/python_repr.h), cat, stream,
+// pg_name, exclusive_dur, inclusive_dur, ts, inter_thread_dep, sync_dep, device, and the attributes
+// rf_id, fw_parent, seq_id, scope, tid, fw_tid, op_schema, pg_name, collective_name. Schema 1.0.1
 // ("flat") nodes carry these at node level, with inputs / input_shapes / input_types lists; later
 // schemas use attrs and inputs {values, shapes, types}. An attr overrides the node-level field of
 // the same name, as Chakra's setattr does (spec §5 #12; only the names above are applied).
@@ -21,12 +22,23 @@
 // not stop the conversion are counted in EtPlusTrace::stats.
 #pragma once
 
+#include <memory>
+#include <string>
+
 #include "stages/convert_model.h"
 #include "stages/status.h"
 
 namespace chakraflow {
 
 StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOptions& options);
+
+// An ET+ file read in one pass: the converter's fields are read while the loader parses the
+// document (no second parse of every node). `trace` refers to `host`.
+struct EtPlusFile {
+  std::unique_ptr<HostTrace> host;
+  EtPlusTrace trace;
+};
+StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions& options);
 
 // True for the thread annotation names Chakra takes as dependency roots.
 bool is_thread_root_name(std::string_view name);

@@ -12,7 +12,8 @@ namespace od = simdjson::ondemand;
 
 class HostParser {
  public:
-  HostParser(HostTrace& trace) : t_(trace), text_(trace.text) {}
+  HostParser(HostTrace& trace, HostFieldVisitor* visitor)
+      : t_(trace), text_(trace.text), visitor_(visitor) {}
 
   Status parse() {
     if (text_.empty())
@@ -125,7 +126,7 @@ class HostParser {
       HostNode node;
       node.byte_offset = last_offset_;
       CF_RETURN_IF_ERROR(parse_node(doc, obj, start, index, node));
-      t_.nodes.push_back(node);
+      if (visitor_ == nullptr) t_.nodes.push_back(node);  // the visitor keeps what it needs
       ++index;
     }
     return Status();
@@ -165,6 +166,8 @@ class HostParser {
         CF_RETURN_IF_ERROR(read_string(doc, v, n, index, "name", &n.name, &literal));
         n.name_value = span_of(start, literal);
         has_name = true;
+      } else if (visitor_ != nullptr) {
+        CF_RETURN_IF_ERROR(visitor_->field(n, key, v));
       } else if (key == "ctrl_deps" || key == "parent") {
         std::string_view token = trimmed_token(v);
         od::json_type type;
@@ -190,6 +193,7 @@ class HostParser {
     // current_location() points at the structural character that follows the object.
     while (after > start && after[-1] != '}') --after;
     n.raw = std::string_view(start, static_cast<size_t>(after - start));
+    if (visitor_ != nullptr) return visitor_->end_node(n);
     return Status();
   }
 
@@ -294,24 +298,25 @@ class HostParser {
 
   HostTrace& t_;
   std::string_view text_;
+  HostFieldVisitor* visitor_ = nullptr;
 };
 
 }  // namespace
 
-StatusOr<HostTrace> parse_host_trace(std::string path, std::string text) {
+StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, HostFieldVisitor* fields) {
   HostTrace trace;
   trace.path = std::move(path);
   trace.text = std::move(text);
   if (trace.text.capacity() < trace.text.size() + kInputPadding) {
     trace.text.reserve(trace.text.size() + kInputPadding);
   }
-  CF_RETURN_IF_ERROR(HostParser(trace).parse());
+  CF_RETURN_IF_ERROR(HostParser(trace, fields).parse());
   return trace;
 }
 
-StatusOr<HostTrace> load_host_trace(const std::string& path) {
+StatusOr<HostTrace> load_host_trace(const std::string& path, HostFieldVisitor* fields) {
   CF_ASSIGN_OR_RETURN(std::string text, read_input_file(path));
-  return parse_host_trace(path, std::move(text));
+  return parse_host_trace(path, std::move(text), fields);
 }
 
 }  // namespace chakraflow

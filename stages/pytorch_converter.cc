@@ -312,8 +312,8 @@ Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
 
 Status convert_file(const std::string& input_path, const std::string& output_path,
                     const ConvertOptions& options, ConvertReport* report) {
-  CF_ASSIGN_OR_RETURN(HostTrace host, load_host_trace(input_path));
-  CF_ASSIGN_OR_RETURN(EtPlusTrace trace, read_et_plus_nodes(host, options));
+  CF_ASSIGN_OR_RETURN(EtPlusFile input, load_et_plus(input_path, options));
+  const EtPlusTrace& trace = input.trace;
   LinkStats stats = trace.stats;
   CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(trace, options, stats));
   CF_ASSIGN_OR_RETURN(EtWriter writer, EtWriter::open(output_path));
