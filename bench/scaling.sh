@@ -26,22 +26,37 @@ measure() {  # measure OUT_PREFIX CMD...: runs CMD under /usr/bin/time -v; print
   echo "$wall $cpu $rss"
 }
 
+# measure_avg REPS OUT_PREFIX CMD...: the mean wall and CPU seconds over REPS runs (time(1) counts
+# in 10 ms steps, too coarse for one small run) and the largest peak RSS; prints "wall cpu rss".
+measure_avg() {
+  local reps=$1 prefix=$2; shift 2
+  local wall_sum=0 cpu_sum=0 rss_max=0 w c r
+  for ((i = 0; i < reps; ++i)); do
+    read -r w c r < <(measure "$prefix" "$@")
+    wall_sum=$(echo "$wall_sum + $w" | bc -l); cpu_sum=$(echo "$cpu_sum + $c" | bc -l)
+    [ "$r" -gt "$rss_max" ] && rss_max=$r
+  done
+  printf '%.3f %.3f %s\n' "$(echo "$wall_sum / $reps" | bc -l)" "$(echo "$cpu_sum / $reps" | bc -l)" "$rss_max"
+}
+
 rows=()
 tsv=()
 for s in "${scales[@]}"; do
   "$bin" synth --ranks 1 --iterations 2 --scale "$s" --out "$work/s$s" 2>/dev/null
   host="$work/s$s/rank0/host_et.json"; dev="$work/s$s/rank0/kineto.json"
   bytes=$(( $(stat -c %s "$host") + $(stat -c %s "$dev") ))
-  read -r link_wall link_s link_rss < <(measure "$work/link$s" "$bin" link --threads 1 --log-level ERROR \
+  reps=$(( bytes < 200000000 ? 200000000 / bytes : 1 ))  # at least 200 MB of input per point
+  [ "$reps" -le 20 ] || reps=20
+  read -r link_wall link_s link_rss < <(measure_avg "$reps" "$work/link$s" "$bin" link --threads 1 --log-level ERROR \
       --chakra-host-trace "$host" --chakra-device-trace "$dev" --output-file "$work/s$s/et_plus.json")
   conv_wall=0; conv_s=0; conv_rss=0
   if [ "$has_convert" = 1 ]; then
-    read -r conv_wall conv_s conv_rss < <(measure "$work/conv$s" "$bin" convert --input "$work/s$s/et_plus.json" \
+    read -r conv_wall conv_s conv_rss < <(measure_avg "$reps" "$work/conv$s" "$bin" convert --input "$work/s$s/et_plus.json" \
         --output "$work/s$s/trace.0.et")
   fi
   total=$(echo "$link_s + $conv_s" | bc -l)
   mbps=$(echo "$bytes / 1000000 / $total" | bc -l)
-  printf 'scale %-4s input %8.1f MB  link %6.2f s cpu (%6.0f MB RSS)  convert %6.2f s cpu (%6.0f MB RSS)  end to end %6.1f MB/s per core\n' \
+  printf 'scale %-4s input %8.1f MB  link %6.3f s cpu (%6.0f MB RSS)  convert %6.3f s cpu (%6.0f MB RSS)  end to end %6.1f MB/s per core\n' \
     "$s" "$(echo "$bytes/1000000" | bc -l)" "$link_s" "$((link_rss/1024))" "$conv_s" "$((conv_rss/1024))" "$mbps"
   rows+=("{\"scale\": $s, \"input_bytes\": $bytes, \"link_cpu_seconds\": $link_s, \"link_wall_seconds\": $link_wall, \"link_max_rss_kb\": $link_rss, \"convert_cpu_seconds\": $conv_s, \"convert_wall_seconds\": $conv_wall, \"convert_max_rss_kb\": $conv_rss, \"mb_per_s\": $(printf '%.2f' "$mbps")}")
   tsv+=("$s	$bytes	$link_s	$conv_s	$link_rss	$conv_rss	$(printf '%.2f' "$mbps")")
