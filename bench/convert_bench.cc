@@ -9,12 +9,16 @@
 #include <filesystem>
 
 #include "proto/et_def.pb.h"
+#include "stages/device_trace_loader.h"
 #include "stages/et_io.h"
 #include "stages/et_plus_nodes.h"
+#include "stages/et_plus_writer.h"
 #include "stages/file_io.h"
 #include "stages/host_et_loader.h"
 #include "stages/jsonizer.h"
+#include "stages/link.h"
 #include "stages/pytorch_converter.h"
+#include "stages/synthetic_trace.h"
 
 namespace chakraflow {
 namespace {
@@ -150,6 +154,82 @@ void BM_ReadEtPlusNodes(benchmark::State& state) {
   set_counters(state, g.nodes, g.input_bytes);
 }
 BENCHMARK(BM_ReadEtPlusNodes)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_LoadEtPlus(benchmark::State& state) {
+  auto& g = gpt2();
+  REQUIRE_GPT2(g);
+  for (auto _ : state) {
+    auto t = load_et_plus(g.input, ConvertOptions());
+    benchmark::DoNotOptimize(t.ok());
+  }
+  set_counters(state, g.nodes, g.input_bytes);
+}
+BENCHMARK(BM_LoadEtPlus)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// A generated rank (chakraflow synth, scale 1: about 10 MB of JSON), linked into ET+ once; then
+// the whole conversion, file to file. Needs no ../shared/data. Checked before timing: every node
+// but the process root converts.
+struct SynthEtPlus {
+  std::string path = temp_file("synth_et_plus.json");
+  uint64_t bytes = 0, nodes = 0;
+  std::string error;
+  SynthEtPlus() {
+    SynthOptions opt;
+    opt.ranks = 1;
+    opt.scale = 1;
+    std::string host_text, device_text;
+    synthesize_rank(
+        opt, 0, [&](std::string_view b) { host_text.append(b); },
+        [&](std::string_view b) { device_text.append(b); });
+    auto host = parse_host_trace("synth_host.json", std::move(host_text));
+    auto device = parse_device_trace("synth_device.json", std::move(device_text));
+    if (!host.ok() || !device.ok()) {
+      error = !host.ok() ? host.status().message() : device.status().message();
+      return;
+    }
+    auto linked = link_traces(*host, *device, LinkOptions());
+    if (!linked.ok()) {
+      error = linked.status().message();
+      return;
+    }
+    std::string text;
+    Status s = write_et_plus(*host, *device, *linked, LinkOptions(),
+                             [&](std::string_view b) { text.append(b); });
+    if (s.ok()) s = write_file_atomically(path, text);
+    if (!s.ok()) {
+      error = s.message();
+      return;
+    }
+    bytes = text.size();
+    ConvertReport report;
+    s = convert_file(path, temp_file("synth_check.et"), ConvertOptions(), &report);
+    std::remove(temp_file("synth_check.et").c_str());
+    if (!s.ok()) {
+      error = s.message();
+    } else if (report.output_nodes + 1 < report.input_nodes || report.output_nodes == 0) {
+      error = "check failed: only " + std::to_string(report.output_nodes) + " of " +
+              std::to_string(report.input_nodes) + " nodes converted";
+    }
+    nodes = report.input_nodes;
+  }
+  ~SynthEtPlus() { std::remove(path.c_str()); }
+};
+
+void BM_ConvertSynthetic(benchmark::State& state) {
+  static SynthEtPlus synth;
+  if (!synth.error.empty()) {
+    state.SkipWithError(synth.error.c_str());
+    return;
+  }
+  const std::string out = temp_file("synth.et");
+  for (auto _ : state) {
+    Status s = convert_file(synth.path, out, ConvertOptions(), nullptr);
+    benchmark::DoNotOptimize(s.ok());
+  }
+  std::remove(out.c_str());
+  set_counters(state, synth.nodes, synth.bytes);
+}
+BENCHMARK(BM_ConvertSynthetic)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_ConvertStages(benchmark::State& state) {
   auto& g = gpt2();
