@@ -163,7 +163,9 @@ std::string RunConfig::summary_path() const {
 }
 
 StatusOr<std::vector<int>> parse_rank_list(const std::string& text) {
-  std::set<int> ranks;
+  // Far beyond any cluster; bounds the work on a hostile list ("0-999999,0-999999,...").
+  constexpr int64_t kMaxRanks = int64_t{1} << 20;
+  std::vector<int> ranks;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
@@ -183,12 +185,18 @@ StatusOr<std::vector<int>> parse_rank_list(const std::string& text) {
     } else if (!parse(part.substr(0, dash), &lo) || !parse(part.substr(dash + 1), &hi) || hi < lo) {
       return Status::errorf("'{}' is not a rank range (like 0-7)", part);
     }
-    if (hi - lo > 10000000) return Status::errorf("rank range '{}' is too large", part);
-    for (int64_t r = lo; r <= hi; ++r) ranks.insert(static_cast<int>(r));  // hi may be INT_MAX
+    const int64_t count = int64_t{hi} - lo + 1;
+    if (count > kMaxRanks) return Status::errorf("rank range '{}' is too large", part);
+    if (static_cast<int64_t>(ranks.size()) + count > kMaxRanks) {
+      return Status::errorf("rank list '{}' names more than {} ranks", text, kMaxRanks);
+    }
+    for (int64_t r = lo; r <= hi; ++r) ranks.push_back(static_cast<int>(r));  // hi may be INT_MAX
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
-  return std::vector<int>(ranks.begin(), ranks.end());
+  std::sort(ranks.begin(), ranks.end());
+  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  return ranks;
 }
 
 StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string& text) {

@@ -167,7 +167,7 @@ class DeviceParser {
 
   Status read_time(od::value v, const DeviceEvent& e, size_t index, std::string_view what,
                    TimeNs* out, bool* fractional) {
-    od::json_type type;
+    od::json_type type{};  // read below even when type() failed
     if (v.type().get(type) || type != od::json_type::number) {
       // Some exporters quote numbers; accept "123.4" but nothing else.
       std::string_view s;

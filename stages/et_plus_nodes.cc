@@ -32,8 +32,36 @@ bool known_schema(std::string_view schema) {
   return false;
 }
 
+// Whether `token` is a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?. from_chars
+// alone also takes "00", ".5", "1." and "inf", which the loader's parser rejects.
+bool is_json_number(std::string_view token) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t start = i;
+    while (i < token.size() && token[i] >= '0' && token[i] <= '9') ++i;
+    return i - start;
+  };
+  if (i < token.size() && token[i] == '-') ++i;
+  if (i < token.size() && token[i] == '0') {
+    ++i;
+  } else if (digits() == 0) {
+    return false;
+  }
+  if (i < token.size() && token[i] == '.') {
+    ++i;
+    if (digits() == 0) return false;
+  }
+  if (i < token.size() && (token[i] == 'e' || token[i] == 'E')) {
+    ++i;
+    if (i < token.size() && (token[i] == '+' || token[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == token.size();
+}
+
 // An integer JSON token (integral doubles such as 3.0 accepted).
 bool parse_int_token(std::string_view token, int64_t* out) {
+  if (!is_json_number(token)) return false;
   auto r = std::from_chars(token.data(), token.data() + token.size(), *out);
   if (r.ec == std::errc() && r.ptr == token.data() + token.size()) return true;
   double d = 0;
@@ -47,6 +75,7 @@ bool parse_int_token(std::string_view token, int64_t* out) {
 }
 
 bool parse_uint_token(std::string_view token, uint64_t* out) {
+  if (!is_json_number(token)) return false;
   auto r = std::from_chars(token.data(), token.data() + token.size(), *out);
   if (r.ec == std::errc() && r.ptr == token.data() + token.size()) return true;
   int64_t i = 0;
@@ -288,6 +317,10 @@ class NodeReader final : public HostFieldVisitor {
       literal.remove_suffix(1);
     }
     if (literal.size() < 2 || literal.front() != '"' || literal.back() != '"') return false;
+    // Consume the value: the parser skips a value left unread without checking what follows
+    // (`"op_schema": "a": 1` would pass for a key and its value).
+    od::raw_json_string consumed;
+    if (v.get_raw_json_string().get(consumed)) return false;
     auto s = json::unescape_literal(literal, t_.arena);
     if (!s) return false;
     *out = *s;
@@ -324,12 +357,17 @@ class NodeReader final : public HostFieldVisitor {
         return node_error(h, "an entry of \"attrs\" is not an object");
       }
       std::string_view name, value_raw;
-      bool have_name = false;
+      bool have_name = false, have_value = false;
       for (auto field_result : entry) {
         od::field field;
         std::string_view key;
         if (std::move(field_result).get(field) || field.unescaped_key().get(key)) {
           return node_error(h, "malformed \"attrs\" entry");
+        }
+        // A second "name" or "value" would replace the first unchecked (the on-demand parser only
+        // validates what it reads), and the loader's own pass reads the first.
+        if ((key == "name" && have_name) || (key == "value" && have_value)) {
+          return node_error(h, fmt::format("an \"attrs\" entry has \"{}\" twice", key));
         }
         if (key == "name") {
           if (!read_string(field.value(), &name)) {
@@ -340,6 +378,7 @@ class NodeReader final : public HostFieldVisitor {
           if (json::raw_value(field.value()).get(value_raw)) {
             return node_error(h, "malformed \"attrs\" value");
           }
+          have_value = true;
         }
       }
       if (!have_name || value_raw.empty()) continue;

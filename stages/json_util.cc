@@ -210,6 +210,12 @@ simdjson::simdjson_result<std::string_view> raw_value(od::value v) {
                             token.back() == '\t')) {
     token.remove_suffix(1);
   }
+  // Consume a string: the parser skips a string left unread as if it were a key when a ':'
+  // follows, so `"a": "b": 1` would pass unnoticed. (Other scalars are skipped safely.)
+  if (type == od::json_type::string) {
+    od::raw_json_string consumed;
+    if ((err = v.get_raw_json_string().get(consumed))) return err;
+  }
   return token;
 }
 

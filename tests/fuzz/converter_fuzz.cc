@@ -1,9 +1,14 @@
-// Fuzz target: the PyTorch → Chakra converter (ET+ or host ET JSON → .et) in both compat modes,
-// in memory: the loader, read_et_plus_nodes, convert_et_plus and the messages write_chakra_trace
-// writes. What it accepts must be a trace the feeder can play to the end: ids unique and sorted,
-// every data dependency on a written node, no cycle.
+// Fuzz target: the PyTorch → Chakra converter (ET+ or host ET JSON → .et) in both compat modes:
+// load_et_plus (convert_file's one-pass reader) from a file in memory, convert_et_plus and the
+// messages write_chakra_trace writes. What it accepts must be a trace the feeder can play to the
+// end: ids unique and sorted, every data dependency on a written node, no cycle, every node
+// parsing back. The two-pass reader (parse_host_trace + read_et_plus_nodes) must agree with it:
+// what one pass rejects, two passes reject, and what both accept converts to the same bytes. (Two
+// passes may reject more: the loader alone checks the types of the fields it reads for linking,
+// such as an op_schema attr that is not a string, which the converter counts and ignores.)
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <unordered_set>
 
@@ -18,6 +23,9 @@
 #include "tests/fuzz/mem_file.h"
 
 namespace {
+
+using chakraflow::ConvertOptions;
+using chakraflow::EtPlusTrace;
 
 void append_record(std::string& out, const google::protobuf::MessageLite& message) {
   const std::string bytes = message.SerializeAsString();
@@ -43,52 +51,75 @@ void feed_to_the_end(const std::string& et, size_t nodes) {
   if ((*feeder)->stats().nodes_completed != nodes) __builtin_trap();
 }
 
+// The .et bytes the converter writes for `trace`, or nullopt when it stops with an error (which
+// must name `path`).
+std::optional<std::string> convert(const EtPlusTrace& trace, const ConvertOptions& options,
+                                   const std::string& path) {
+  chakraflow::LinkStats stats = trace.stats;
+  auto chakra = chakraflow::convert_et_plus(trace, options, stats);
+  if (!chakra.ok()) {
+    if (chakra.status().message().find(path) == std::string::npos) __builtin_trap();
+    return std::nullopt;
+  }
+  std::string et;
+  ChakraProtoMsg::GlobalMetadata metadata;
+  chakraflow::fill_global_metadata(trace, options, &metadata);
+  append_record(et, metadata);
+  ChakraProtoMsg::Node node;
+  std::unordered_set<uint64_t> written;
+  uint64_t last_id = 0;
+  for (const chakraflow::ChakraNodeRecord& rec : chakra->nodes) {
+    if (rec.source >= trace.nodes.size()) __builtin_trap();
+    chakraflow::fill_node(trace, rec, &node);
+    if (!written.empty() && node.id() <= last_id) __builtin_trap();  // sorted, unique
+    last_id = node.id();
+    written.insert(node.id());
+    append_record(et, node);
+  }
+  for (const chakraflow::ChakraNodeRecord& rec : chakra->nodes) {
+    for (uint32_t d : rec.data_deps) {
+      if (d >= trace.nodes.size() || !written.count(trace.nodes[d].id)) __builtin_trap();
+    }
+  }
+  feed_to_the_end(et, chakra->nodes.size());
+  return et;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  google::protobuf::SetLogHandler(nullptr);  // a failed parse is caught below, not logged
+  google::protobuf::SetLogHandler(nullptr);  // a failed parse is caught above, not logged
   return 0;
 }
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::string text(reinterpret_cast<const char*>(data), size);
-  auto host = chakraflow::parse_host_trace("fuzz.json", std::move(text));
-  if (!host.ok()) return 0;  // the loader has its own target (fuzz_host_et)
+  static chakraflow::fuzz::MemFile file("fuzz_et_plus.json");
+  file.assign(data, size);
   for (auto compat : {chakraflow::Compat::kDefault, chakraflow::Compat::kChakra}) {
-    chakraflow::ConvertOptions options;
+    ConvertOptions options;
     options.compat = compat;
-    auto trace = chakraflow::read_et_plus_nodes(*host, options);
-    if (!trace.ok()) {
-      if (trace.status().message().find("fuzz.json") == std::string::npos) __builtin_trap();
-      continue;
+    // One pass (convert_file's reader).
+    std::optional<std::string> one_pass;
+    auto input = chakraflow::load_et_plus(file.path(), options);
+    if (input.ok()) {
+      one_pass = convert(input->trace, options, file.path());
+    } else if (input.status().message().find(file.path()) == std::string::npos) {
+      __builtin_trap();
     }
-    chakraflow::LinkStats stats = trace->stats;
-    auto chakra = chakraflow::convert_et_plus(*trace, options, stats);
-    if (!chakra.ok()) {
-      if (chakra.status().message().find("fuzz.json") == std::string::npos) __builtin_trap();
-      continue;
-    }
-    std::string et;
-    ChakraProtoMsg::GlobalMetadata metadata;
-    chakraflow::fill_global_metadata(*trace, options, &metadata);
-    append_record(et, metadata);
-    ChakraProtoMsg::Node node;
-    std::unordered_set<uint64_t> written;
-    uint64_t last_id = 0;
-    for (const chakraflow::ChakraNodeRecord& rec : chakra->nodes) {
-      if (rec.source >= trace->nodes.size()) __builtin_trap();
-      chakraflow::fill_node(*trace, rec, &node);
-      if (!written.empty() && node.id() <= last_id) __builtin_trap();  // sorted, unique
-      last_id = node.id();
-      written.insert(node.id());
-      append_record(et, node);
-    }
-    for (const chakraflow::ChakraNodeRecord& rec : chakra->nodes) {
-      for (uint32_t d : rec.data_deps) {
-        if (d >= trace->nodes.size() || !written.count(trace->nodes[d].id)) __builtin_trap();
+    // Two passes (the loader keeps each node's text, then each node is re-read).
+    std::optional<std::string> two_pass;
+    auto host = chakraflow::parse_host_trace(
+        "fuzz.json", std::string(reinterpret_cast<const char*>(data), size));
+    if (host.ok()) {
+      auto trace = chakraflow::read_et_plus_nodes(*host, options);
+      if (trace.ok()) {
+        two_pass = convert(*trace, options, "fuzz.json");
+      } else if (trace.status().message().find("fuzz.json") == std::string::npos) {
+        __builtin_trap();
       }
     }
-    feed_to_the_end(et, chakra->nodes.size());
+    if (!one_pass && two_pass) __builtin_trap();
+    if (one_pass && two_pass && *one_pass != *two_pass) __builtin_trap();
   }
   return 0;
 }

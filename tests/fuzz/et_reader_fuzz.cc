@@ -31,8 +31,8 @@ void read_records(const std::string& path, const uint8_t* data, size_t size) {
   ChakraProtoMsg::GlobalMetadata metadata;
   ChakraProtoMsg::Node node;
   for (uint64_t records = 0;; ++records) {
-    auto got = reader->next(records == 0 ? static_cast<google::protobuf::MessageLite*>(&metadata)
-                                         : &node);
+    auto got =
+        reader->next(records == 0 ? static_cast<google::protobuf::MessageLite*>(&metadata) : &node);
     if (!got.ok()) {
       if (!names_file(got.status(), path)) __builtin_trap();
       return;
