@@ -1,5 +1,7 @@
 #include "pipeline/cli_args.h"
 
+#include <cstdio>
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -95,6 +97,28 @@ std::string usage(const std::string& command, const std::string& synopsis,
     out += fmt::format("  {:<34} {}\n", names, s.help);
   }
   return out;
+}
+
+std::optional<int> Verb::parse(int argc, char** argv, int first) {
+  auto parsed = Args::parse(argc, argv, first, specs_);
+  if (!parsed.ok()) return usage_error(parsed.status().message());
+  args_ = std::move(parsed).value();
+  if (args_.has("help")) {
+    std::fputs(usage("chakraflow", synopsis_, specs_).c_str(), stdout);
+    return 0;
+  }
+  return std::nullopt;
+}
+
+int Verb::usage_error(const std::string& why) const {
+  std::fprintf(stderr, "chakraflow %s: %s\n%s", name_.c_str(), why.c_str(),
+               usage("chakraflow", synopsis_, specs_).c_str());
+  return 2;
+}
+
+std::optional<int> Verb::no_positionals() const {
+  if (args_.positionals().empty()) return std::nullopt;
+  return usage_error("unexpected argument '" + args_.positionals().front() + "'");
 }
 
 }  // namespace chakraflow::cli

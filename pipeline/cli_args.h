@@ -39,4 +39,26 @@ class Args {
 std::string usage(const std::string& command, const std::string& synopsis,
                   const std::vector<FlagSpec>& specs);
 
+// The frame every verb shares: parses its flags, answers --help on stdout (exit 0), and reports a
+// usage error as "chakraflow VERB: why" followed by the usage on stderr (exit 2). `specs` must
+// outlive the Verb.
+class Verb {
+ public:
+  Verb(std::string name, std::string synopsis, const std::vector<FlagSpec>& specs)
+      : name_(std::move(name)), synopsis_(std::move(synopsis)), specs_(specs) {}
+  // nullopt: go on with args(); otherwise the exit code to return at once.
+  std::optional<int> parse(int argc, char** argv, int first);
+  const Args& args() const { return args_; }
+  // Prints the error and the usage; returns 2.
+  int usage_error(const std::string& why) const;
+  // Usage error unless there is no positional argument.
+  std::optional<int> no_positionals() const;
+
+ private:
+  std::string name_;
+  std::string synopsis_;
+  const std::vector<FlagSpec>& specs_;
+  Args args_;
+};
+
 }  // namespace chakraflow::cli

@@ -188,18 +188,10 @@ int feed_many(const std::vector<std::string>& paths, const FeederOptions& option
 int run_feed_command(int argc, char** argv, int first) {
   const char* synopsis = "feed X.et [Y.et ...] [--window N] [--refill N] [--ctrl-deps] [--quiet]";
   const auto& specs = feed_flags();
-  auto parsed = cli::Args::parse(argc, argv, first, specs);
-  auto usage_error = [&](const std::string& why) {
-    std::fprintf(stderr, "chakraflow feed: %s\n%s", why.c_str(),
-                 cli::usage("chakraflow", synopsis, specs).c_str());
-    return 2;
-  };
-  if (!parsed.ok()) return usage_error(parsed.status().message());
-  const cli::Args& args = *parsed;
-  if (args.has("help")) {
-    std::fputs(cli::usage("chakraflow", synopsis, specs).c_str(), stdout);
-    return 0;
-  }
+  cli::Verb verb("feed", synopsis, specs);
+  if (auto exit = verb.parse(argc, argv, first)) return *exit;
+  const cli::Args& args = verb.args();
+  auto usage_error = [&](const std::string& why) { return verb.usage_error(why); };
   if (args.positionals().empty()) return usage_error("missing the trace (.et or .et.gz)");
   FeederOptions options;
   auto window = args.get_int("window", static_cast<int64_t>(options.window));

@@ -290,20 +290,10 @@ int run_run_command(int argc, char** argv, int first) {
   };
   const char* synopsis =
       "run CONFIG.yaml [--resume] [--quiet]   (configs/README.md documents CONFIG)";
-  auto parsed = cli::Args::parse(argc, argv, first, specs);
-  if (!parsed.ok()) {
-    std::fprintf(stderr, "chakraflow run: %s\n", parsed.status().message().c_str());
-    return 2;
-  }
-  if (parsed->has("help")) {
-    std::fputs(cli::usage("chakraflow", synopsis, specs).c_str(), stdout);
-    return 0;
-  }
-  if (parsed->positionals().size() != 1) {
-    std::fprintf(stderr, "chakraflow run: expected one CONFIG.yaml\n%s",
-                 cli::usage("chakraflow", synopsis, specs).c_str());
-    return 2;
-  }
+  cli::Verb verb("run", synopsis, specs);
+  if (auto exit = verb.parse(argc, argv, first)) return *exit;
+  const cli::Args* parsed = &verb.args();
+  if (parsed->positionals().size() != 1) return verb.usage_error("expected one CONFIG.yaml");
   auto cfg = load_run_config(parsed->positionals().front());
   if (!cfg.ok()) {
     std::fprintf(stderr, "chakraflow run: %s\n", cfg.status().message().c_str());

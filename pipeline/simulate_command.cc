@@ -49,21 +49,11 @@ int run_simulate_command(int argc, char** argv, int first) {
       "simulate --traces 'DIR/PREFIX.{rank}.et' --ranks N [--config sim.yaml] [--timeline FILE] "
       "[--report-json FILE]";
   const auto& specs = simulate_flags();
-  auto parsed = cli::Args::parse(argc, argv, first, specs);
-  auto usage_error = [&](const std::string& why) {
-    std::fprintf(stderr, "chakraflow simulate: %s\n%s", why.c_str(),
-                 cli::usage("chakraflow", synopsis, specs).c_str());
-    return 2;
-  };
-  if (!parsed.ok()) return usage_error(parsed.status().message());
-  const cli::Args& args = *parsed;
-  if (args.has("help")) {
-    std::fputs(cli::usage("chakraflow", synopsis, specs).c_str(), stdout);
-    return 0;
-  }
-  if (!args.positionals().empty()) {
-    return usage_error("unexpected argument '" + args.positionals().front() + "'");
-  }
+  cli::Verb verb("simulate", synopsis, specs);
+  if (auto exit = verb.parse(argc, argv, first)) return *exit;
+  if (auto exit = verb.no_positionals()) return *exit;
+  const cli::Args& args = verb.args();
+  auto usage_error = [&](const std::string& why) { return verb.usage_error(why); };
   if (!args.has("traces")) return usage_error("--traces is required");
   auto ranks = args.get_int("ranks", 0);
   if (!ranks.ok()) return usage_error(ranks.status().message());

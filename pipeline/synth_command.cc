@@ -29,21 +29,10 @@ int run_synth_command(int argc, char** argv, int first) {
   };
   const char* synopsis =
       "synth --out DIR [--ranks N] [--iterations K] [--scale S] [--seed N] [--legacy] [--gzip]";
-  auto parsed = cli::Args::parse(argc, argv, first, specs);
-  if (!parsed.ok()) {
-    std::fprintf(stderr, "chakraflow synth: %s\n", parsed.status().message().c_str());
-    return 2;
-  }
-  const cli::Args& args = *parsed;
-  if (args.has("help")) {
-    std::fputs(cli::usage("chakraflow", synopsis, specs).c_str(), stdout);
-    return 0;
-  }
-  auto usage_error = [&](const std::string& why) {
-    std::fprintf(stderr, "chakraflow synth: %s\n%s", why.c_str(),
-                 cli::usage("chakraflow", synopsis, specs).c_str());
-    return 2;
-  };
+  cli::Verb verb("synth", synopsis, specs);
+  if (auto exit = verb.parse(argc, argv, first)) return *exit;
+  const cli::Args& args = verb.args();
+  auto usage_error = [&](const std::string& why) { return verb.usage_error(why); };
   if (!args.has("out")) return usage_error("missing --out");
   SynthOptions opt;
   auto ranks = args.get_int("ranks", 2);

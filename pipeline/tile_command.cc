@@ -24,26 +24,13 @@ int run_tile_command(int argc, char** argv, int first) {
   };
   const char* synopsis =
       "tile --host FILE --device FILE --times N --out DIR [--period-us P] [--gzip]";
-  auto parsed = cli::Args::parse(argc, argv, first, specs);
-  if (!parsed.ok()) {
-    std::fprintf(stderr, "chakraflow tile: %s\n", parsed.status().message().c_str());
-    return 2;
-  }
-  const cli::Args& args = *parsed;
-  if (args.has("help")) {
-    std::fputs(cli::usage("chakraflow", synopsis, specs).c_str(), stdout);
-    return 0;
-  }
-  auto usage_error = [&](const std::string& why) {
-    std::fprintf(stderr, "chakraflow tile: %s\n%s", why.c_str(),
-                 cli::usage("chakraflow", synopsis, specs).c_str());
-    return 2;
-  };
+  cli::Verb verb("tile", synopsis, specs);
+  if (auto exit = verb.parse(argc, argv, first)) return *exit;
+  if (auto exit = verb.no_positionals()) return *exit;
+  const cli::Args& args = verb.args();
+  auto usage_error = [&](const std::string& why) { return verb.usage_error(why); };
   for (const char* required : {"host", "device", "out"}) {
     if (!args.has(required)) return usage_error(std::string("missing --") + required);
-  }
-  if (!args.positionals().empty()) {
-    return usage_error("unexpected argument '" + args.positionals().front() + "'");
   }
   auto times = args.get_int("times", 2);
   if (!times.ok()) return usage_error(times.status().message());
