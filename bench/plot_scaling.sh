@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Draws bench/results/scaling.tsv (written by bench/scaling.sh) as docs/img/scaling.png:
-# left, throughput per core (MB of input JSON per CPU second) of link, convert and both; right,
-# peak RSS as a multiple of the input size. Needs gnuplot (apt-get install gnuplot-nox).
+# left, throughput per core (MB of input JSON per CPU second) of `run` (link + convert in one
+# process, the end-to-end figure), and of link and convert as separate commands; right, peak RSS
+# as a multiple of the input size. Needs gnuplot (apt-get install gnuplot-nox).
 # Usage: bench/plot_scaling.sh [TSV] [PNG]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -20,13 +21,15 @@ set key top left
 set xlabel "input JSON per rank (MB)"
 set ylabel "MB of input per CPU second"
 set yrange [0:*]
-plot "$tsv" using (\$2/1e6):(\$2/1e6/\$3) with linespoints lw 2 title "link", \
-     "$tsv" using (\$2/1e6):(\$2/1e6/\$4) with linespoints lw 2 title "convert", \
-     "$tsv" using (\$2/1e6):7 with linespoints lw 2 title "link + convert", \
+plot "$tsv" using (\$2/1e6):10 with linespoints lw 3 title "run: link + convert (in memory)", \
+     "$tsv" using (\$2/1e6):(\$2/1e6/\$3) with linespoints lw 2 title "link (ET+ file)", \
+     "$tsv" using (\$2/1e6):(\$2/1e6/\$4) with linespoints lw 2 title "convert (ET+ file)", \
+     "$tsv" using (\$2/1e6):7 with linespoints lw 2 title "link, then convert", \
      300 with lines dt 2 lc rgb "gray" title "target 300 MB/s"
 set ylabel "peak RSS / input size"
 set yrange [0:*]
-plot "$tsv" using (\$2/1e6):(\$5*1024/\$2) with linespoints lw 2 title "link", \
+plot "$tsv" using (\$2/1e6):(\$9*1024/\$2) with linespoints lw 3 title "run: link + convert", \
+     "$tsv" using (\$2/1e6):(\$5*1024/\$2) with linespoints lw 2 title "link", \
      "$tsv" using (\$2/1e6):(\$6*1024/\$2) with linespoints lw 2 title "convert", \
      2 with lines dt 2 lc rgb "gray" title "target 2x"
 unset multiplot

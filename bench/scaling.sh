@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # End-to-end scaling run: generates one rank at several scales with `chakraflow synth` (about
-# 10 MB of JSON per unit of scale), links it (and converts it to .et when the convert verb exists)
-# on ONE core, and records wall time, CPU time (user + sys), MB/s of input and peak RSS to
-# bench/results/scaling.json and .tsv; bench/plot_scaling.sh draws them (docs/img/scaling.png).
+# 10 MB of JSON per unit of scale) and, on ONE core, measures (1) `chakraflow run` with the link
+# and convert stages: the end-to-end figure, the linked rank converted in memory; (2) `link` and
+# `convert` as separate commands, through an ET+ file. It records wall time, CPU time (user +
+# sys), MB/s of input and peak RSS to bench/results/scaling.json and .tsv;
+# bench/plot_scaling.sh draws them (docs/img/scaling.png).
 # Usage: bench/scaling.sh [SCALES...]   (default: 1 10 100, i.e. ~10 MB, ~100 MB, ~1 GB per rank)
 # MB/s is computed from CPU time, which a busy machine does not inflate; wall time is recorded too.
 set -euo pipefail
@@ -56,10 +58,16 @@ for s in "${scales[@]}"; do
   fi
   total=$(echo "$link_s + $conv_s" | bc -l)
   mbps=$(echo "$bytes / 1000000 / $total" | bc -l)
-  printf 'scale %-4s input %8.1f MB  link %6.3f s cpu (%6.0f MB RSS)  convert %6.3f s cpu (%6.0f MB RSS)  end to end %6.1f MB/s per core\n' \
-    "$s" "$(echo "$bytes/1000000" | bc -l)" "$link_s" "$((link_rss/1024))" "$conv_s" "$((conv_rss/1024))" "$mbps"
-  rows+=("{\"scale\": $s, \"input_bytes\": $bytes, \"link_cpu_seconds\": $link_s, \"link_wall_seconds\": $link_wall, \"link_max_rss_kb\": $link_rss, \"convert_cpu_seconds\": $conv_s, \"convert_wall_seconds\": $conv_wall, \"convert_max_rss_kb\": $conv_rss, \"mb_per_s\": $(printf '%.2f' "$mbps")}")
-  tsv+=("$s	$bytes	$link_s	$conv_s	$link_rss	$conv_rss	$(printf '%.2f' "$mbps")")
+  # One process: link, then convert the linked rank in memory (no ET+ written or parsed).
+  printf 'inputs:\n  host: %s\n  device: %s\n  ranks: [0]\nstages: [link, convert]\noutputs:\n  dir: %s\nrun:\n  threads: 1\n' \
+    "$work/s$s/rank{rank}/host_et.json" "$work/s$s/rank{rank}/kineto.json" "$work/s$s/run" > "$work/s$s/run.yaml"
+  read -r run_wall run_s run_rss < <(measure_avg "$reps" "$work/run$s" "$bin" run --quiet "$work/s$s/run.yaml")
+  cmp -s "$work/s$s/run/trace.0.et" "$work/s$s/trace.0.et" || { echo "scale $s: run and link + convert wrote different .et" >&2; exit 1; }
+  run_mbps=$(echo "$bytes / 1000000 / $run_s" | bc -l)
+  printf 'scale %-4s input %8.1f MB  run (link + convert) %6.3f s cpu (%6.0f MB RSS) %6.1f MB/s per core | separately: link %6.3f s (%6.0f MB)  convert %6.3f s (%6.0f MB)  %6.1f MB/s\n' \
+    "$s" "$(echo "$bytes/1000000" | bc -l)" "$run_s" "$((run_rss/1024))" "$run_mbps" "$link_s" "$((link_rss/1024))" "$conv_s" "$((conv_rss/1024))" "$mbps"
+  rows+=("{\"scale\": $s, \"input_bytes\": $bytes, \"run_cpu_seconds\": $run_s, \"run_wall_seconds\": $run_wall, \"run_max_rss_kb\": $run_rss, \"run_mb_per_s\": $(printf '%.2f' "$run_mbps"), \"link_cpu_seconds\": $link_s, \"link_wall_seconds\": $link_wall, \"link_max_rss_kb\": $link_rss, \"convert_cpu_seconds\": $conv_s, \"convert_wall_seconds\": $conv_wall, \"convert_max_rss_kb\": $conv_rss, \"separate_mb_per_s\": $(printf '%.2f' "$mbps")}")
+  tsv+=("$s	$bytes	$link_s	$conv_s	$link_rss	$conv_rss	$(printf '%.2f' "$mbps")	$run_s	$run_rss	$(printf '%.2f' "$run_mbps")")
   rm -rf "$work/s$s"
 done
 mkdir -p bench/results
@@ -69,7 +77,7 @@ mkdir -p bench/results
   echo "]}"
 } > bench/results/scaling.json
 {
-  printf '# scale\tinput_bytes\tlink_cpu_s\tconvert_cpu_s\tlink_rss_kb\tconvert_rss_kb\tmb_per_s\n'
+  printf '# scale\tinput_bytes\tlink_cpu_s\tconvert_cpu_s\tlink_rss_kb\tconvert_rss_kb\tseparate_mb_per_s\trun_cpu_s\trun_rss_kb\trun_mb_per_s\n'
   printf '%s\n' "${tsv[@]}"
 } > bench/results/scaling.tsv
 echo "wrote bench/results/scaling.json and scaling.tsv (plot: bench/plot_scaling.sh)"

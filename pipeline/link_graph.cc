@@ -195,18 +195,33 @@ std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size
                                      options.mode);
           result.stats = linked.stats;
           auto t1 = std::chrono::steady_clock::now();
-          auto out = OutputFile::open(job.output_path);
-          if (!out.ok()) {
-            result.status = out.status();
-          } else {
-            auto write =
-                job.options.format == OutputFormat::kLegacy ? write_et_plus_legacy : write_et_plus;
-            Status written = write(host, device, linked, options,
-                                   [&out](std::string_view bytes) { out->write(bytes); });
-            result.status = written.ok() ? out->commit() : written;
-            result.output_bytes = out->bytes_written();
+          if (!job.output_path.empty()) {
+            auto out = OutputFile::open(job.output_path);
+            if (!out.ok()) {
+              result.status = out.status();
+            } else {
+              auto write = job.options.format == OutputFormat::kLegacy ? write_et_plus_legacy
+                                                                       : write_et_plus;
+              Status written = write(host, device, linked, options,
+                                     [&out](std::string_view bytes) { out->write(bytes); });
+              result.status = written.ok() ? out->commit() : written;
+              result.output_bytes = out->bytes_written();
+            }
           }
           result.times.write = seconds_since(t1);
+          if (result.status.ok() && hooks.convert_linked) {
+            result.seconds = seconds_since(started[seq]);
+            auto t2 = std::chrono::steady_clock::now();
+            try {
+              result.after_status = hooks.convert_linked(seq, {host, device, linked, options});
+            } catch (const std::bad_alloc&) {
+              result.after_status = Status::error("out of memory");
+            } catch (const std::exception& e) {
+              result.after_status = Status::errorf("internal error: {}", e.what());
+            }
+            result.after_seconds = seconds_since(t2);
+            return seq;
+          }
         }
       }
     } catch (const std::bad_alloc&) {
@@ -221,7 +236,7 @@ std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size
   // What follows linking (e.g. conversion), then progress; the job leaves the limiter after it.
   flow::function_node<size_t, flow::continue_msg> finish(g, flow::unlimited, [&](size_t seq) {
     LinkJobResult& result = results[seq];
-    if (result.status.ok() && hooks.after_link) {
+    if (result.status.ok() && hooks.after_link && !hooks.convert_linked) {
       auto t0 = std::chrono::steady_clock::now();
       try {
         result.after_status = hooks.after_link(seq);

@@ -26,7 +26,7 @@ namespace chakraflow {
 struct LinkJob {
   std::string host_path;
   std::string device_path;
-  std::string output_path;
+  std::string output_path;  // the ET+; empty: none is written (LinkGraphHooks::convert_linked)
   LinkOptions options;
 };
 
@@ -47,8 +47,21 @@ struct LinkJobResult {
   StageTimes times;
 };
 
+// A linked rank, in memory (the link node's view of it).
+struct LinkedRank {
+  const HostTrace& host;
+  const DeviceTrace& device;
+  const LinkedTrace& linked;
+  const LinkOptions& options;  // the job's, with the match mode resolved
+};
+
 // Optional work attached to the graph (the batch runner's stages after linking, progress).
 struct LinkGraphHooks {
+  // Runs in the link node while the rank's traces are still in memory, after its ET+ is committed
+  // (or instead of writing one, when the job's output_path is empty): e.g. the conversion to .et
+  // without writing and re-reading the ET+. Its status lands in LinkJobResult::after_status, and
+  // after_link is not called.
+  std::function<Status(size_t seq, const LinkedRank& rank)> convert_linked;
   // Runs in its own flow-graph node after a job's ET+ is committed, still counted against the
   // limiter (e.g. the conversion to .et). Its status lands in LinkJobResult::after_status.
   std::function<Status(size_t seq)> after_link;

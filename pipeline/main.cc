@@ -1,7 +1,11 @@
 // chakraflow: one binary, one verb per stage group. Also installed as Chakra's executable names
 // (chakra_trace_link, ...), which select their verb from argv[0] and accept Chakra's flags.
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 #include <string_view>
 
@@ -43,9 +47,59 @@ void print_usage() {
   for (const auto& c : kCommands) std::fprintf(stderr, "  %-10s %s\n", c.verb, c.help);
 }
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CHAKRAFLOW_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CHAKRAFLOW_SANITIZED 1
+#endif
+
+constexpr const char* kHugePageTunable = "glibc.malloc.hugetlb=1";
+
+// Whether glibc's malloc asks for transparent huge pages (GLIBC_TUNABLES, read at start-up only).
+bool malloc_huge_pages() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  return tunables != nullptr && (std::strstr(tunables, "glibc.malloc.hugetlb=1") != nullptr ||
+                                 std::strstr(tunables, "glibc.malloc.hugetlb=2") != nullptr);
+}
+
+// Big traces spend a fifth of their CPU time in the kernel faulting in 4 KiB pages of freshly
+// allocated buffers (text, parser index, records). With transparent huge pages in "madvise" mode
+// (Debian's default), glibc asks for them only when GLIBC_TUNABLES says so, and reads it only at
+// start-up: so the process re-executes itself once with the tunable added. Off with
+// CHAKRAFLOW_HUGE_PAGES=0, under sanitizers (their allocator ignores it), and where the kernel
+// would not honour it. docs/performance.md has the measurements.
+void reexec_with_huge_pages(char** argv) {
+#if defined(__GLIBC__) && !defined(CHAKRAFLOW_SANITIZED)
+  const char* set = std::getenv("GLIBC_TUNABLES");
+  if (set != nullptr && std::strstr(set, "glibc.malloc.hugetlb") != nullptr) return;  // the user's
+  const char* opt = std::getenv("CHAKRAFLOW_HUGE_PAGES");
+  if (opt != nullptr && std::string_view(opt) == "0") return;
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string mode;
+  if (!std::getline(thp, mode) || mode.find("[madvise]") == std::string::npos) return;
+  const char* old = std::getenv("GLIBC_TUNABLES");
+  std::string value = old != nullptr && *old != '\0' ? std::string(old) + ":" + kHugePageTunable
+                                                     : std::string(kHugePageTunable);
+  if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
+  execv("/proc/self/exe", argv);
+  // exec failed (no /proc): go on without, and do not leave the variable to child processes.
+  if (old != nullptr) {
+    setenv("GLIBC_TUNABLES", old, 1);
+  } else {
+    unsetenv("GLIBC_TUNABLES");
+  }
+#else
+  (void)argv;
+#endif
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  reexec_with_huge_pages(argv);
   std::string_view self = argv[0];
   if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
   for (const auto& c : kCommands) {
@@ -61,8 +115,9 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (verb == "--version") {
-    std::printf("chakraflow 0.1.0 (simdjson kernel: %s)\n",
-                std::string(chakraflow::json::builtin_kernel()).c_str());
+    std::printf("chakraflow 0.1.0 (simdjson kernel: %s, malloc huge pages: %s)\n",
+                std::string(chakraflow::json::builtin_kernel()).c_str(),
+                malloc_huge_pages() ? "on" : "off");
     return 0;
   }
   for (const auto& c : kCommands) {

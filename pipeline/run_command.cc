@@ -20,6 +20,7 @@
 #include "pipeline/run_config.h"
 #include "stages/file_io.h"
 #include "stages/json_util.h"
+#include "stages/et_plus_nodes.h"
 #include "stages/pytorch_converter.h"
 #include "stages/sim_config.h"
 #include "stages/simulator.h"
@@ -336,6 +337,7 @@ int run_run_command(int argc, char** argv, int first) {
   fs::create_directories(fs::path(cfg->et_path(0)).parent_path(), ec);
   const bool convert = cfg->has(RunStage::kConvert);
   const bool keep_et_plus = cfg->keep_et_plus || !convert;
+  const bool in_memory = convert && cfg->link.format == OutputFormat::kChakra;
   if (keep_et_plus) fs::create_directories(fs::path(cfg->et_plus_path(0)).parent_path(), ec);
 
   // The memory each rank will need: loaded texts, their parse, the ET+ and the converter's
@@ -370,9 +372,12 @@ int run_run_command(int argc, char** argv, int first) {
     LinkJob job;
     job.host_path = host;
     job.device_path = device;
-    job.output_path = keep_et_plus
-                          ? cfg->et_plus_path(rank)
-                          : fmt::format("{}.et_plus.tmp.{}.json", cfg->et_path(rank), ::getpid());
+    // The chakra layout is converted in memory (no ET+ written unless kept); the legacy layout
+    // through a temporary ET+ file.
+    job.output_path = keep_et_plus ? cfg->et_plus_path(rank)
+                      : in_memory  ? std::string()
+                                   : fmt::format("{}.et_plus.tmp.{}.json", cfg->et_path(rank),
+                                                 ::getpid());
     job.options = cfg->link;
     job.options.rank = rank;
     jobs.push_back(job);
@@ -402,12 +407,21 @@ int run_run_command(int argc, char** argv, int first) {
     total_bytes += records[record_of_job[j]].input_file_bytes;
   auto t0 = std::chrono::steady_clock::now();
   LinkGraphHooks hooks;
-  if (convert) {
+  ConvertOptions convert_options;
+  convert_options.compat = cfg->convert_chakra_compat ? Compat::kChakra : Compat::kDefault;
+  if (in_memory) {
+    hooks.convert_linked = [&](size_t seq, const LinkedRank& linked) -> Status {
+      RankRecord& rec = records[record_of_job[seq]];
+      CF_ASSIGN_OR_RETURN(EtPlusTrace trace,
+                          read_linked_nodes(linked.host, linked.device, linked.linked,
+                                            linked.options, convert_options));
+      return convert_trace(trace, cfg->et_path(rec.rank), convert_options, &rec.convert);
+    };
+  } else if (convert) {
     hooks.after_link = [&](size_t seq) {
       RankRecord& rec = records[record_of_job[seq]];
-      ConvertOptions options;
-      options.compat = cfg->convert_chakra_compat ? Compat::kChakra : Compat::kDefault;
-      Status s = convert_file(jobs[seq].output_path, cfg->et_path(rec.rank), options, &rec.convert);
+      Status s =
+          convert_file(jobs[seq].output_path, cfg->et_path(rec.rank), convert_options, &rec.convert);
       if (!keep_et_plus) std::remove(jobs[seq].output_path.c_str());
       return s;
     };

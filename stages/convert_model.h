@@ -103,6 +103,12 @@ struct EtPlusNode {
 
   uint64_t byte_offset = 0;    // of the node object in the input (decompressed)
   uint32_t file_position = 0;  // position of the node in the input's "nodes" array
+
+  // How the fields were read, for the GPU nodes read_linked_nodes derives from a host node.
+  bool pg_name_from_attr = false;   // pg_name came from the pg_name attr
+  bool io_missing = false;          // an inputs/outputs list was missing (written as [])
+  bool op_schema_repaired = false;  // op_schema was not valid UTF-8 (bytes replaced)
+  bool pg_name_repaired = false;    // so was pg_name
 };
 
 struct EtPlusMetadata {

@@ -112,25 +112,28 @@ class NodeReader final : public HostFieldVisitor {
 
   Status read_all(const HostTrace& host) {
     t_.nodes.reserve(host.nodes.size());
-    for (const HostNode& h : host.nodes) {
-      od::document doc;
-      simdjson::padded_string_view view(h.raw.data(), h.raw.size(), h.raw.size() + kInputPadding);
-      od::object obj;
-      if (parser_.iterate(view).get(doc) || doc.get_object().get(obj)) {
-        return node_error(h, "not a JSON object");
-      }
-      for (auto field_result : obj) {
-        od::field f;
-        std::string_view key;
-        if (std::move(field_result).get(f) || f.unescaped_key().get(key)) {
-          return node_error(h, "malformed field");
-        }
-        if (key == "id" || key == "name") continue;  // the loader's
-        CF_RETURN_IF_ERROR(field(h, key, f.value()));
-      }
-      CF_RETURN_IF_ERROR(end_node(h));
-    }
+    for (const HostNode& h : host.nodes) CF_RETURN_IF_ERROR(read_node(h));
     return Status();
+  }
+
+  // Re-reads one node of a loaded HostTrace (its raw text) and appends it to EtPlusTrace::nodes.
+  Status read_node(const HostNode& h) {
+    od::document doc;
+    simdjson::padded_string_view view(h.raw.data(), h.raw.size(), h.raw.size() + kInputPadding);
+    od::object obj;
+    if (parser_.iterate(view).get(doc) || doc.get_object().get(obj)) {
+      return node_error(h, "not a JSON object");
+    }
+    for (auto field_result : obj) {
+      od::field f;
+      std::string_view key;
+      if (std::move(field_result).get(f) || f.unescaped_key().get(key)) {
+        return node_error(h, "malformed field");
+      }
+      if (key == "id" || key == "name") continue;  // the loader's
+      CF_RETURN_IF_ERROR(field(h, key, f.value()));
+    }
+    return end_node(h);
   }
 
   Status field(const HostNode& h, std::string_view key, od::value v) override {
@@ -246,12 +249,17 @@ class NodeReader final : public HostFieldVisitor {
     n.fw_tid = attrs_.fw_tid.value_or(0);
     n.op_schema = attrs_.op_schema.value_or(std::string_view());
     if (attrs_.pg_name) n.pg_name = *attrs_.pg_name;
+    n.pg_name_from_attr = attrs_.pg_name.has_value();
     if (attrs_.collective_name) n.collective_name = *attrs_.collective_name;
     // The strings written to the .et.
     const std::string where = fmt::format("node {}", n.id);
     n.name = valid_utf8(n.name, t_.arena, t_.stats, where);
+    const std::string_view op_schema = n.op_schema;
     n.op_schema = valid_utf8(n.op_schema, t_.arena, t_.stats, where);
+    n.op_schema_repaired = n.op_schema.data() != op_schema.data();
+    const std::string_view pg_name = n.pg_name;
     n.pg_name = valid_utf8(n.pg_name, t_.arena, t_.stats, where);
+    n.pg_name_repaired = n.pg_name.data() != pg_name.data();
 
     if (n.name.find("process_group:init") != std::string_view::npos) {
       n.kind = OpKind::kMetadata;
@@ -293,6 +301,7 @@ class NodeReader final : public HostFieldVisitor {
       t_.stats.add("node without inputs/outputs lists (written as [])",
                    fmt::format("node {}", n.id));
     }
+    n.io_missing = missing;
     t_.nodes.push_back(n);
     // The next node starts from scratch.
     cur_ = EtPlusNode();
@@ -553,8 +562,15 @@ uint32_t EtPlusTrace::index_of(uint64_t id) const {
 
 namespace {
 
+// Where the file order of the nodes comes from.
+enum class FileOrder : uint8_t {
+  kByteOffset,    // the nodes' byte offsets in the file read
+  kFilePosition,  // EtPlusNode::file_position, already set (read_linked_nodes)
+};
+
 // What follows reading the nodes (in id order): metadata, schema checks, file order, parents.
-void finish_trace(const HostTrace& host, const ConvertOptions& options, EtPlusTrace& t) {
+void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrder order,
+                  EtPlusTrace& t) {
   t.host = &host;
   t.schema = host.schema;
   read_metadata(host, t);
@@ -563,21 +579,157 @@ void finish_trace(const HostTrace& host, const ConvertOptions& options, EtPlusTr
   } else if (!known_schema(t.schema)) {
     t.stats.add("unknown schema version (converted by its layout)", t.schema);
   }
-  t.stats.add_count("invalid UTF-8 bytes in the input (replaced by '?')", host.invalid_utf8_bytes);
   // File order: the order of the "nodes" array, which Chakra's conversion loop follows.
   t.file_order.resize(t.nodes.size());
-  for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[i] = i;
-  std::sort(t.file_order.begin(), t.file_order.end(), [&](uint32_t a, uint32_t b) {
-    return t.nodes[a].byte_offset < t.nodes[b].byte_offset;
-  });
-  for (uint32_t k = 0; k < t.file_order.size(); ++k) t.nodes[t.file_order[k]].file_position = k;
+  if (order == FileOrder::kByteOffset) {
+    // The bytes the loader repaired are the converter's input's (an ET+ written from a linked
+    // rank has them repaired already: the link reported them).
+    t.stats.add_count("invalid UTF-8 bytes in the input (replaced by '?')",
+                      host.invalid_utf8_bytes);
+    for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[i] = i;
+    std::sort(t.file_order.begin(), t.file_order.end(), [&](uint32_t a, uint32_t b) {
+      return t.nodes[a].byte_offset < t.nodes[b].byte_offset;
+    });
+    for (uint32_t k = 0; k < t.file_order.size(); ++k) t.nodes[t.file_order[k]].file_position = k;
+  } else {
+    for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[t.nodes[i].file_position] = i;
+  }
   resolve_parents(t);
   if (t.parents_renumbered) {
     t.stats.add("schema 1.0.1 ET+ with pre-renumbering parent ids (mapped to the new ids)", t.path);
   }
 }
 
+// Microseconds as the ET+ writer prints them (json::append_micros) and the reader reads them back:
+// the double nearest to ns / 1000 (a quotient of exact operands is rounded once, as the parser
+// rounds the decimal; past 2^53 ns the integer is not exact, so the text is parsed).
+double micros_value(TimeNs ns) {
+  constexpr TimeNs kExact = TimeNs{1} << 53;
+  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
+  std::string text;
+  json::append_micros(text, ns);
+  double v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
+}
+
 }  // namespace
+
+StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace& device,
+                                        const LinkedTrace& linked, const LinkOptions& link_options,
+                                        const ConvertOptions& options) {
+  constexpr std::string_view kNotUtf8 = "string that is not valid UTF-8 (bytes replaced by '?')";
+  constexpr std::string_view kNoIo = "node without inputs/outputs lists (written as [])";
+  EtPlusTrace t;
+  t.path = host.path;
+  t.nodes.reserve(linked.node_count);
+  t.io_text.reserve(host.text.size() / 2);
+  NodeReader reader(t);
+  const bool default_mode = link_options.compat == Compat::kDefault;
+  uint32_t position = 0;      // in the ET+ the writer would write
+  size_t gpu_sync_next = 0;   // cursor in linked.gpu_sync_deps (sorted by GPU position)
+  // The keys the writer appends after the node's own: they replace what the node had.
+  auto set_timing = [&](EtPlusNode& n, TimeNs inclusive, TimeNs exclusive, TimeNs ts,
+                        const LinkedHostOp& owner) {
+    n.inclusive_dur = micros_value(inclusive);
+    n.exclusive_dur = micros_value(exclusive);
+    n.ts = micros_value(ts);
+    n.has_ts = true;
+    // A null inter_thread_dep leaves the node's own value.
+    if (owner.inter_thread_dep.valid()) {
+      n.inter_thread_dep = linked.ops[owner.inter_thread_dep.value].new_id;
+    }
+  };
+  auto begin_sync = [&](EtPlusNode& n) {
+    n.sync_dep_begin = static_cast<uint32_t>(t.sync_dep_ids.size());
+  };
+  auto end_sync = [&](EtPlusNode& n) {
+    n.sync_dep_count = static_cast<uint32_t>(t.sync_dep_ids.size()) - n.sync_dep_begin;
+  };
+  for (uint32_t i = 0; i < host.nodes.size(); ++i) {
+    const HostNode& h = host.nodes[i];
+    const LinkedHostOp& op = linked.ops[i];
+    CF_RETURN_IF_ERROR(reader.read_node(h));
+    // The GPU nodes are copies of the host node's text, before the host node's own changes.
+    const EtPlusNode as_read = t.nodes.back();
+    {
+      EtPlusNode& n = t.nodes.back();
+      n.id = op.new_id;
+      n.file_position = position++;
+      // The writer replaces the value of the key the loader took the parent from; `ctrl_deps`
+      // wins over `parent` when a node has both.
+      const bool remapped = h.parent_key == ParentKey::kCtrlDeps ||
+                            (h.parent_key == ParentKey::kParent && default_mode);
+      if (op.parent_state != ParentState::kNone && remapped &&
+          (h.parent_key == ParentKey::kCtrlDeps || !n.parent_from_ctrl_deps)) {
+        n.parent_id = op.new_parent;
+        n.has_parent_id = true;
+      }
+      if (op.device_event.valid()) {
+        const DeviceEvent& e = device[op.device_event];
+        set_timing(n, e.dur, op.exclusive, e.ts, op);
+      }
+      const auto& sync = linked.sync_deps[i];
+      if (!sync.empty()) {
+        begin_sync(n);
+        t.sync_dep_ids.insert(t.sync_dep_ids.end(), sync.begin(), sync.end());
+        end_sync(n);
+      }
+    }
+    for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
+      const DeviceEvent& g = device[linked.gpu_events[k]];
+      EtPlusNode n = as_read;
+      n.id = linked.gpu_new_id(op, k - op.gpu_begin);
+      n.file_position = position++;
+      const std::string where = fmt::format("node {}", n.id);
+      n.name = valid_utf8(g.name, t.arena, t.stats, where);
+      n.kind = n.name.find("process_group:init") != std::string_view::npos ? OpKind::kMetadata
+                                                                          : OpKind::kGpu;
+      if (n.op_schema_repaired) t.stats.add(std::string(kNotUtf8), where);
+      // The writer's keys: ctrl_deps (the host node), timing, cat, stream, pg_name, sync_dep.
+      n.parent_id = op.new_id;
+      n.has_parent_id = true;
+      n.parent_from_ctrl_deps = true;
+      set_timing(n, g.dur, g.dur, g.ts, op);
+      n.stream_given = true;
+      if (g.has(kHasStream)) {
+        n.stream = g.stream;
+      } else {
+        n.has_stream = false;
+      }
+      if (!n.pg_name_from_attr && !g.pg_name.empty() &&
+          g.name.find("ncclDevKernel") != std::string_view::npos) {
+        n.pg_name = valid_utf8(g.pg_name, t.arena, t.stats, where);
+      } else if (n.pg_name_repaired) {
+        t.stats.add(std::string(kNotUtf8), where);
+      }
+      const auto& gpu_sync = linked.gpu_sync_deps;
+      if (gpu_sync_next < gpu_sync.size() && gpu_sync[gpu_sync_next].gpu_position == k) {
+        begin_sync(n);
+        for (; gpu_sync_next < gpu_sync.size() && gpu_sync[gpu_sync_next].gpu_position == k;
+             ++gpu_sync_next) {
+          t.sync_dep_ids.push_back(gpu_sync[gpu_sync_next].dep_id);
+        }
+        end_sync(n);
+      }
+      if (n.io_missing) t.stats.add(std::string(kNoIo), where);
+      t.nodes.push_back(n);
+    }
+  }
+  // Ids are dense in the writer's order (stages/id_assignment.h); sorted anyway if not.
+  std::vector<EtPlusNode>& nodes = t.nodes;
+  auto by_id = [](const EtPlusNode& a, const EtPlusNode& b) { return a.id < b.id; };
+  if (!std::is_sorted(nodes.begin(), nodes.end(), by_id)) {
+    std::stable_sort(nodes.begin(), nodes.end(), by_id);
+  }
+  for (size_t i = 1; i < nodes.size(); ++i) {
+    if (nodes[i].id == nodes[i - 1].id) {
+      return Status::errorf("{}: linked rank: duplicate node id {}", host.path, nodes[i].id);
+    }
+  }
+  finish_trace(host, options, FileOrder::kFilePosition, t);
+  return t;
+}
 
 StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOptions& options) {
   EtPlusTrace t;
@@ -585,7 +737,7 @@ StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOpt
   t.io_text.reserve(host.text.size() / 2);
   NodeReader reader(t);
   CF_RETURN_IF_ERROR(reader.read_all(host));
-  finish_trace(host, options, t);
+  finish_trace(host, options, FileOrder::kByteOffset, t);
   return t;
 }
 
@@ -617,7 +769,7 @@ StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions&
     }
   }
   file.host = std::make_unique<HostTrace>(std::move(host));
-  finish_trace(*file.host, options, file.trace);
+  finish_trace(*file.host, options, FileOrder::kByteOffset, file.trace);
   return file;
 }
 

@@ -26,6 +26,8 @@
 #include <string>
 
 #include "stages/convert_model.h"
+#include "stages/link_options.h"
+#include "stages/linked_trace.h"
 #include "stages/status.h"
 
 namespace chakraflow {
@@ -39,6 +41,18 @@ struct EtPlusFile {
   EtPlusTrace trace;
 };
 StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions& options);
+
+// The nodes of the ET+ that write_et_plus (stages/et_plus_writer.h) would write for a linked rank,
+// read without writing it (`chakraflow run` converts this way): each host node's text is read as
+// read_et_plus_nodes reads it, then given what linking learned (new id and parent, durations, ts,
+// inter-thread and sync dependencies), and each linked GPU op becomes a copy of its host node with
+// the GPU op's name, durations, ts, stream and pg_name. The nodes equal those load_et_plus reads
+// from the written ET+ (tests/et_plus_nodes_test.cc checks the .et bytes), except that errors and
+// examples name the host trace's byte offsets and original ids. `host`, `device` and `linked`
+// must outlive the result (views into their texts).
+StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace& device,
+                                        const LinkedTrace& linked, const LinkOptions& link_options,
+                                        const ConvertOptions& options);
 
 // True for the thread annotation names Chakra takes as dependency roots.
 bool is_thread_root_name(std::string_view name);

@@ -313,7 +313,11 @@ Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
 Status convert_file(const std::string& input_path, const std::string& output_path,
                     const ConvertOptions& options, ConvertReport* report) {
   CF_ASSIGN_OR_RETURN(EtPlusFile input, load_et_plus(input_path, options));
-  const EtPlusTrace& trace = input.trace;
+  return convert_trace(input.trace, output_path, options, report);
+}
+
+Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
+                     const ConvertOptions& options, ConvertReport* report) {
   LinkStats stats = trace.stats;
   CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(trace, options, stats));
   CF_ASSIGN_OR_RETURN(EtWriter writer, EtWriter::open(output_path));

@@ -75,4 +75,9 @@ Status write_chakra_trace(const EtPlusTrace& trace, const ChakraTrace& chakra,
 Status convert_file(const std::string& input_path, const std::string& output_path,
                     const ConvertOptions& options, ConvertReport* report);
 
+// The converter after reading: converts `trace` (from load_et_plus, read_et_plus_nodes or
+// read_linked_nodes) and writes `output_path` atomically.
+Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
+                     const ConvertOptions& options, ConvertReport* report);
+
 }  // namespace chakraflow

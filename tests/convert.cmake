@@ -12,3 +12,8 @@ chakraflow_add_test(convert_golden_test
   LIBS chakraflow_convert chakraflow_pipeline chakraflow_testing)
 # The CLI tests run the chakraflow binary.
 add_dependencies(convert_golden_test chakraflow)
+
+chakraflow_add_test(linked_convert_test
+  SOURCES golden/linked_convert_test.cc
+  LIBS chakraflow_convert chakraflow_pipeline chakraflow_testing)
+add_dependencies(linked_convert_test chakraflow)

@@ -1,0 +1,252 @@
+// `chakraflow run` converts a linked rank in memory (read_linked_nodes) instead of writing its ET+
+// and reading it back (write_et_plus + load_et_plus). The two must give the same .et bytes and
+// count the same data problems: checked on every real pair in ../shared/data, on generated ranks
+// (sync dependencies, collectives, both host layouts), on hand-made nodes whose fields the writer
+// overrides, in every combination of link and convert compat modes; and through the CLI.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "stages/device_trace_loader.h"
+#include "stages/et_plus_nodes.h"
+#include "stages/et_plus_writer.h"
+#include "stages/file_io.h"
+#include "stages/host_et_loader.h"
+#include "stages/link.h"
+#include "stages/pytorch_converter.h"
+#include "stages/synthetic_trace.h"
+#include "tests/testing/test_util.h"
+
+namespace chakraflow {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Converted {
+  std::string et;  // the .et bytes
+  ConvertReport report;
+};
+
+struct Both {
+  Converted via_file;   // write_et_plus → load_et_plus → convert
+  Converted in_memory;  // read_linked_nodes → convert
+};
+
+Both convert_both_ways(const HostTrace& host, const DeviceTrace& device,
+                       const LinkOptions& link_options, const ConvertOptions& convert_options,
+                       const testing::TempDir& dir) {
+  Both out;
+  auto linked = link_traces(host, device, link_options);
+  EXPECT_TRUE(linked.ok()) << linked.status().message();
+  if (!linked.ok()) return out;
+  LinkOptions resolved = link_options;
+  resolved.mode = resolve_mode(device, link_options.mode);
+
+  std::string et_plus;
+  Status w = write_et_plus(host, device, *linked, resolved,
+                           [&](std::string_view bytes) { et_plus.append(bytes); });
+  EXPECT_TRUE(w.ok()) << w.message();
+  testing::write_text(dir.file("et_plus.json"), et_plus);
+  Status a = convert_file(dir.file("et_plus.json"), dir.file("file.et"), convert_options,
+                          &out.via_file.report);
+  EXPECT_TRUE(a.ok()) << a.message();
+  out.via_file.et = testing::read_text(dir.file("file.et"));
+
+  auto trace = read_linked_nodes(host, device, *linked, resolved, convert_options);
+  EXPECT_TRUE(trace.ok()) << trace.status().message();
+  if (!trace.ok()) return out;
+  Status b = convert_trace(*trace, dir.file("memory.et"), convert_options, &out.in_memory.report);
+  EXPECT_TRUE(b.ok()) << b.message();
+  out.in_memory.et = testing::read_text(dir.file("memory.et"));
+  return out;
+}
+
+void expect_same(const Both& both, const std::string& what) {
+  ASSERT_FALSE(both.via_file.et.empty()) << what;
+  EXPECT_TRUE(both.via_file.et == both.in_memory.et)
+      << what << ": .et differs (" << both.via_file.et.size() << " bytes via the ET+ file, "
+      << both.in_memory.et.size() << " in memory)";
+  const ConvertReport& f = both.via_file.report;
+  const ConvertReport& m = both.in_memory.report;
+  EXPECT_EQ(f.input_nodes, m.input_nodes) << what;
+  EXPECT_EQ(f.output_nodes, m.output_nodes) << what;
+  EXPECT_EQ(f.removed_dangling, m.removed_dangling) << what;
+  EXPECT_EQ(f.gpu_stream_edges, m.gpu_stream_edges) << what;
+  EXPECT_EQ(f.sync_edges, m.sync_edges) << what;
+  // The same data problems, counted the same number of times.
+  std::vector<std::pair<std::string, uint64_t>> fc, mc;
+  for (const auto& [k, e] : f.stats.entries()) fc.emplace_back(k, e.count);
+  for (const auto& [k, e] : m.stats.entries()) mc.emplace_back(k, e.count);
+  EXPECT_EQ(fc, mc) << what;
+}
+
+constexpr Compat kModes[] = {Compat::kDefault, Compat::kChakra};
+
+void check_pair(const std::string& host_path, const std::string& device_path,
+                const std::string& name) {
+  auto host = load_host_trace(host_path);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  auto device = load_device_trace(device_path);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  testing::TempDir dir;
+  for (Compat link_compat : kModes) {
+    for (Compat convert_compat : kModes) {
+      LinkOptions lo;
+      lo.compat = link_compat;
+      ConvertOptions co;
+      co.compat = convert_compat;
+      Both both = convert_both_ways(*host, *device, lo, co, dir);
+      expect_same(both, name + (link_compat == Compat::kChakra ? " link chakra" : " link default") +
+                            (convert_compat == Compat::kChakra ? ", convert chakra"
+                                                               : ", convert default"));
+    }
+  }
+}
+
+TEST(LinkedConvert, RealPairsGiveTheSameEtAsTheEtPlusFile) {
+  CF_REQUIRE_SHARED_DATA("pairs");
+  const fs::path pairs = testing::shared_data_dir() / "pairs";
+  int checked = 0;
+  for (const char* pair : {"simple_add", "resnet_1gpu"}) {
+    for (const char* device : {"kineto.modern.json.gz", "kineto.legacy.json.gz"}) {
+      check_pair((pairs / pair / "host_et.json.gz").string(), (pairs / pair / device).string(),
+                 std::string(pair) + "/" + device);
+      ++checked;
+    }
+  }
+  for (int r = 0; r < 8; ++r) {
+    const fs::path dir = pairs / "dlrm_8rank" / ("rank" + std::to_string(r));
+    check_pair((dir / "host_et.json.gz").string(), (dir / "kineto.legacy.json.gz").string(),
+               "dlrm rank " + std::to_string(r));
+    ++checked;
+  }
+  EXPECT_EQ(checked, 12);
+}
+
+TEST(LinkedConvert, GeneratedRanksGiveTheSameEt) {
+  for (bool legacy : {false, true}) {
+    SynthOptions opt;
+    opt.ranks = 2;
+    opt.iterations = 2;
+    opt.scale = 0.05;
+    opt.legacy = legacy;
+    for (int rank = 0; rank < 2; ++rank) {
+      std::string host_text, device_text;
+      synthesize_rank(
+          opt, rank, [&](std::string_view s) { host_text.append(s); },
+          [&](std::string_view s) { device_text.append(s); });
+      auto host = parse_host_trace("host.json", host_text);
+      ASSERT_TRUE(host.ok()) << host.status().message();
+      auto device = parse_device_trace("kineto.json", device_text);
+      ASSERT_TRUE(device.ok()) << device.status().message();
+      testing::TempDir dir;
+      for (Compat link_compat : kModes) {
+        LinkOptions lo;
+        lo.compat = link_compat;
+        Both both = convert_both_ways(*host, *device, lo, ConvertOptions(), dir);
+        const std::string what = fmt::format("synth rank {}{}{}", rank, legacy ? " legacy" : "",
+                                             link_compat == Compat::kChakra ? " chakra" : "");
+        expect_same(both, what);
+        // Not vacuous: GPU nodes, sync dependencies and stream edges were converted.
+        EXPECT_GT(both.in_memory.report.output_nodes, 100u) << what;
+        if (link_compat == Compat::kDefault) {
+          EXPECT_GT(both.in_memory.report.sync_edges, 0u) << what;
+          EXPECT_GT(both.in_memory.report.gpu_stream_edges, 0u) << what;
+        }
+      }
+    }
+  }
+}
+
+// Host nodes whose own fields the ET+ writer's keys replace or must not replace: an existing ts,
+// exclusive_dur, stream and inter_thread_dep; a pg_name attr (wins over the kernel's pg_name);
+// both parent and ctrl_deps; no inputs/outputs; an op_schema with an escaped lone surrogate.
+TEST(LinkedConvert, OverriddenFieldsFollowTheWriter) {
+  const std::string host = R"J({"schema": "1.1.1-chakra.0.0.4", "pid": 7, "time": "t", "start_ts": 1,
+  "finish_ts": 2, "nodes": [
+  {"id": 1, "name": "[pytorch|profiler|execution_trace|process]", "ctrl_deps": 1, "inputs": {"values": [], "shapes": [], "types": []}, "outputs": {"values": [], "shapes": [], "types": []}, "attrs": [{"name": "rf_id", "type": "uint64", "value": 0}, {"name": "tid", "type": "uint64", "value": 0}]},
+  {"id": 2, "name": "[pytorch|profiler|execution_trace|thread]", "ctrl_deps": 1, "inputs": {"values": [], "shapes": [], "types": []}, "outputs": {"values": [], "shapes": [], "types": []}, "attrs": [{"name": "rf_id", "type": "uint64", "value": 0}, {"name": "tid", "type": "uint64", "value": 1}]},
+  {"id": 3, "name": "aten::mm", "ctrl_deps": 2, "parent": 1, "ts": 5, "exclusive_dur": 99, "stream": null, "inter_thread_dep": 2, "inputs": {"values": [[1,2]], "shapes": [[2]], "types": ["Tensor(float)"]}, "outputs": {"values": [], "shapes": [], "types": []}, "attrs": [{"name": "rf_id", "type": "uint64", "value": 10}, {"name": "tid", "type": "uint64", "value": 1}, {"name": "op_schema", "type": "string", "value": "mm\udc80"}]},
+  {"id": 4, "name": "record_param_comms", "ctrl_deps": 2, "attrs": [{"name": "rf_id", "type": "uint64", "value": 11}, {"name": "tid", "type": "uint64", "value": 1}, {"name": "pg_name", "type": "string", "value": "attr_pg"}]},
+  {"id": 5, "name": "aten::add", "parent": 2, "cat": null, "inputs": {"values": [], "shapes": [], "types": []}, "outputs": {"values": [], "shapes": [], "types": []}, "attrs": [{"name": "rf_id", "type": "uint64", "value": 12}, {"name": "tid", "type": "uint64", "value": 1}]}
+  ]})J";
+  const std::string device = R"J({"traceEvents": [
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 1, "ts": 100.5, "dur": 10, "args": {"External id": 1, "Record function id": 10}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 1, "ts": 101, "dur": 2, "args": {"External id": 1, "correlation": 21}},
+  {"ph": "X", "cat": "kernel", "name": "gemm\udc80", "pid": 0, "tid": 7, "ts": 105.25, "dur": 3, "args": {"External id": 1, "correlation": 21, "stream": 7, "device": 0}},
+  {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 7, "tid": 1, "ts": 120, "dur": 5, "args": {"External id": 2, "Record function id": 11, "Process Group Name": "0"}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 1, "ts": 121, "dur": 1, "args": {"External id": 2, "correlation": 22}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce", "pid": 0, "tid": 8, "ts": 130, "dur": 20, "args": {"External id": 2, "correlation": 22, "stream": 8, "device": 0, "Process Group Name": "kernel_pg"}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 7, "tid": 1, "ts": 160, "dur": 4, "args": {"External id": 3, "Record function id": 12}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 1, "ts": 161, "dur": 1, "args": {"External id": 3, "correlation": 23}},
+  {"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 0, "tid": 7, "ts": 170, "dur": 0.5, "args": {"External id": 3, "correlation": 23, "stream": 7, "device": 0}}
+  ]})J";
+  auto h = parse_host_trace("host.json", host);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  auto d = parse_device_trace("kineto.json", device);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  testing::TempDir dir;
+  for (Compat link_compat : kModes) {
+    for (Compat convert_compat : kModes) {
+      LinkOptions lo;
+      lo.compat = link_compat;
+      ConvertOptions co;
+      co.compat = convert_compat;
+      Both both = convert_both_ways(*h, *d, lo, co, dir);
+      expect_same(both, "hand-made");
+      EXPECT_EQ(both.in_memory.report.input_nodes, 8u);  // 5 host nodes, 3 GPU nodes
+      // Not vacuous: the lone surrogate and the missing lists were counted.
+      EXPECT_GT(both.in_memory.report.stats.count(
+                    "string that is not valid UTF-8 (bytes replaced by '?')"),
+                0u);
+      EXPECT_GT(both.in_memory.report.stats.count(
+                    "node without inputs/outputs lists (written as [])"),
+                1u);
+    }
+  }
+}
+
+TEST(LinkedConvert, RunWritesTheSameEtAsLinkThenConvert) {
+  CF_REQUIRE_SHARED_DATA("pairs/dlrm_8rank/rank0");
+  testing::TempDir dir;
+  const fs::path pairs = testing::shared_data_dir() / "pairs" / "dlrm_8rank";
+  const std::string bin = CHAKRAFLOW_BINARY;
+  testing::write_text(dir.file("run.yaml"),
+                      fmt::format("inputs:\n  host: {}/rank{{rank}}/host_et.json.gz\n"
+                                  "  device: {}/rank{{rank}}/kineto.legacy.json.gz\n"
+                                  "  ranks: [0, 3]\n"
+                                  "stages: [link, convert]\noutputs:\n  dir: {}\n",
+                                  pairs.string(), pairs.string(), dir.file("out")));
+  std::string log;
+  ASSERT_EQ(testing::run_command(bin + " run " + dir.file("run.yaml"), &log), 0) << log;
+  for (int rank : {0, 3}) {
+    const fs::path in = pairs / ("rank" + std::to_string(rank));
+    const std::string et_plus = dir.file("et_plus." + std::to_string(rank) + ".json");
+    const std::string et = dir.file("cli." + std::to_string(rank) + ".et");
+    ASSERT_EQ(testing::run_command(bin + " link --chakra-host-trace " +
+                                       (in / "host_et.json.gz").string() +
+                                       " --chakra-device-trace " +
+                                       (in / "kineto.legacy.json.gz").string() +
+                                       " --output-file " + et_plus,
+                                   &log),
+              0)
+        << log;
+    ASSERT_EQ(testing::run_command(bin + " convert --input " + et_plus + " --output " + et, &log),
+              0)
+        << log;
+    const std::string ran = testing::read_text(dir.file("out/trace." + std::to_string(rank) + ".et"));
+    EXPECT_FALSE(ran.empty());
+    EXPECT_TRUE(ran == testing::read_text(et)) << "rank " << rank;
+  }
+  // No ET+ was left beside the .et (none is written unless outputs.keep_et_plus).
+  for (const auto& entry : fs::directory_iterator(dir.file("out"))) {
+    EXPECT_EQ(entry.path().string().find("et_plus"), std::string::npos) << entry.path();
+  }
+}
+
+}  // namespace
+}  // namespace chakraflow
