@@ -22,7 +22,8 @@ namespace flow = oneapi::tbb::flow;
 template <typename T>
 struct Msg {
   size_t seq = 0;
-  std::shared_ptr<const T> value;
+  // Mutable so that the last node can let go of a value early (LinkedRank::release_device).
+  mutable std::shared_ptr<const T> value;
   std::shared_ptr<const Status> error;
   size_t key() const { return seq; }
 };
@@ -212,8 +213,12 @@ std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size
           if (result.status.ok() && hooks.convert_linked) {
             result.seconds = seconds_since(started[seq]);
             auto t2 = std::chrono::steady_clock::now();
+            // The other messages' values (exclusive durations, launchers ...) hold indices, not
+            // views into the device trace: once the hook lets go of it, it is freed.
+            const std::function<void()> release_device = [&in] { std::get<1>(in).value.reset(); };
             try {
-              result.after_status = hooks.convert_linked(seq, {host, device, linked, options});
+              result.after_status =
+                  hooks.convert_linked(seq, {host, device, linked, options, release_device});
             } catch (const std::bad_alloc&) {
               result.after_status = Status::error("out of memory");
             } catch (const std::exception& e) {

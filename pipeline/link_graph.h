@@ -53,6 +53,9 @@ struct LinkedRank {
   const DeviceTrace& device;
   const LinkedTrace& linked;
   const LinkOptions& options;  // the job's, with the match mode resolved
+  // Frees the device trace (its text and events: about as much memory as the host trace) once the
+  // hook no longer needs it; `device` must not be used after.
+  const std::function<void()>& release_device;
 };
 
 // Optional work attached to the graph (the batch runner's stages after linking, progress).

@@ -415,6 +415,7 @@ int run_run_command(int argc, char** argv, int first) {
       CF_ASSIGN_OR_RETURN(EtPlusTrace trace,
                           read_linked_nodes(linked.host, linked.device, linked.linked,
                                             linked.options, convert_options));
+      linked.release_device();  // the converter's nodes hold copies of what they need
       return convert_trace(trace, cfg->et_path(rec.rank), convert_options, &rec.convert);
     };
   } else if (convert) {

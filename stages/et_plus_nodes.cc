@@ -625,6 +625,16 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace
   t.nodes.reserve(linked.node_count);
   t.io_text.reserve(host.text.size() / 2);
   NodeReader reader(t);
+  // GPU names and pg_names are copied (once each: kernels repeat), so that the result does not
+  // refer to the device trace.
+  std::unordered_map<std::string_view, std::string_view> interned;
+  auto intern = [&](std::string_view s) -> std::string_view {
+    auto it = interned.find(s);
+    if (it != interned.end()) return it->second;
+    std::string_view copy = t.arena.emplace_back(s);
+    interned.emplace(copy, copy);
+    return copy;
+  };
   const bool default_mode = link_options.compat == Compat::kDefault;
   uint32_t position = 0;      // in the ET+ the writer would write
   size_t gpu_sync_next = 0;   // cursor in linked.gpu_sync_deps (sorted by GPU position)
@@ -682,7 +692,7 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace
       n.id = linked.gpu_new_id(op, k - op.gpu_begin);
       n.file_position = position++;
       const std::string where = fmt::format("node {}", n.id);
-      n.name = valid_utf8(g.name, t.arena, t.stats, where);
+      n.name = intern(valid_utf8(g.name, t.arena, t.stats, where));
       n.kind = n.name.find("process_group:init") != std::string_view::npos ? OpKind::kMetadata
                                                                           : OpKind::kGpu;
       if (n.op_schema_repaired) t.stats.add(std::string(kNotUtf8), where);
@@ -699,7 +709,7 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace
       }
       if (!n.pg_name_from_attr && !g.pg_name.empty() &&
           g.name.find("ncclDevKernel") != std::string_view::npos) {
-        n.pg_name = valid_utf8(g.pg_name, t.arena, t.stats, where);
+        n.pg_name = intern(valid_utf8(g.pg_name, t.arena, t.stats, where));
       } else if (n.pg_name_repaired) {
         t.stats.add(std::string(kNotUtf8), where);
       }

@@ -48,8 +48,8 @@ StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions&
 // inter-thread and sync dependencies), and each linked GPU op becomes a copy of its host node with
 // the GPU op's name, durations, ts, stream and pg_name. The nodes equal those load_et_plus reads
 // from the written ET+ (tests/et_plus_nodes_test.cc checks the .et bytes), except that errors and
-// examples name the host trace's byte offsets and original ids. `host`, `device` and `linked`
-// must outlive the result (views into their texts).
+// examples name the host trace's byte offsets and original ids. `host` must outlive the result
+// (views into its text); `device` and `linked` need not (their strings are copied).
 StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace& device,
                                         const LinkedTrace& linked, const LinkOptions& link_options,
                                         const ConvertOptions& options);

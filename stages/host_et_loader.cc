@@ -108,6 +108,9 @@ class HostParser {
   }
 
   Status parse_nodes(od::document& doc, od::array nodes) {
+    // Nodes take 500 to 1,000 bytes of JSON: reserving for 256 avoids growing by copying (the
+    // untouched tail of the reservation costs no memory).
+    if (visitor_ == nullptr) t_.nodes.reserve(text_.size() / 256);
     size_t index = 0;
     for (auto element : nodes) {
       od::value value;

@@ -297,15 +297,143 @@ void fill_node(const EtPlusTrace& t, const ChakraNodeRecord& rec, pb::Node* node
   if (rec.comm_tag) add("comm_tag")->set_int32_val(*rec.comm_tag);
 }
 
+namespace {
+
+// Protocol buffers wire format, written directly: what fill_node + SerializeToString give, byte
+// for byte (fields in number order; proto3 scalars only when not zero, oneof members and
+// sub-messages whenever set), without building a message per node.
+namespace wire {
+
+constexpr uint32_t kVarint = 0, kLength = 2;
+
+size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
+void tag(std::string& out, uint32_t field, uint32_t type) { append_varint(out, (field << 3) | type); }
+size_t tag_size(uint32_t field) { return varint_size(field << 3); }
+void bytes(std::string& out, uint32_t field, std::string_view s) {
+  tag(out, field, kLength);
+  append_varint(out, s.size());
+  out.append(s);
+}
+size_t bytes_size(uint32_t field, std::string_view s) {
+  return tag_size(field) + varint_size(s.size()) + s.size();
+}
+// int32 and int64 values: negative ones as 64-bit two's complement (10 bytes), as protobuf does.
+uint64_t signed_bits(int64_t v) { return static_cast<uint64_t>(v); }
+
+// AttributeProto fields.
+constexpr uint32_t kAttrName = 1, kInt32Val = 7, kInt64Val = 9, kBoolVal = 27, kStringVal = 29;
+constexpr uint32_t kNodeAttr = 10;
+
+void attr_header(std::string& out, std::string_view name, size_t value_size) {
+  tag(out, kNodeAttr, kLength);
+  append_varint(out, bytes_size(kAttrName, name) + value_size);
+  bytes(out, kAttrName, name);
+}
+void attr_varint(std::string& out, std::string_view name, uint32_t field, uint64_t v) {
+  attr_header(out, name, tag_size(field) + varint_size(v));
+  tag(out, field, kVarint);
+  append_varint(out, v);
+}
+void attr_string(std::string& out, std::string_view name, std::string_view v) {
+  attr_header(out, name, bytes_size(kStringVal, v));
+  bytes(out, kStringVal, v);
+}
+
+// IOInfo {values = 1, shapes = 2, types = 3}: written even when empty (mutable_inputs()).
+void io_info(std::string& out, uint32_t field, std::string_view values, std::string_view shapes,
+             std::string_view types) {
+  size_t size = 0;
+  uint32_t k = 1;
+  for (std::string_view s : {values, shapes, types}) {
+    if (!s.empty()) size += bytes_size(k, s);
+    ++k;
+  }
+  tag(out, field, kLength);
+  append_varint(out, size);
+  k = 1;
+  for (std::string_view s : {values, shapes, types}) {
+    if (!s.empty()) bytes(out, k, s);
+    ++k;
+  }
+}
+
+}  // namespace wire
+
+}  // namespace
+
+void encode_node(const EtPlusTrace& t, const ChakraNodeRecord& rec, std::string& out) {
+  out.clear();
+  const EtPlusNode& src = t.nodes[rec.source];
+  if (src.id != 0) {
+    wire::tag(out, 1, wire::kVarint);
+    append_varint(out, src.id);
+  }
+  if (!src.name.empty()) wire::bytes(out, 2, src.name);
+  if (rec.type != ChakraNodeType::kInvalid) {
+    wire::tag(out, 3, wire::kVarint);
+    append_varint(out, static_cast<uint64_t>(rec.type));
+  }
+  if (rec.ctrl_dep != kNoNode) {  // packed repeated uint64
+    const uint64_t id = t.nodes[rec.ctrl_dep].id;
+    wire::tag(out, 4, wire::kLength);
+    append_varint(out, wire::varint_size(id));
+    append_varint(out, id);
+  }
+  if (!rec.data_deps.empty()) {
+    size_t size = 0;
+    for (uint32_t d : rec.data_deps) size += wire::varint_size(t.nodes[d].id);
+    wire::tag(out, 5, wire::kLength);
+    append_varint(out, size);
+    for (uint32_t d : rec.data_deps) append_varint(out, t.nodes[d].id);
+  }
+  if (rec.start_time_micros && *rec.start_time_micros != 0) {
+    wire::tag(out, 6, wire::kVarint);
+    append_varint(out, *rec.start_time_micros);
+  }
+  if (rec.duration_micros != 0) {
+    wire::tag(out, 7, wire::kVarint);
+    append_varint(out, rec.duration_micros);
+  }
+  wire::io_info(out, 8, t.io(src, kInValues), t.io(src, kInShapes), t.io(src, kInTypes));
+  wire::io_info(out, 9, t.io(src, kOutValues), t.io(src, kOutShapes), t.io(src, kOutTypes));
+  using wire::signed_bits;
+  wire::attr_varint(out, "rf_id", wire::kInt64Val, signed_bits(src.rf_id));
+  wire::attr_varint(out, "fw_parent", wire::kInt64Val, signed_bits(src.fw_parent));
+  wire::attr_varint(out, "seq_id", wire::kInt64Val, signed_bits(src.seq_id));
+  wire::attr_varint(out, "scope", wire::kInt64Val, signed_bits(src.scope));
+  wire::attr_varint(out, "tid", wire::kInt64Val, signed_bits(src.tid));
+  wire::attr_varint(out, "fw_tid", wire::kInt64Val, signed_bits(src.fw_tid));
+  wire::attr_string(out, "op_schema", src.op_schema);
+  wire::attr_varint(out, "is_cpu_op", wire::kBoolVal, rec.is_cpu_op ? 1 : 0);
+  if (rec.stream) wire::attr_varint(out, "stream", wire::kInt64Val, signed_bits(*rec.stream));
+  if (rec.type == ChakraNodeType::kCommColl && rec.comm_type) {
+    wire::attr_varint(out, "comm_type", wire::kInt64Val, static_cast<uint64_t>(*rec.comm_type));
+  }
+  if (rec.comm_size) {
+    wire::attr_varint(out, "comm_size", wire::kInt64Val, signed_bits(*rec.comm_size));
+  }
+  if (!rec.pg_name.empty()) wire::attr_string(out, "pg_name", rec.pg_name);
+  if (rec.comm_src) wire::attr_varint(out, "comm_src", wire::kInt32Val, signed_bits(*rec.comm_src));
+  if (rec.comm_dst) wire::attr_varint(out, "comm_dst", wire::kInt32Val, signed_bits(*rec.comm_dst));
+  if (rec.comm_tag) wire::attr_varint(out, "comm_tag", wire::kInt32Val, signed_bits(*rec.comm_tag));
+}
+
 Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
                           const ConvertOptions& options, EtWriter& writer) {
   pb::GlobalMetadata md;
   fill_global_metadata(t, options, &md);
   writer.write(md);
-  pb::Node node;
+  std::string node;
   for (const ChakraNodeRecord& rec : chakra.nodes) {
-    fill_node(t, rec, &node);
-    writer.write(node);
+    encode_node(t, rec, node);
+    writer.write_raw(node);
   }
   return Status();
 }

@@ -66,6 +66,9 @@ void fill_global_metadata(const EtPlusTrace& trace, const ConvertOptions& option
                           ChakraProtoMsg::GlobalMetadata* metadata);
 void fill_node(const EtPlusTrace& trace, const ChakraNodeRecord& record,
                ChakraProtoMsg::Node* node);
+// The serialized bytes of fill_node's message, encoded directly (what write_chakra_trace writes:
+// no message objects per node). Replaces `out`.
+void encode_node(const EtPlusTrace& trace, const ChakraNodeRecord& record, std::string& out);
 
 // Writes the GlobalMetadata then every node (in id order) to `writer` (not committed).
 Status write_chakra_trace(const EtPlusTrace& trace, const ChakraTrace& chakra,

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "proto/et_def.pb.h"
 #include "stages/device_trace_loader.h"
 #include "stages/et_plus_nodes.h"
 #include "stages/et_plus_writer.h"
@@ -61,6 +62,21 @@ Both convert_both_ways(const HostTrace& host, const DeviceTrace& device,
   if (!trace.ok()) return out;
   Status b = convert_trace(*trace, dir.file("memory.et"), convert_options, &out.in_memory.report);
   EXPECT_TRUE(b.ok()) << b.message();
+  // The writer encodes nodes without protobuf messages: the same bytes as the messages'.
+  LinkStats stats;
+  auto chakra = convert_et_plus(*trace, convert_options, stats);
+  EXPECT_TRUE(chakra.ok());
+  if (chakra.ok()) {
+    std::string encoded;
+    ChakraProtoMsg::Node node;
+    size_t differ = 0;
+    for (const ChakraNodeRecord& rec : chakra->nodes) {
+      fill_node(*trace, rec, &node);
+      encode_node(*trace, rec, encoded);
+      differ += encoded != node.SerializeAsString();
+    }
+    EXPECT_EQ(differ, 0u) << "nodes encoded unlike protobuf";
+  }
   out.in_memory.et = testing::read_text(dir.file("memory.et"));
   return out;
 }

@@ -57,9 +57,13 @@ StatusOr<Converted> convert_text(const std::string& text, Compat compat) {
   out.stats = t.stats;
   CF_ASSIGN_OR_RETURN(out.chakra, convert_et_plus(t, options, out.stats));
   fill_global_metadata(t, options, &out.metadata);
+  std::string encoded;
   for (const ChakraNodeRecord& r : out.chakra.nodes) {
     pb::Node n;
     fill_node(t, r, &n);
+    // What the writer writes: the same bytes, encoded without the message.
+    encode_node(t, r, encoded);
+    EXPECT_TRUE(encoded == n.SerializeAsString()) << "node " << n.id() << " encoded differently";
     out.nodes.emplace(n.id(), std::move(n));
   }
   return out;
