@@ -1,5 +1,6 @@
 // chakraflow: one binary, one verb per stage group. Also installed as Chakra's executable names
 // (chakra_trace_link, ...), which select their verb from argv[0] and accept Chakra's flags.
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -65,18 +66,32 @@ bool malloc_huge_pages() {
                                  std::strstr(tunables, "glibc.malloc.hugetlb=2") != nullptr);
 }
 
+// Whether the command will handle enough data for huge pages to pay for a second start (about
+// 5 ms): `run` (a batch), or an argument naming a file of 16 MB or more.
+bool worth_huge_pages(int argc, char** argv) {
+  constexpr off_t kBigFile = off_t{16} << 20;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string_view(argv[i]) == "run") return true;
+    struct stat st {};
+    if (::stat(argv[i], &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= kBigFile) return true;
+  }
+  return false;
+}
+
 // Big traces spend a fifth of their CPU time in the kernel faulting in 4 KiB pages of freshly
 // allocated buffers (text, parser index, records). With transparent huge pages in "madvise" mode
 // (Debian's default), glibc asks for them only when GLIBC_TUNABLES says so, and reads it only at
-// start-up: so the process re-executes itself once with the tunable added. Off with
-// CHAKRAFLOW_HUGE_PAGES=0, under sanitizers (their allocator ignores it), and where the kernel
-// would not honour it. docs/performance.md has the measurements.
-void reexec_with_huge_pages(char** argv) {
+// start-up: so the process re-executes itself once with the tunable added, when the inputs are
+// big enough. Off with CHAKRAFLOW_HUGE_PAGES=0 (on for any input with 1), under sanitizers
+// (their allocator ignores it), and where the kernel would not honour it. docs/performance.md has
+// the measurements.
+void reexec_with_huge_pages(int argc, char** argv) {
 #if defined(__GLIBC__) && !defined(CHAKRAFLOW_SANITIZED)
   const char* set = std::getenv("GLIBC_TUNABLES");
   if (set != nullptr && std::strstr(set, "glibc.malloc.hugetlb") != nullptr) return;  // the user's
   const char* opt = std::getenv("CHAKRAFLOW_HUGE_PAGES");
   if (opt != nullptr && std::string_view(opt) == "0") return;
+  if ((opt == nullptr || std::string_view(opt) != "1") && !worth_huge_pages(argc, argv)) return;
   std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string mode;
   if (!std::getline(thp, mode) || mode.find("[madvise]") == std::string::npos) return;
@@ -92,6 +107,7 @@ void reexec_with_huge_pages(char** argv) {
     unsetenv("GLIBC_TUNABLES");
   }
 #else
+  (void)argc;
   (void)argv;
 #endif
 }
@@ -99,7 +115,7 @@ void reexec_with_huge_pages(char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  reexec_with_huge_pages(argv);
+  reexec_with_huge_pages(argc, argv);
   std::string_view self = argv[0];
   if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
   for (const auto& c : kCommands) {

@@ -372,20 +372,25 @@ DeviceCategory classify_category(std::string_view cat) {
   return DeviceCategory::kOther;
 }
 
-StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text) {
+namespace {
+
+StatusOr<DeviceTrace> parse_device_text(std::string path, InputText text) {
   DeviceTrace trace;
   trace.path = std::move(path);
   trace.text = std::move(text);
-  if (trace.text.capacity() < trace.text.size() + kInputPadding) {
-    trace.text.reserve(trace.text.size() + kInputPadding);
-  }
   CF_RETURN_IF_ERROR(DeviceParser(trace).parse());
   return trace;
 }
 
+}  // namespace
+
+StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text) {
+  return parse_device_text(std::move(path), InputText(std::move(text)));
+}
+
 StatusOr<DeviceTrace> load_device_trace(const std::string& path) {
-  CF_ASSIGN_OR_RETURN(std::string text, read_input_file(path));
-  return parse_device_trace(path, std::move(text));
+  CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path));
+  return parse_device_text(path, std::move(text));
 }
 
 }  // namespace chakraflow

@@ -1,6 +1,7 @@
 #include "stages/file_io.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -125,6 +126,95 @@ StatusOr<std::string> read_input_file(const std::string& path) {
   bytes.resize(done);
   if (is_gzip(bytes)) return gunzip(path, bytes);
   return bytes;
+}
+
+InputText::InputText(std::string text) : owned_(std::move(text)) {
+  if (owned_.capacity() < owned_.size() + kInputPadding) {
+    owned_.reserve(owned_.size() + kInputPadding);
+  }
+  data_ = owned_.data();
+  size_ = owned_.size();
+  capacity_ = owned_.capacity();
+}
+
+InputText::~InputText() {
+  release();
+}
+
+void InputText::release() {
+  if (map_ != nullptr) ::munmap(map_, map_len_);
+  map_ = nullptr;
+  owned_ = std::string();
+  data_ = nullptr;
+  size_ = capacity_ = 0;
+}
+
+InputText::InputText(InputText&& other) noexcept {
+  *this = std::move(other);
+}
+
+InputText& InputText::operator=(InputText&& other) noexcept {
+  if (this != &other) {
+    release();
+    const bool owned = other.map_ == nullptr;
+    owned_ = std::move(other.owned_);
+    map_ = std::exchange(other.map_, nullptr);
+    map_len_ = other.map_len_;
+    data_ = owned ? owned_.data() : other.data_;
+    size_ = other.size_;
+    capacity_ = owned ? owned_.capacity() : other.capacity_;
+    writable_ = other.writable_;
+    other.data_ = nullptr;
+    other.size_ = other.capacity_ = 0;
+  }
+  return *this;
+}
+
+char* InputText::mutable_data() {
+  if (!writable_ && map_ != nullptr) {
+    ::mprotect(map_, map_len_, PROT_READ | PROT_WRITE);
+    writable_ = true;
+  }
+  return data_;
+}
+
+StatusOr<InputText> InputText::read(const std::string& path) {
+  constexpr off_t kMapAtLeast = off_t{1} << 20;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    struct stat st {};
+    unsigned char magic[2] = {0, 0};
+    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= kMapAtLeast &&
+        ::pread(fd, magic, 2, 0) == 2 && !(magic[0] == 0x1f && magic[1] == 0x8b)) {
+      const size_t size = static_cast<size_t>(st.st_size);
+      const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+      const size_t file_len = (size + page - 1) / page * page;
+      const size_t len = (size + kInputPadding + page - 1) / page * page;
+      // Reserve the whole range (the padding past the file's last page reads as zeros), then map
+      // the file over its start.
+      void* base = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (base != MAP_FAILED) {
+        void* file = ::mmap(base, file_len, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE,
+                            fd, 0);
+        if (file != MAP_FAILED) {
+          ::close(fd);
+          InputText text;
+          text.map_ = base;
+          text.map_len_ = len;
+          text.data_ = static_cast<char*>(base);
+          text.size_ = size;
+          text.capacity_ = len;
+          text.writable_ = false;
+          return text;
+        }
+        ::munmap(base, len);
+      }
+    }
+    ::close(fd);
+  }
+  // Small, compressed or special files, or mapping failed: read them.
+  CF_ASSIGN_OR_RETURN(std::string bytes, read_input_file(path));
+  return InputText(std::move(bytes));
 }
 
 OutputFile::~OutputFile() {

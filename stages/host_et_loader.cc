@@ -306,20 +306,25 @@ class HostParser {
 
 }  // namespace
 
-StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, HostFieldVisitor* fields) {
+namespace {
+
+StatusOr<HostTrace> parse_host_text(std::string path, InputText text, HostFieldVisitor* fields) {
   HostTrace trace;
   trace.path = std::move(path);
   trace.text = std::move(text);
-  if (trace.text.capacity() < trace.text.size() + kInputPadding) {
-    trace.text.reserve(trace.text.size() + kInputPadding);
-  }
   CF_RETURN_IF_ERROR(HostParser(trace, fields).parse());
   return trace;
 }
 
+}  // namespace
+
+StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, HostFieldVisitor* fields) {
+  return parse_host_text(std::move(path), InputText(std::move(text)), fields);
+}
+
 StatusOr<HostTrace> load_host_trace(const std::string& path, HostFieldVisitor* fields) {
-  CF_ASSIGN_OR_RETURN(std::string text, read_input_file(path));
-  return parse_host_trace(path, std::move(text), fields);
+  CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path));
+  return parse_host_text(path, std::move(text), fields);
 }
 
 }  // namespace chakraflow

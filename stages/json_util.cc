@@ -306,9 +306,12 @@ void append_micros(std::string& out, TimeNs ns) {
 }
 
 uint64_t repair_utf8(std::string& text) {
+  return repair_utf8(text.data(), text.size());
+}
+
+uint64_t repair_utf8(char* text, size_t n) {
   uint64_t replaced = 0;
-  const size_t n = text.size();
-  auto* b = reinterpret_cast<unsigned char*>(text.data());
+  auto* b = reinterpret_cast<unsigned char*>(text);
   size_t i = 0;
   while (i < n) {
     unsigned char c = b[i];
@@ -346,6 +349,20 @@ simdjson::error_code iterate_document(od::parser& parser, std::string& text, od:
   if (err == simdjson::UTF8_ERROR) {
     // Real traces carry stray bytes in names (HTA #324): repair them in place, count them, go on.
     *repaired += repair_utf8(text);
+    err = parser.iterate(view()).get(*doc);
+  }
+  return err;
+}
+
+simdjson::error_code iterate_document(od::parser& parser, InputText& text, od::document* doc,
+                                      uint64_t* repaired) {
+  auto view = [&text] {
+    return simdjson::padded_string_view(text.data(), text.size(), text.capacity());
+  };
+  auto err = parser.iterate(view()).get(*doc);
+  if (err == simdjson::UTF8_ERROR) {
+    // As above; a mapped file gets private copies of the pages written.
+    *repaired += repair_utf8(text.mutable_data(), text.size());
     err = parser.iterate(view()).get(*doc);
   }
   return err;

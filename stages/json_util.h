@@ -11,6 +11,7 @@
 #include <string>
 #include <string_view>
 
+#include "stages/file_io.h"
 #include "stages/trace_model.h"
 
 namespace chakraflow::json {
@@ -61,11 +62,14 @@ uint64_t current_offset(od::document& doc, std::string_view text);
 // Replaces every byte of `text` that is not part of a valid UTF-8 sequence with '?', in place (so
 // byte offsets do not move). Returns the number of bytes replaced.
 uint64_t repair_utf8(std::string& text);
+uint64_t repair_utf8(char* text, size_t size);
 
 // Starts on-demand parsing of `text` (which must have kInputPadding bytes of capacity beyond its
 // size). Invalid UTF-8 does not stop the parse: it is repaired in place (repair_utf8) and the
 // number of bytes replaced is added to *repaired.
 simdjson::error_code iterate_document(od::parser& parser, std::string& text, od::document* doc,
+                                      uint64_t* repaired);
+simdjson::error_code iterate_document(od::parser& parser, InputText& text, od::document* doc,
                                       uint64_t* repaired);
 
 // Where in `text` the structural pass of iterate_document found `err` (simdjson does not say):

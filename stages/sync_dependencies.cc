@@ -58,7 +58,7 @@ struct SyncRecord {
 
 // Reads a cuda_sync record from the raw JSON text of an event's args. `text` is the trace text
 // that holds `args` (padded by the loader, so simdjson may read past the object's end).
-std::optional<SyncRecord> parse_sync_record(od::parser& parser, const std::string& text,
+std::optional<SyncRecord> parse_sync_record(od::parser& parser, const InputText& text,
                                             std::string_view args) {
   if (args.find("\"cuda_sync_kind\"") == std::string_view::npos) return std::nullopt;
   const char* text_end = text.data() + text.capacity();

@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "stages/file_io.h"
+
 namespace chakraflow {
 
 // ---------- typed ids ----------
@@ -83,7 +85,7 @@ struct TopLevelField {
 
 struct HostTrace {
   std::string path;
-  std::string text;               // decompressed file content (owns every view)
+  InputText text;                 // decompressed file content (owns every view)
   std::deque<std::string> arena;  // unescaped strings that differ from their raw form
   std::string schema;
   HostLayout layout = HostLayout::kAttrs;
@@ -146,7 +148,7 @@ struct DeviceEvent {
 
 struct DeviceTrace {
   std::string path;
-  std::string text;
+  InputText text;  // decompressed file content (owns every view)
   std::deque<std::string> arena;
   std::vector<DeviceEvent> events;  // in file order
   // Indices of events by role, each sorted by (ts, file order).

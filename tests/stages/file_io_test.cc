@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "stages/host_et_loader.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {
@@ -95,6 +96,51 @@ TEST(FileIo, ErrorsNameTheFile) {
 
   auto dir_as_output = OutputFile::open(dir.path().string());
   EXPECT_FALSE(dir_as_output.ok());
+}
+
+// A host ET padded with spaces to exactly `size` bytes.
+std::string host_et_of_size(size_t size, std::string_view name) {
+  std::string text = std::string(R"({"schema": "1.1.1-chakra.0.0.4", "nodes": [{"id": 1, "name": ")") +
+                     std::string(name) + R"("}]})";
+  text.append(size - text.size(), ' ');
+  return text;
+}
+
+// Big plain inputs are mapped. A file whose size is a multiple of the page size has no slack in
+// its last page: simdjson's padding must come from the reservation past it.
+TEST(FileIo, MapsBigFilesWithPaddingPastTheLastPage) {
+  testing::TempDir dir;
+  const size_t size = size_t{1} << 20;
+  testing::write_text(dir.file("big.json"), host_et_of_size(size, "aten::mm"));
+  auto text = InputText::read(dir.file("big.json"));
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_TRUE(text->mapped());
+  ASSERT_EQ(text->size(), size);
+  ASSERT_GE(text->capacity(), size + kInputPadding);
+  for (size_t i = size; i < size + kInputPadding; ++i) ASSERT_EQ(text->data()[i], 0) << i;
+  auto host = load_host_trace(dir.file("big.json"));
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  ASSERT_EQ(host->nodes.size(), 1u);
+  EXPECT_EQ(host->nodes[0].name, "aten::mm");
+  // Small and gzip'd files are read into memory.
+  testing::write_text(dir.file("small.json"), host_et_of_size(4096, "x"));
+  auto small = InputText::read(dir.file("small.json"));
+  ASSERT_TRUE(small.ok());
+  EXPECT_FALSE(small->mapped());
+}
+
+// Invalid UTF-8 in a mapped file is repaired in the process's copy, never in the file.
+TEST(FileIo, RepairsMappedTextWithoutTouchingTheFile) {
+  testing::TempDir dir;
+  // The name holds a byte (0xff) that is never valid in UTF-8.
+  const std::string with_bad_byte = host_et_of_size(size_t{1} << 20, "bad\xff byte");
+  testing::write_text(dir.file("bad.json"), with_bad_byte);
+  auto host = load_host_trace(dir.file("bad.json"));
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  EXPECT_TRUE(host->text.mapped());
+  EXPECT_EQ(host->invalid_utf8_bytes, 1u);
+  EXPECT_EQ(host->nodes[0].name, "bad? byte");
+  EXPECT_EQ(testing::read_text(dir.file("bad.json")), with_bad_byte);
 }
 
 }  // namespace
