@@ -340,32 +340,38 @@ uint64_t repair_utf8(char* text, size_t n) {
   return replaced;
 }
 
-simdjson::error_code iterate_document(od::parser& parser, std::string& text, od::document* doc,
-                                      uint64_t* repaired) {
-  auto view = [&text] {
-    return simdjson::padded_string_view(text.data(), text.size(), text.capacity());
-  };
-  auto err = parser.iterate(view()).get(*doc);
+namespace {
+
+// Parses `data` (readable up to `capacity`); on invalid UTF-8, repairs the bytes that
+// `writable()` returns in place, counts them, and parses again.
+template <typename Writable>
+simdjson::error_code iterate_repairing(od::parser& parser, const char* data, size_t size,
+                                       size_t capacity, Writable writable, od::document* doc,
+                                       uint64_t* repaired) {
+  auto err = parser.iterate(simdjson::padded_string_view(data, size, capacity)).get(*doc);
   if (err == simdjson::UTF8_ERROR) {
     // Real traces carry stray bytes in names (HTA #324): repair them in place, count them, go on.
-    *repaired += repair_utf8(text);
-    err = parser.iterate(view()).get(*doc);
+    *repaired += repair_utf8(writable(), size);
+    err = parser.iterate(simdjson::padded_string_view(data, size, capacity)).get(*doc);
   }
   return err;
 }
 
+}  // namespace
+
+simdjson::error_code iterate_document(od::parser& parser, std::string& text, od::document* doc,
+                                      uint64_t* repaired) {
+  return iterate_repairing(
+      parser, text.data(), text.size(), text.capacity(), [&text] { return text.data(); }, doc,
+      repaired);
+}
+
 simdjson::error_code iterate_document(od::parser& parser, InputText& text, od::document* doc,
                                       uint64_t* repaired) {
-  auto view = [&text] {
-    return simdjson::padded_string_view(text.data(), text.size(), text.capacity());
-  };
-  auto err = parser.iterate(view()).get(*doc);
-  if (err == simdjson::UTF8_ERROR) {
-    // As above; a mapped file gets private copies of the pages written.
-    *repaired += repair_utf8(text.mutable_data(), text.size());
-    err = parser.iterate(view()).get(*doc);
-  }
-  return err;
+  // A mapped file gets private copies of the pages written.
+  return iterate_repairing(
+      parser, text.data(), text.size(), text.capacity(), [&text] { return text.mutable_data(); },
+      doc, repaired);
 }
 
 uint64_t locate_document_error(std::string_view text, simdjson::error_code err) {

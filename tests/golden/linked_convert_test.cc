@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -102,12 +103,10 @@ void expect_same(const Both& both, const std::string& what) {
 
 constexpr Compat kModes[] = {Compat::kDefault, Compat::kChakra};
 
-void check_pair(const std::string& host_path, const std::string& device_path,
-                const std::string& name) {
-  auto host = load_host_trace(host_path);
-  ASSERT_TRUE(host.ok()) << host.status().message();
-  auto device = load_device_trace(device_path);
-  ASSERT_TRUE(device.ok()) << device.status().message();
+// Converts both ways in every combination of link and convert compat modes, expects the same
+// results, and hands each result to `more` for further checks.
+void check_all_modes(const HostTrace& host, const DeviceTrace& device, const std::string& name,
+                     const std::function<void(const Both&)>& more = {}) {
   testing::TempDir dir;
   for (Compat link_compat : kModes) {
     for (Compat convert_compat : kModes) {
@@ -115,12 +114,22 @@ void check_pair(const std::string& host_path, const std::string& device_path,
       lo.compat = link_compat;
       ConvertOptions co;
       co.compat = convert_compat;
-      Both both = convert_both_ways(*host, *device, lo, co, dir);
+      Both both = convert_both_ways(host, device, lo, co, dir);
       expect_same(both, name + (link_compat == Compat::kChakra ? " link chakra" : " link default") +
                             (convert_compat == Compat::kChakra ? ", convert chakra"
                                                                : ", convert default"));
+      if (more) more(both);
     }
   }
+}
+
+void check_pair(const std::string& host_path, const std::string& device_path,
+                const std::string& name) {
+  auto host = load_host_trace(host_path);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  auto device = load_device_trace(device_path);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  check_all_modes(*host, *device, name);
 }
 
 TEST(LinkedConvert, RealPairsGiveTheSameEtAsTheEtPlusFile) {
@@ -205,25 +214,15 @@ TEST(LinkedConvert, OverriddenFieldsFollowTheWriter) {
   ASSERT_TRUE(h.ok()) << h.status().message();
   auto d = parse_device_trace("kineto.json", device);
   ASSERT_TRUE(d.ok()) << d.status().message();
-  testing::TempDir dir;
-  for (Compat link_compat : kModes) {
-    for (Compat convert_compat : kModes) {
-      LinkOptions lo;
-      lo.compat = link_compat;
-      ConvertOptions co;
-      co.compat = convert_compat;
-      Both both = convert_both_ways(*h, *d, lo, co, dir);
-      expect_same(both, "hand-made");
-      EXPECT_EQ(both.in_memory.report.input_nodes, 8u);  // 5 host nodes, 3 GPU nodes
-      // Not vacuous: the lone surrogate and the missing lists were counted.
-      EXPECT_GT(both.in_memory.report.stats.count(
-                    "string that is not valid UTF-8 (bytes replaced by '?')"),
-                0u);
-      EXPECT_GT(both.in_memory.report.stats.count(
-                    "node without inputs/outputs lists (written as [])"),
-                1u);
-    }
-  }
+  check_all_modes(*h, *d, "hand-made", [](const Both& both) {
+    EXPECT_EQ(both.in_memory.report.input_nodes, 8u);  // 5 host nodes, 3 GPU nodes
+    // Not vacuous: the lone surrogate and the missing lists were counted.
+    EXPECT_GT(both.in_memory.report.stats.count(
+                  "string that is not valid UTF-8 (bytes replaced by '?')"),
+              0u);
+    EXPECT_GT(both.in_memory.report.stats.count("node without inputs/outputs lists (written as [])"),
+              1u);
+  });
 }
 
 TEST(LinkedConvert, RunWritesTheSameEtAsLinkThenConvert) {
