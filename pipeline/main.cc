@@ -68,7 +68,7 @@ bool malloc_huge_pages() {
 
 // Whether the command will handle enough data for huge pages to pay for a second start (about
 // 5 ms): `run` (a batch), or an argument naming a file of 16 MB or more.
-bool worth_huge_pages(int argc, char** argv) {
+[[maybe_unused]] bool worth_huge_pages(int argc, char** argv) {
   constexpr off_t kBigFile = off_t{16} << 20;
   for (int i = 1; i < argc; ++i) {
     if (std::string_view(argv[i]) == "run") return true;
