@@ -412,10 +412,13 @@ int run_run_command(int argc, char** argv, int first) {
   if (in_memory) {
     hooks.convert_linked = [&](size_t seq, const LinkedRank& linked) -> Status {
       RankRecord& rec = records[record_of_job[seq]];
+      // The device trace is freed before the nodes are read: the converter's nodes hold copies
+      // of what they take from it.
+      LinkedDeviceFacts device = linked_device_facts(linked.device, linked.linked);
+      linked.release_device();
       CF_ASSIGN_OR_RETURN(EtPlusTrace trace,
-                          read_linked_nodes(linked.host, linked.device, linked.linked,
+                          read_linked_nodes(linked.host, std::move(device), linked.linked,
                                             linked.options, convert_options));
-      linked.release_device();  // the converter's nodes hold copies of what they need
       return convert_trace(trace, cfg->et_path(rec.rank), convert_options, &rec.convert);
     };
   } else if (convert) {

@@ -192,16 +192,16 @@ ChakraTrace remove_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& op
   }
   ChakraTrace out;
   out.nodes.reserve(graph.records.size());
-  for (ChakraNodeRecord& r : graph.records) {
+  // In id order (EtPlusTrace order): each node has at most one record, found through its slot.
+  for (uint32_t i = 0; i < n; ++i) {
+    if (graph.slot[i] == kNoNode) continue;
+    ChakraNodeRecord& r = graph.records[graph.slot[i]];
     if (r.data_deps.empty() && !referenced[r.source]) {
       ++out.removed_dangling;
       continue;
     }
     out.nodes.push_back(std::move(r));
   }
-  std::sort(
-      out.nodes.begin(), out.nodes.end(),
-      [](const ChakraNodeRecord& a, const ChakraNodeRecord& b) { return a.source < b.source; });
   if (options.compat == Compat::kDefault) {
     std::vector<uint8_t> kept(n, 0);
     for (const ChakraNodeRecord& r : out.nodes) kept[r.source] = 1;

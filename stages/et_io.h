@@ -79,6 +79,11 @@ class EtWriter {
   void write(const google::protobuf::MessageLite& message);
   // Appends one record whose bytes are already serialized.
   void write_raw(std::string_view serialized);
+  // Appends one record given whole: its length varint, then its bytes.
+  void write_record(std::string_view prefixed) {
+    out_.write(prefixed);
+    ++records_;
+  }
   // Flushes and renames the file into place. Errors name the file.
   Status commit();
 

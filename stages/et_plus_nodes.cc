@@ -87,12 +87,14 @@ bool parse_uint_token(std::string_view token, uint64_t* out) {
 // Protobuf strings must be UTF-8, but an escaped lone surrogate ("\udc80") unescapes to bytes
 // that are not (the loader repairs only raw bytes). Returns `s`, or a copy in `arena` with the bad
 // bytes replaced by '?', counted in `stats`.
+// `where()` names the place for the report (called only for a string that needs repair).
+template <class Where>
 std::string_view valid_utf8(std::string_view s, std::deque<std::string>& arena, LinkStats& stats,
-                            std::string_view where) {
+                            const Where& where) {
   if (simdjson::validate_utf8(s.data(), s.size())) return s;
   std::string& copy = arena.emplace_back(s);
   json::repair_utf8(copy);
-  stats.add("string that is not valid UTF-8 (bytes replaced by '?')", std::string(where));
+  stats.add("string that is not valid UTF-8 (bytes replaced by '?')", std::string(where()));
   return copy;
 }
 
@@ -141,7 +143,10 @@ class NodeReader final : public HostFieldVisitor {
     auto bad = [&](std::string_view what) {
       return node_error(h, fmt::format("\"{}\" {}", key, what));
     };
-    if (key == "ctrl_deps" || key == "parent") {
+    // The most frequent keys first (the branches exclude each other).
+    if (key == "attrs") {
+      CF_RETURN_IF_ERROR(read_attrs(v, h, attrs_));
+    } else if (key == "ctrl_deps" || key == "parent") {
       if (is_null(v)) return Status();
       uint64_t id = 0;
       if (!json::get_uint64(v, &id)) return bad("is not a node id");
@@ -229,8 +234,6 @@ class NodeReader final : public HostFieldVisitor {
       std::string_view str;
       if (!read_string(v, &str)) return bad("is not a string");
       attrs_.op_schema = str;
-    } else if (key == "attrs") {
-      CF_RETURN_IF_ERROR(read_attrs(v, h, attrs_));
     }
     return Status();
   }
@@ -252,7 +255,7 @@ class NodeReader final : public HostFieldVisitor {
     n.pg_name_from_attr = attrs_.pg_name.has_value();
     if (attrs_.collective_name) n.collective_name = *attrs_.collective_name;
     // The strings written to the .et.
-    const std::string where = fmt::format("node {}", n.id);
+    auto where = [&n] { return fmt::format("node {}", n.id); };
     n.name = valid_utf8(n.name, t_.arena, t_.stats, where);
     const std::string_view op_schema = n.op_schema;
     n.op_schema = valid_utf8(n.op_schema, t_.arena, t_.stats, where);
@@ -439,7 +442,7 @@ void read_metadata(const HostTrace& host, EtPlusTrace& t) {
       if (f.value_raw.empty() || f.value_raw.front() != '"') return std::nullopt;
       auto s = json::unescape_literal(f.value_raw, t.arena);
       if (!s) return std::nullopt;
-      return std::string(valid_utf8(*s, t.arena, t.stats, key));
+      return std::string(valid_utf8(*s, t.arena, t.stats, [key] { return key; }));
     };
     if (key == "schema") {
       t.metadata.schema = as_string();
@@ -554,6 +557,11 @@ bool is_process_root_name(std::string_view name) {
 }
 
 uint32_t EtPlusTrace::index_of(uint64_t id) const {
+  // Ids are usually dense (a linked rank's are): try the node where a dense id would be.
+  if (!nodes.empty() && id >= nodes.front().id && id - nodes.front().id < nodes.size()) {
+    const size_t guess = static_cast<size_t>(id - nodes.front().id);
+    if (nodes[guess].id == id) return static_cast<uint32_t>(guess);
+  }
   auto it = std::lower_bound(nodes.begin(), nodes.end(), id,
                              [](const EtPlusNode& n, uint64_t v) { return n.id < v; });
   if (it == nodes.end() || it->id != id) return kNoNode;
@@ -615,26 +623,56 @@ double micros_value(TimeNs ns) {
 
 }  // namespace
 
+LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTrace& linked) {
+  LinkedDeviceFacts f;
+  f.host_op.resize(linked.ops.size());
+  for (size_t i = 0; i < linked.ops.size(); ++i) {
+    const DeviceEventIdx e = linked.ops[i].device_event;
+    if (e.valid()) f.host_op[i] = {device[e].dur, device[e].ts};
+  }
+  std::unordered_map<std::string_view, std::string_view> interned;
+  auto intern = [&](std::string_view s) -> std::string_view {
+    auto it = interned.find(s);
+    if (it != interned.end()) return it->second;
+    std::string_view copy = f.arena.emplace_back(s);
+    interned.emplace(copy, copy);
+    return copy;
+  };
+  f.gpu_op.reserve(linked.gpu_events.size());
+  for (DeviceEventIdx idx : linked.gpu_events) {
+    const DeviceEvent& g = device[idx];
+    LinkedDeviceFacts::GpuOp op;
+    op.name = intern(g.name);
+    if (!g.pg_name.empty() && g.name.find("ncclDevKernel") != std::string_view::npos) {
+      op.pg_name = intern(g.pg_name);
+    }
+    op.dur = g.dur;
+    op.ts = g.ts;
+    op.has_stream = g.has(kHasStream);
+    if (op.has_stream) op.stream = g.stream;
+    f.gpu_op.push_back(op);
+  }
+  return f;
+}
+
 StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace& device,
+                                        const LinkedTrace& linked, const LinkOptions& link_options,
+                                        const ConvertOptions& options) {
+  return read_linked_nodes(host, linked_device_facts(device, linked), linked, link_options,
+                           options);
+}
+
+StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts device,
                                         const LinkedTrace& linked, const LinkOptions& link_options,
                                         const ConvertOptions& options) {
   constexpr std::string_view kNotUtf8 = "string that is not valid UTF-8 (bytes replaced by '?')";
   constexpr std::string_view kNoIo = "node without inputs/outputs lists (written as [])";
   EtPlusTrace t;
   t.path = host.path;
+  t.arena = std::move(device.arena);  // the GPU names and pg_names
   t.nodes.reserve(linked.node_count);
   t.io_text.reserve(host.text.size() / 2);
   NodeReader reader(t);
-  // GPU names and pg_names are copied (once each: kernels repeat), so that the result does not
-  // refer to the device trace.
-  std::unordered_map<std::string_view, std::string_view> interned;
-  auto intern = [&](std::string_view s) -> std::string_view {
-    auto it = interned.find(s);
-    if (it != interned.end()) return it->second;
-    std::string_view copy = t.arena.emplace_back(s);
-    interned.emplace(copy, copy);
-    return copy;
-  };
   const bool default_mode = link_options.compat == Compat::kDefault;
   uint32_t position = 0;      // in the ET+ the writer would write
   size_t gpu_sync_next = 0;   // cursor in linked.gpu_sync_deps (sorted by GPU position)
@@ -656,12 +694,13 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace
   auto end_sync = [&](EtPlusNode& n) {
     n.sync_dep_count = static_cast<uint32_t>(t.sync_dep_ids.size()) - n.sync_dep_begin;
   };
+  EtPlusNode as_read;
   for (uint32_t i = 0; i < host.nodes.size(); ++i) {
     const HostNode& h = host.nodes[i];
     const LinkedHostOp& op = linked.ops[i];
     CF_RETURN_IF_ERROR(reader.read_node(h));
     // The GPU nodes are copies of the host node's text, before the host node's own changes.
-    const EtPlusNode as_read = t.nodes.back();
+    if (op.gpu_begin < op.gpu_end) as_read = t.nodes.back();
     {
       EtPlusNode& n = t.nodes.back();
       n.id = op.new_id;
@@ -676,7 +715,7 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace
         n.has_parent_id = true;
       }
       if (op.device_event.valid()) {
-        const DeviceEvent& e = device[op.device_event];
+        const LinkedDeviceFacts::Timing& e = device.host_op[i];
         set_timing(n, e.dur, op.exclusive, e.ts, op);
       }
       const auto& sync = linked.sync_deps[i];
@@ -687,31 +726,30 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace
       }
     }
     for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
-      const DeviceEvent& g = device[linked.gpu_events[k]];
+      const LinkedDeviceFacts::GpuOp& g = device.gpu_op[k];
       EtPlusNode n = as_read;
       n.id = linked.gpu_new_id(op, k - op.gpu_begin);
       n.file_position = position++;
-      const std::string where = fmt::format("node {}", n.id);
-      n.name = intern(valid_utf8(g.name, t.arena, t.stats, where));
+      auto where = [&n] { return fmt::format("node {}", n.id); };
+      n.name = valid_utf8(g.name, t.arena, t.stats, where);
       n.kind = n.name.find("process_group:init") != std::string_view::npos ? OpKind::kMetadata
                                                                           : OpKind::kGpu;
-      if (n.op_schema_repaired) t.stats.add(std::string(kNotUtf8), where);
+      if (n.op_schema_repaired) t.stats.add(std::string(kNotUtf8), where());
       // The writer's keys: ctrl_deps (the host node), timing, cat, stream, pg_name, sync_dep.
       n.parent_id = op.new_id;
       n.has_parent_id = true;
       n.parent_from_ctrl_deps = true;
       set_timing(n, g.dur, g.dur, g.ts, op);
       n.stream_given = true;
-      if (g.has(kHasStream)) {
+      if (g.has_stream) {
         n.stream = g.stream;
       } else {
         n.has_stream = false;
       }
-      if (!n.pg_name_from_attr && !g.pg_name.empty() &&
-          g.name.find("ncclDevKernel") != std::string_view::npos) {
-        n.pg_name = intern(valid_utf8(g.pg_name, t.arena, t.stats, where));
+      if (!n.pg_name_from_attr && !g.pg_name.empty()) {
+        n.pg_name = valid_utf8(g.pg_name, t.arena, t.stats, where);
       } else if (n.pg_name_repaired) {
-        t.stats.add(std::string(kNotUtf8), where);
+        t.stats.add(std::string(kNotUtf8), where());
       }
       const auto& gpu_sync = linked.gpu_sync_deps;
       if (gpu_sync_next < gpu_sync.size() && gpu_sync[gpu_sync_next].gpu_position == k) {
@@ -722,7 +760,7 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace
         }
         end_sync(n);
       }
-      if (n.io_missing) t.stats.add(std::string(kNoIo), where);
+      if (n.io_missing) t.stats.add(std::string(kNoIo), where());
       t.nodes.push_back(n);
     }
   }

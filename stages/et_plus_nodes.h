@@ -22,8 +22,10 @@
 // not stop the conversion are counted in EtPlusTrace::stats.
 #pragma once
 
+#include <deque>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "stages/convert_model.h"
 #include "stages/link_options.h"
@@ -51,6 +53,31 @@ StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions&
 // examples name the host trace's byte offsets and original ids. `host` must outlive the result
 // (views into its text); `device` and `linked` need not (their strings are copied).
 StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace& device,
+                                        const LinkedTrace& linked, const LinkOptions& link_options,
+                                        const ConvertOptions& options);
+
+// What read_linked_nodes takes from the device trace, copied out of it (GPU names and pg_names
+// interned: kernels repeat), so that the device trace can be freed before the nodes are read.
+struct LinkedDeviceFacts {
+  struct Timing {
+    TimeNs dur = 0;
+    TimeNs ts = 0;
+  };
+  struct GpuOp {
+    std::string_view name;     // unescaped, as in DeviceEvent (not yet checked for UTF-8)
+    std::string_view pg_name;  // empty unless an ncclDevKernel names its process group
+    TimeNs dur = 0;
+    TimeNs ts = 0;
+    int64_t stream = 0;
+    bool has_stream = false;
+  };
+  std::vector<Timing> host_op;  // per LinkedTrace::ops entry (zeros where no device event)
+  std::vector<GpuOp> gpu_op;    // per LinkedTrace::gpu_events entry
+  std::deque<std::string> arena;
+};
+LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTrace& linked);
+// As above, with the device trace's part already taken out.
+StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts device,
                                         const LinkedTrace& linked, const LinkOptions& link_options,
                                         const ConvertOptions& options);
 

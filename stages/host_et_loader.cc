@@ -70,9 +70,13 @@ class HostParser {
       return Status::errorf("{}: byte {}: unexpected content after the top-level object", t_.path,
                             json::current_offset(doc, text_));
     }
+    return Status();
+  }
+
+  // After the parser is gone (its structural index is as large as the text): layout, id order.
+  Status finish() {
     t_.layout = detect_layout();
-    std::stable_sort(t_.nodes.begin(), t_.nodes.end(),
-                     [](const HostNode& a, const HostNode& b) { return a.id < b.id; });
+    sort_nodes_by_id();
     for (size_t i = 1; i < t_.nodes.size(); ++i) {
       if (t_.nodes[i].id == t_.nodes[i - 1].id) {
         return Status::errorf("{}: duplicate node id {} (nodes at byte {} and byte {})", t_.path,
@@ -84,6 +88,21 @@ class HostParser {
 
  private:
   const char* end() const { return text_.data() + text_.size(); }
+
+  // Id order, file order among equal ids (reported as duplicates next). PyTorch writes children
+  // before their parents: the (id, position) keys are sorted, and then the nodes moved once.
+  void sort_nodes_by_id() {
+    std::vector<HostNode>& nodes = t_.nodes;
+    auto by_id = [](const HostNode& a, const HostNode& b) { return a.id < b.id; };
+    if (std::is_sorted(nodes.begin(), nodes.end(), by_id)) return;
+    std::vector<std::pair<uint64_t, uint32_t>> keys(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) keys[i] = {nodes[i].id, static_cast<uint32_t>(i)};
+    std::stable_sort(keys.begin(), keys.end());  // a merge sort: no bad cases
+    std::vector<HostNode> sorted;
+    sorted.reserve(nodes.size());
+    for (const auto& key : keys) sorted.push_back(std::move(nodes[key.second]));
+    nodes = std::move(sorted);
+  }
 
   // The iterator cannot be asked where it is once it has failed: errors name the start of the
   // element being read (last_offset_), which is where the user should look.
@@ -312,7 +331,9 @@ StatusOr<HostTrace> parse_host_text(std::string path, InputText text, HostFieldV
   HostTrace trace;
   trace.path = std::move(path);
   trace.text = std::move(text);
-  CF_RETURN_IF_ERROR(HostParser(trace, fields).parse());
+  HostParser parser(trace, fields);
+  CF_RETURN_IF_ERROR(parser.parse());
+  CF_RETURN_IF_ERROR(parser.finish());
   return trace;
 }
 

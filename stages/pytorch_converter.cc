@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <unordered_map>
 
@@ -301,10 +302,12 @@ namespace {
 
 // Protocol buffers wire format, written directly: what fill_node + SerializeToString give, byte
 // for byte (fields in number order; proto3 scalars only when not zero, oneof members and
-// sub-messages whenever set), without building a message per node.
+// sub-messages whenever set), without building a message per node. The encoder writes through a
+// raw pointer into a buffer sized beforehand to an upper bound of the node's size.
 namespace wire {
 
 constexpr uint32_t kVarint = 0, kLength = 2;
+constexpr size_t kMaxVarint = 10;
 
 size_t varint_size(uint64_t v) {
   size_t n = 1;
@@ -314,115 +317,156 @@ size_t varint_size(uint64_t v) {
   }
   return n;
 }
-void tag(std::string& out, uint32_t field, uint32_t type) { append_varint(out, (field << 3) | type); }
-size_t tag_size(uint32_t field) { return varint_size(field << 3); }
-void bytes(std::string& out, uint32_t field, std::string_view s) {
-  tag(out, field, kLength);
-  append_varint(out, s.size());
-  out.append(s);
+inline char* varint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>((v & 0x7F) | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
 }
-size_t bytes_size(uint32_t field, std::string_view s) {
-  return tag_size(field) + varint_size(s.size()) + s.size();
+// Field numbers here are below 16: a tag is one byte.
+inline char* tag(char* p, uint32_t field, uint32_t type) {
+  *p++ = static_cast<char>((field << 3) | type);
+  return p;
 }
+constexpr size_t kTagSize = 1;
+inline char* bytes(char* p, uint32_t field, std::string_view s) {
+  p = tag(p, field, kLength);
+  p = varint(p, s.size());
+  std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+size_t bytes_size(std::string_view s) { return kTagSize + varint_size(s.size()) + s.size(); }
 // int32 and int64 values: negative ones as 64-bit two's complement (10 bytes), as protobuf does.
 uint64_t signed_bits(int64_t v) { return static_cast<uint64_t>(v); }
 
 // AttributeProto fields.
 constexpr uint32_t kAttrName = 1, kInt32Val = 7, kInt64Val = 9, kBoolVal = 27, kStringVal = 29;
 constexpr uint32_t kNodeAttr = 10;
+// Bytes an attribute takes besides its name and string value: tags and length prefixes.
+constexpr size_t kAttrOverhead = 1 + 5 + 1 + 5 + 2 + kMaxVarint;
 
-void attr_header(std::string& out, std::string_view name, size_t value_size) {
-  tag(out, kNodeAttr, kLength);
-  append_varint(out, bytes_size(kAttrName, name) + value_size);
-  bytes(out, kAttrName, name);
+inline char* attr_header(char* p, std::string_view name, size_t value_size) {
+  p = tag(p, kNodeAttr, kLength);
+  p = varint(p, bytes_size(name) + value_size);
+  return bytes(p, kAttrName, name);
 }
-void attr_varint(std::string& out, std::string_view name, uint32_t field, uint64_t v) {
-  attr_header(out, name, tag_size(field) + varint_size(v));
-  tag(out, field, kVarint);
-  append_varint(out, v);
+// The value's tag: two bytes for field numbers 16 and above.
+inline char* value_tag(char* p, uint32_t field, uint32_t type) { return varint(p, (field << 3) | type); }
+inline char* attr_varint(char* p, std::string_view name, uint32_t field, uint64_t v) {
+  p = attr_header(p, name, varint_size(field << 3) + varint_size(v));
+  p = value_tag(p, field, kVarint);
+  return varint(p, v);
 }
-void attr_string(std::string& out, std::string_view name, std::string_view v) {
-  attr_header(out, name, bytes_size(kStringVal, v));
-  bytes(out, kStringVal, v);
+inline char* attr_string(char* p, std::string_view name, std::string_view v) {
+  const size_t value_size = varint_size(kStringVal << 3) + varint_size(v.size()) + v.size();
+  p = attr_header(p, name, value_size);
+  p = value_tag(p, kStringVal, kLength);
+  p = varint(p, v.size());
+  std::memcpy(p, v.data(), v.size());
+  return p + v.size();
 }
 
 // IOInfo {values = 1, shapes = 2, types = 3}: written even when empty (mutable_inputs()).
-void io_info(std::string& out, uint32_t field, std::string_view values, std::string_view shapes,
-             std::string_view types) {
+inline char* io_info(char* p, uint32_t field, const std::string_view (&s)[3]) {
   size_t size = 0;
-  uint32_t k = 1;
-  for (std::string_view s : {values, shapes, types}) {
-    if (!s.empty()) size += bytes_size(k, s);
-    ++k;
+  for (std::string_view v : s) {
+    if (!v.empty()) size += bytes_size(v);
   }
-  tag(out, field, kLength);
-  append_varint(out, size);
-  k = 1;
-  for (std::string_view s : {values, shapes, types}) {
-    if (!s.empty()) bytes(out, k, s);
-    ++k;
+  p = tag(p, field, kLength);
+  p = varint(p, size);
+  for (uint32_t k = 0; k < 3; ++k) {
+    if (!s[k].empty()) p = bytes(p, k + 1, s[k]);
   }
+  return p;
 }
 
 }  // namespace wire
 
-}  // namespace
+// An upper bound of the size of the node's encoding.
+size_t node_size_bound(const EtPlusTrace& t, const ChakraNodeRecord& rec) {
+  const EtPlusNode& src = t.nodes[rec.source];
+  constexpr size_t kStringOverhead = 1 + 5;  // a tag and a length
+  size_t bound = 4 * (1 + wire::kMaxVarint)                    // id, type, start, duration
+                 + 2 * (1 + 5) + 1 + 5 + wire::kMaxVarint       // IOInfo headers, ctrl_deps
+                 + 1 + 5 + rec.data_deps.size() * wire::kMaxVarint  // data_deps
+                 + kStringOverhead + src.name.size()            //
+                 + 15 * (wire::kAttrOverhead + 16)              // attributes (names below 16)
+                 + src.op_schema.size() + rec.pg_name.size() + 2 * kStringOverhead;
+  for (int f = 0; f < kIoFieldCount; ++f) bound += kStringOverhead + src.io_len[f];
+  return bound;
+}
 
-void encode_node(const EtPlusTrace& t, const ChakraNodeRecord& rec, std::string& out) {
-  out.clear();
+// Writes the node's encoding at `p` (node_size_bound bytes available); returns its end.
+char* encode_node_at(const EtPlusTrace& t, const ChakraNodeRecord& rec, char* p) {
+  using namespace wire;
   const EtPlusNode& src = t.nodes[rec.source];
   if (src.id != 0) {
-    wire::tag(out, 1, wire::kVarint);
-    append_varint(out, src.id);
+    p = tag(p, 1, kVarint);
+    p = varint(p, src.id);
   }
-  if (!src.name.empty()) wire::bytes(out, 2, src.name);
+  if (!src.name.empty()) p = bytes(p, 2, src.name);
   if (rec.type != ChakraNodeType::kInvalid) {
-    wire::tag(out, 3, wire::kVarint);
-    append_varint(out, static_cast<uint64_t>(rec.type));
+    p = tag(p, 3, kVarint);
+    p = varint(p, static_cast<uint64_t>(rec.type));
   }
   if (rec.ctrl_dep != kNoNode) {  // packed repeated uint64
     const uint64_t id = t.nodes[rec.ctrl_dep].id;
-    wire::tag(out, 4, wire::kLength);
-    append_varint(out, wire::varint_size(id));
-    append_varint(out, id);
+    p = tag(p, 4, kLength);
+    p = varint(p, varint_size(id));
+    p = varint(p, id);
   }
   if (!rec.data_deps.empty()) {
     size_t size = 0;
-    for (uint32_t d : rec.data_deps) size += wire::varint_size(t.nodes[d].id);
-    wire::tag(out, 5, wire::kLength);
-    append_varint(out, size);
-    for (uint32_t d : rec.data_deps) append_varint(out, t.nodes[d].id);
+    for (uint32_t d : rec.data_deps) size += varint_size(t.nodes[d].id);
+    p = tag(p, 5, kLength);
+    p = varint(p, size);
+    for (uint32_t d : rec.data_deps) p = varint(p, t.nodes[d].id);
   }
   if (rec.start_time_micros && *rec.start_time_micros != 0) {
-    wire::tag(out, 6, wire::kVarint);
-    append_varint(out, *rec.start_time_micros);
+    p = tag(p, 6, kVarint);
+    p = varint(p, *rec.start_time_micros);
   }
   if (rec.duration_micros != 0) {
-    wire::tag(out, 7, wire::kVarint);
-    append_varint(out, rec.duration_micros);
+    p = tag(p, 7, kVarint);
+    p = varint(p, rec.duration_micros);
   }
-  wire::io_info(out, 8, t.io(src, kInValues), t.io(src, kInShapes), t.io(src, kInTypes));
-  wire::io_info(out, 9, t.io(src, kOutValues), t.io(src, kOutShapes), t.io(src, kOutTypes));
-  using wire::signed_bits;
-  wire::attr_varint(out, "rf_id", wire::kInt64Val, signed_bits(src.rf_id));
-  wire::attr_varint(out, "fw_parent", wire::kInt64Val, signed_bits(src.fw_parent));
-  wire::attr_varint(out, "seq_id", wire::kInt64Val, signed_bits(src.seq_id));
-  wire::attr_varint(out, "scope", wire::kInt64Val, signed_bits(src.scope));
-  wire::attr_varint(out, "tid", wire::kInt64Val, signed_bits(src.tid));
-  wire::attr_varint(out, "fw_tid", wire::kInt64Val, signed_bits(src.fw_tid));
-  wire::attr_string(out, "op_schema", src.op_schema);
-  wire::attr_varint(out, "is_cpu_op", wire::kBoolVal, rec.is_cpu_op ? 1 : 0);
-  if (rec.stream) wire::attr_varint(out, "stream", wire::kInt64Val, signed_bits(*rec.stream));
+  // The six IOInfo strings lie one after another in io_text.
+  std::string_view io[kIoFieldCount];
+  const char* at = t.io_text.data() + src.io_offset;
+  for (int f = 0; f < kIoFieldCount; ++f) {
+    io[f] = std::string_view(at, src.io_len[f]);
+    at += src.io_len[f];
+  }
+  p = io_info(p, 8, {io[kInValues], io[kInShapes], io[kInTypes]});
+  p = io_info(p, 9, {io[kOutValues], io[kOutShapes], io[kOutTypes]});
+  p = attr_varint(p, "rf_id", kInt64Val, signed_bits(src.rf_id));
+  p = attr_varint(p, "fw_parent", kInt64Val, signed_bits(src.fw_parent));
+  p = attr_varint(p, "seq_id", kInt64Val, signed_bits(src.seq_id));
+  p = attr_varint(p, "scope", kInt64Val, signed_bits(src.scope));
+  p = attr_varint(p, "tid", kInt64Val, signed_bits(src.tid));
+  p = attr_varint(p, "fw_tid", kInt64Val, signed_bits(src.fw_tid));
+  p = attr_string(p, "op_schema", src.op_schema);
+  p = attr_varint(p, "is_cpu_op", kBoolVal, rec.is_cpu_op ? 1 : 0);
+  if (rec.stream) p = attr_varint(p, "stream", kInt64Val, signed_bits(*rec.stream));
   if (rec.type == ChakraNodeType::kCommColl && rec.comm_type) {
-    wire::attr_varint(out, "comm_type", wire::kInt64Val, static_cast<uint64_t>(*rec.comm_type));
+    p = attr_varint(p, "comm_type", kInt64Val, static_cast<uint64_t>(*rec.comm_type));
   }
-  if (rec.comm_size) {
-    wire::attr_varint(out, "comm_size", wire::kInt64Val, signed_bits(*rec.comm_size));
-  }
-  if (!rec.pg_name.empty()) wire::attr_string(out, "pg_name", rec.pg_name);
-  if (rec.comm_src) wire::attr_varint(out, "comm_src", wire::kInt32Val, signed_bits(*rec.comm_src));
-  if (rec.comm_dst) wire::attr_varint(out, "comm_dst", wire::kInt32Val, signed_bits(*rec.comm_dst));
-  if (rec.comm_tag) wire::attr_varint(out, "comm_tag", wire::kInt32Val, signed_bits(*rec.comm_tag));
+  if (rec.comm_size) p = attr_varint(p, "comm_size", kInt64Val, signed_bits(*rec.comm_size));
+  if (!rec.pg_name.empty()) p = attr_string(p, "pg_name", rec.pg_name);
+  if (rec.comm_src) p = attr_varint(p, "comm_src", kInt32Val, signed_bits(*rec.comm_src));
+  if (rec.comm_dst) p = attr_varint(p, "comm_dst", kInt32Val, signed_bits(*rec.comm_dst));
+  if (rec.comm_tag) p = attr_varint(p, "comm_tag", kInt32Val, signed_bits(*rec.comm_tag));
+  return p;
+}
+
+}  // namespace
+
+void encode_node(const EtPlusTrace& t, const ChakraNodeRecord& rec, std::string& out) {
+  out.resize(node_size_bound(t, rec));
+  char* end = encode_node_at(t, rec, out.data());
+  out.resize(static_cast<size_t>(end - out.data()));
 }
 
 Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
@@ -430,10 +474,19 @@ Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
   pb::GlobalMetadata md;
   fill_global_metadata(t, options, &md);
   writer.write(md);
-  std::string node;
+  // Each record: its length (a varint of at most 5 bytes, records being below 2 GiB), then the
+  // node, encoded after 5 bytes left for the length and moved up against it.
+  std::string record;
   for (const ChakraNodeRecord& rec : chakra.nodes) {
-    encode_node(t, rec, node);
-    writer.write_raw(node);
+    constexpr size_t kPrefix = 5;
+    const size_t bound = kPrefix + node_size_bound(t, rec);
+    if (record.size() < bound) record.resize(std::max(bound, 2 * record.size()));
+    char* body = record.data() + kPrefix;
+    const size_t size = static_cast<size_t>(encode_node_at(t, rec, body) - body);
+    const size_t prefix = wire::varint_size(size);
+    char* start = body - prefix;
+    wire::varint(start, size);
+    writer.write_record(std::string_view(start, prefix + size));
   }
   return Status();
 }

@@ -15,6 +15,7 @@
 #include "proto/et_def.pb.h"
 #include "stages/device_trace_loader.h"
 #include "stages/et_plus_nodes.h"
+#include "stages/et_io.h"
 #include "stages/et_plus_writer.h"
 #include "stages/file_io.h"
 #include "stages/host_et_loader.h"
@@ -37,6 +38,25 @@ struct Both {
   Converted via_file;   // write_et_plus → load_et_plus → convert
   Converted in_memory;  // read_linked_nodes → convert
 };
+
+// The node records of the .et at `path` (the records after the GlobalMetadata) are `expected`.
+void expect_node_records(const std::string& path, const std::vector<std::string>& expected) {
+  auto reader = EtReader::open(path);
+  ASSERT_TRUE(reader.ok()) << reader.status().message();
+  std::string_view record;
+  auto have = reader->next_raw(&record);  // GlobalMetadata
+  ASSERT_TRUE(have.ok() && *have);
+  size_t records = 0, differ = 0;
+  while (true) {
+    have = reader->next_raw(&record);
+    ASSERT_TRUE(have.ok()) << have.status().message();
+    if (!*have) break;
+    differ += records >= expected.size() || record != expected[records];
+    ++records;
+  }
+  EXPECT_EQ(records, expected.size());
+  EXPECT_EQ(differ, 0u) << "records written unlike protobuf's";
+}
 
 Both convert_both_ways(const HostTrace& host, const DeviceTrace& device,
                        const LinkOptions& link_options, const ConvertOptions& convert_options,
@@ -71,12 +91,16 @@ Both convert_both_ways(const HostTrace& host, const DeviceTrace& device,
     std::string encoded;
     ChakraProtoMsg::Node node;
     size_t differ = 0;
+    std::vector<std::string> expected;  // the node records protobuf would write
     for (const ChakraNodeRecord& rec : chakra->nodes) {
       fill_node(*trace, rec, &node);
       encode_node(*trace, rec, encoded);
-      differ += encoded != node.SerializeAsString();
+      expected.push_back(node.SerializeAsString());
+      differ += encoded != expected.back();
     }
     EXPECT_EQ(differ, 0u) << "nodes encoded unlike protobuf";
+    // The file's records (after the metadata) are those, framed by their lengths.
+    expect_node_records(dir.file("memory.et"), expected);
   }
   out.in_memory.et = testing::read_text(dir.file("memory.et"));
   return out;
