@@ -149,23 +149,31 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
     }
   }
 
-  // GPU ops chained per (device, stream) in start-time order.
-  std::vector<uint32_t> gpu;
+  // GPU ops chained per (device, stream) in start-time order. The keys are copied out of the
+  // nodes so that the sort does not wander over them.
+  struct GpuKey {
+    int64_t device;
+    int64_t stream;
+    double ts;
+    uint32_t index;
+  };
+  std::vector<GpuKey> keys;
   for (const ChakraNodeRecord& rec : graph.records) {
     const EtPlusNode& node = t.nodes[rec.source];
     if (node.kind == OpKind::kGpu && reached[rec.source] && node.stream_given && node.has_stream &&
         node.has_ts) {
-      gpu.push_back(rec.source);
+      keys.push_back({node.device, node.stream, node.ts, rec.source});
     }
   }
-  std::sort(gpu.begin(), gpu.end(), [&](uint32_t a, uint32_t b) {
-    const EtPlusNode& x = t.nodes[a];
-    const EtPlusNode& y = t.nodes[b];
+  std::sort(keys.begin(), keys.end(), [](const GpuKey& x, const GpuKey& y) {
     if (x.device != y.device) return x.device < y.device;
     if (x.stream != y.stream) return x.stream < y.stream;
     if (x.ts != y.ts) return x.ts < y.ts;
-    return a < b;
+    return x.index < y.index;
   });
+  std::vector<uint32_t> gpu(keys.size());
+  for (size_t k = 0; k < keys.size(); ++k) gpu[k] = keys[k].index;
+  keys = {};
   for (size_t k = 1; k < gpu.size(); ++k) {
     const EtPlusNode& prev = t.nodes[gpu[k - 1]];
     const EtPlusNode& cur = t.nodes[gpu[k]];
