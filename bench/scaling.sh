@@ -49,6 +49,7 @@ for s in "${scales[@]}"; do
   bytes=$(( $(stat -c %s "$host") + $(stat -c %s "$dev") ))
   reps=$(( bytes < 200000000 ? 200000000 / bytes : 1 ))  # at least 200 MB of input per point
   [ "$reps" -le 20 ] || reps=20
+  [ "$reps" -ge 3 ] || reps=3  # a shared VM disturbs single runs by 10-20%
   read -r link_wall link_s link_rss < <(measure_avg "$reps" "$work/link$s" "$bin" link --threads 1 --log-level ERROR \
       --chakra-host-trace "$host" --chakra-device-trace "$dev" --output-file "$work/s$s/et_plus.json")
   conv_wall=0; conv_s=0; conv_rss=0
