@@ -20,7 +20,8 @@ set grid
 set key top left
 set xlabel "input JSON per rank (MB)"
 set ylabel "MB of input per CPU second"
-set yrange [0:*]
+set yrange [0:450]
+set key top right
 plot "$tsv" using (\$2/1e6):10 with linespoints lw 3 title "run: link + convert (in memory)", \
      "$tsv" using (\$2/1e6):(\$2/1e6/\$3) with linespoints lw 2 title "link (ET+ file)", \
      "$tsv" using (\$2/1e6):(\$2/1e6/\$4) with linespoints lw 2 title "convert (ET+ file)", \
@@ -28,6 +29,7 @@ plot "$tsv" using (\$2/1e6):10 with linespoints lw 3 title "run: link + convert 
      300 with lines dt 2 lc rgb "gray" title "target 300 MB/s"
 set ylabel "peak RSS / input size"
 set yrange [0:*]
+set key top right
 plot "$tsv" using (\$2/1e6):(\$9*1024/\$2) with linespoints lw 3 title "run: link + convert", \
      "$tsv" using (\$2/1e6):(\$5*1024/\$2) with linespoints lw 2 title "link", \
      "$tsv" using (\$2/1e6):(\$6*1024/\$2) with linespoints lw 2 title "convert", \
