@@ -331,11 +331,15 @@ inline char* tag(char* p, uint32_t field, uint32_t type) {
   return p;
 }
 constexpr size_t kTagSize = 1;
+// An empty view may have no data pointer, which memcpy must not be given.
+inline char* copy(char* p, std::string_view s) {
+  if (!s.empty()) std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
 inline char* bytes(char* p, uint32_t field, std::string_view s) {
   p = tag(p, field, kLength);
   p = varint(p, s.size());
-  std::memcpy(p, s.data(), s.size());
-  return p + s.size();
+  return copy(p, s);
 }
 size_t bytes_size(std::string_view s) { return kTagSize + varint_size(s.size()) + s.size(); }
 // int32 and int64 values: negative ones as 64-bit two's complement (10 bytes), as protobuf does.
@@ -364,8 +368,7 @@ inline char* attr_string(char* p, std::string_view name, std::string_view v) {
   p = attr_header(p, name, value_size);
   p = value_tag(p, kStringVal, kLength);
   p = varint(p, v.size());
-  std::memcpy(p, v.data(), v.size());
-  return p + v.size();
+  return copy(p, v);
 }
 
 // IOInfo {values = 1, shapes = 2, types = 3}: written even when empty (mutable_inputs()).
