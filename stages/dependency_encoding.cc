@@ -171,21 +171,20 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
     if (x.ts != y.ts) return x.ts < y.ts;
     return x.index < y.index;
   });
-  std::vector<uint32_t> gpu(keys.size());
-  for (size_t k = 0; k < keys.size(); ++k) gpu[k] = keys[k].index;
-  keys = {};
-  for (size_t k = 1; k < gpu.size(); ++k) {
-    const EtPlusNode& prev = t.nodes[gpu[k - 1]];
-    const EtPlusNode& cur = t.nodes[gpu[k]];
-    if (prev.device != cur.device || prev.stream != cur.stream) continue;
-    if (!can_depend(gpu[k], gpu[k - 1])) {
+  for (size_t k = 1; k < keys.size(); ++k) {
+    const GpuKey& prev_key = keys[k - 1];
+    const GpuKey& cur_key = keys[k];
+    if (prev_key.device != cur_key.device || prev_key.stream != cur_key.stream) continue;
+    const EtPlusNode& prev = t.nodes[prev_key.index];
+    const EtPlusNode& cur = t.nodes[cur_key.index];
+    if (!can_depend(cur_key.index, prev_key.index)) {
       stats.add("GPU op launched before the previous op of its stream (stream edge skipped)",
                 fmt::format("node {} after {}", cur.id, prev.id));
       continue;
     }
-    ChakraNodeRecord& rec = *graph.record_of(gpu[k]);
+    ChakraNodeRecord& rec = *graph.record_of(cur_key.index);
     const size_t before = rec.data_deps.size();
-    add_dep(rec, gpu[k - 1]);
+    add_dep(rec, prev_key.index);
     result.gpu_stream_edges += rec.data_deps.size() - before;
   }
   if (out != nullptr) *out = result;
