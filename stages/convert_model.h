@@ -56,31 +56,19 @@ enum IoField : uint8_t {
   kIoFieldCount
 };
 
+// Fields are ordered by size (no padding): a linked rank holds one per host node and GPU op.
 struct EtPlusNode {
   uint64_t id = 0;
-  std::string_view name;
-  OpKind kind = OpKind::kCpu;
-
   // The parent (caller) as read: `ctrl_deps`, else the flat layout's `parent`.
   uint64_t parent_id = 0;
-  bool has_parent_id = false;
-  bool parent_from_ctrl_deps = false;
-  // The parent after resolution (index into EtPlusTrace::nodes); kNoNode when it is missing, or
-  // is the node itself (the process root).
-  uint32_t parent = kNoNode;
 
   // Node-level fields of ET+ (after attrs overrode them, in Chakra mode).
   double exclusive_dur = 0;  // µs
   double inclusive_dur = 0;  // µs (the measured step's end, stages/pytorch_converter.h)
   double ts = 0;             // µs
-  bool has_ts = false;
   uint64_t inter_thread_dep = 0;  // 0 = none (Chakra tests truthiness)
   int64_t stream = 0;
-  bool has_stream = true;     // false when "stream" is null; absent means 0 (Chakra's default)
-  bool stream_given = false;  // "stream" was present in the node (not Chakra's default)
-  int64_t device = -1;        // "device", when the node has one (GPU nodes of some linkers)
-  std::string_view pg_name;   // node-level pg_name, or the pg_name attr
-  uint32_t sync_dep_begin = 0, sync_dep_count = 0;  // into EtPlusTrace::sync_dep_ids
+  int64_t device = -1;  // "device", when the node has one (GPU nodes of some linkers)
 
   // Attributes copied into every Chakra node.
   int64_t rf_id = 0;
@@ -89,27 +77,40 @@ struct EtPlusNode {
   int64_t scope = 0;
   int64_t tid = 0;
   int64_t fw_tid = 0;
+
+  // The IOInfo strings: io_text[io_offset + ...], lengths in io_len.
+  uint64_t io_offset = 0;
+  uint64_t byte_offset = 0;  // of the node object in the input (decompressed)
+
+  std::string_view name;
+  std::string_view pg_name;  // node-level pg_name, or the pg_name attr
   std::string_view op_schema;
   std::string_view collective_name;  // the attr of record_param_comms (schema 1.1.0+), if any
-
   // Raw JSON of inputs.values and inputs.types (flat layout: inputs and input_types), for
   // comm_size and point-to-point peers. Views into the HostTrace text.
   std::string_view inputs_values_raw;
   std::string_view inputs_types_raw;
 
-  // The IOInfo strings: io_text[io_offset + ...], lengths in io_len.
-  uint64_t io_offset = 0;
+  // The parent after resolution (index into EtPlusTrace::nodes); kNoNode when it is missing, or
+  // is the node itself (the process root).
+  uint32_t parent = kNoNode;
+  uint32_t sync_dep_begin = 0, sync_dep_count = 0;  // into EtPlusTrace::sync_dep_ids
   uint32_t io_len[kIoFieldCount] = {};
-
-  uint64_t byte_offset = 0;    // of the node object in the input (decompressed)
   uint32_t file_position = 0;  // position of the node in the input's "nodes" array
 
+  OpKind kind = OpKind::kCpu;
+  bool has_parent_id = false;
+  bool parent_from_ctrl_deps = false;
+  bool has_ts = false;
+  bool has_stream = true;     // false when "stream" is null; absent means 0 (Chakra's default)
+  bool stream_given = false;  // "stream" was present in the node (not Chakra's default)
   // How the fields were read, for the GPU nodes read_linked_nodes derives from a host node.
   bool pg_name_from_attr = false;   // pg_name came from the pg_name attr
   bool io_missing = false;          // an inputs/outputs list was missing (written as [])
   bool op_schema_repaired = false;  // op_schema was not valid UTF-8 (bytes replaced)
   bool pg_name_repaired = false;    // so was pg_name
 };
+static_assert(sizeof(EtPlusNode) <= 280, "EtPlusNode grew: keep its fields ordered by size");
 
 struct EtPlusMetadata {
   std::optional<std::string> schema;

@@ -97,7 +97,11 @@ class DeviceParser {
         DeviceEvent e;
         e.byte_offset = last_offset_;
         CF_RETURN_IF_ERROR(parse_event(doc, obj, index, e));
-        t_.events.push_back(e);
+        if (e.cat == DeviceCategory::kAc2g) {
+          ++t_.flow_events;  // checked, counted, not kept: no stage reads them
+        } else {
+          t_.events.push_back(e);
+        }
         ++index;
       }
     }
@@ -179,11 +183,7 @@ class DeviceParser {
       }
       return event_error(e, index, fmt::format("\"{}\" is not a number", what));
     }
-    std::string_view token = v.raw_json_token();
-    while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
-                              token.back() == '\t')) {
-      token.remove_suffix(1);
-    }
+    const std::string_view token = json::token(v);
     if (!json::parse_micros_as_ns(token, out, fractional)) {
       return event_error(
           e, index,
@@ -229,8 +229,6 @@ class DeviceParser {
         if (read_id(v, &e.tid)) e.flags |= kHasTid;
       } else if (key == "pid") {
         read_id(v, &e.pid);
-      } else if (key == "id") {
-        if (read_id(v, &e.flow_id)) e.flags |= kHasFlowId;
       } else if (key == "args") {
         const char* args_start = nullptr;
         od::object args;

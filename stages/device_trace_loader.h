@@ -1,10 +1,12 @@
 // Stage 2: the device trace (Kineto Chrome JSON) loader.
 //
 // Reads traceEvents into DeviceEvent records: cpu_op, user_annotation, cuda_runtime, cuda_driver,
-// kernel, gpu_memcpy, gpu_memset and ac2g events, with ts/dur kept at nanosecond resolution, and
+// kernel, gpu_memcpy, gpu_memset and other events, with ts/dur kept at nanosecond resolution, and
 // the args the linker needs (External id, correlation, stream, device, Record function id,
 // Process Group Name). Capitalised 2021-era categories ("Operator", "Kernel", "Runtime", ...)
-// are accepted. Builds the per-role index lists sorted by (ts, file order).
+// are accepted. Builds the per-role index lists sorted by (ts, file order). The ac2g flow events
+// (a third of a trace's events: one start and one end per launch) are checked like the others and
+// counted, but not kept: no stage reads them (launches are correlated by their args).
 #pragma once
 
 #include <string>

@@ -323,11 +323,7 @@ class NodeReader final : public HostFieldVisitor {
 
   // A JSON string value (unescaped), as a view into the trace text or t_.arena.
   bool read_string(od::value v, std::string_view* out) {
-    std::string_view literal = v.raw_json_token();
-    while (!literal.empty() && (literal.back() == ' ' || literal.back() == '\n' ||
-                                literal.back() == '\r' || literal.back() == '\t')) {
-      literal.remove_suffix(1);
-    }
+    const std::string_view literal = json::token(v);
     if (literal.size() < 2 || literal.front() != '"' || literal.back() != '"') return false;
     // Consume the value: the parser skips a value left unread without checking what follows
     // (`"op_schema": "a": 1` would pass for a key and its value).

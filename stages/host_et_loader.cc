@@ -178,7 +178,7 @@ class HostParser {
                                                      : std::string_view();
       od::value v = field.value();
       if (key == "id") {
-        std::string_view token = trimmed_token(v);
+        std::string_view token = json::token(v);
         if (!json::get_uint64(v, &n.id))
           return node_error(n, index, "\"id\" is not a non-negative integer");
         n.id_value = span_of(start, token);
@@ -191,7 +191,7 @@ class HostParser {
       } else if (visitor_ != nullptr) {
         CF_RETURN_IF_ERROR(visitor_->field(n, key, v));
       } else if (key == "ctrl_deps" || key == "parent") {
-        std::string_view token = trimmed_token(v);
+        std::string_view token = json::token(v);
         od::json_type type;
         if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) continue;
         if (!json::get_uint64(v, &n.parent)) {
@@ -217,15 +217,6 @@ class HostParser {
     n.raw = std::string_view(start, static_cast<size_t>(after - start));
     if (visitor_ != nullptr) return visitor_->end_node(n);
     return Status();
-  }
-
-  static std::string_view trimmed_token(od::value& v) {
-    std::string_view t = v.raw_json_token();
-    while (!t.empty() &&
-           (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) {
-      t.remove_suffix(1);
-    }
-    return t;
   }
 
   Status read_string(od::document& doc, od::value v, const HostNode& n, size_t index,

@@ -191,6 +191,15 @@ void append_int(std::string& out, int64_t v) {
   out.append(tmp, static_cast<size_t>(r.ptr - tmp));
 }
 
+std::string_view token(od::value& v) {
+  std::string_view t = v.raw_json_token();
+  while (!t.empty() &&
+         (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) {
+    t.remove_suffix(1);
+  }
+  return t;
+}
+
 simdjson::simdjson_result<std::string_view> raw_value(od::value v) {
   od::json_type type;
   auto err = v.type().get(type);
@@ -205,18 +214,14 @@ simdjson::simdjson_result<std::string_view> raw_value(od::value v) {
     if ((err = v.get_array().get(a))) return err;
     return a.raw_json();
   }
-  std::string_view token = v.raw_json_token();
-  while (!token.empty() && (token.back() == ' ' || token.back() == '\n' || token.back() == '\r' ||
-                            token.back() == '\t')) {
-    token.remove_suffix(1);
-  }
+  std::string_view text = token(v);
   // Consume a string: the parser skips a string left unread as if it were a key when a ':'
   // follows, so `"a": "b": 1` would pass unnoticed. (Other scalars are skipped safely.)
   if (type == od::json_type::string) {
     od::raw_json_string consumed;
     if ((err = v.get_raw_json_string().get(consumed))) return err;
   }
-  return token;
+  return text;
 }
 
 bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional) {

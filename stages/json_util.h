@@ -41,6 +41,10 @@ void append_minified(std::string& out, std::string_view s);
 void append_uint(std::string& out, uint64_t v);
 void append_int(std::string& out, int64_t v);
 
+// The text of the scalar token at `v` (a number, string literal with quotes, true, false or null),
+// trailing whitespace removed. Does not consume `v`.
+std::string_view token(od::value& v);
+
 // Raw text of the value `v` (object, array or scalar), trailing whitespace removed. Consumes `v`.
 simdjson::simdjson_result<std::string_view> raw_value(od::value v);
 

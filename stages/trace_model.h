@@ -22,7 +22,7 @@
 namespace chakraflow {
 
 // ---------- typed ids ----------
-// Index of a device event in DeviceTrace::events (its position in traceEvents).
+// Index of a device event in DeviceTrace::events (file order; flow events are not kept).
 struct DeviceEventIdx {
   uint32_t value = kNone;
   static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
@@ -113,7 +113,6 @@ enum DeviceEventFlags : uint16_t {
   kHasStream = 1 << 2,
   kHasRfId = 1 << 3,
   kHasDevice = 1 << 4,
-  kHasFlowId = 1 << 5,
   kHasDur = 1 << 6,
   kTsFractional = 1 << 7,   // ts had a sub-microsecond part
   kDurFractional = 1 << 8,  // dur had a sub-microsecond part
@@ -131,7 +130,6 @@ struct DeviceEvent {
   int64_t correlation = -1;
   int64_t stream = 0;
   int64_t device = 0;
-  int64_t flow_id = 0;  // "id" of ac2g flow events
   uint64_t rf_id = 0;
   std::string_view name;      // unescaped
   std::string_view name_raw;  // JSON string literal as in the file (with quotes)
@@ -150,7 +148,8 @@ struct DeviceTrace {
   std::string path;
   InputText text;  // decompressed file content (owns every view)
   std::deque<std::string> arena;
-  std::vector<DeviceEvent> events;  // in file order
+  std::vector<DeviceEvent> events;  // in file order, ac2g flow events left out
+  uint64_t flow_events = 0;         // ac2g events read (checked, not kept)
   // Indices of events by role, each sorted by (ts, file order).
   std::vector<DeviceEventIdx> cpu_ops;   // cpu_op / user_annotation, ProfilerStep excluded
   std::vector<DeviceEventIdx> launches;  // cuda_runtime / cuda_driver events (all of them)

@@ -29,15 +29,6 @@ int64_t profiler_step_number(std::string_view name) {
   return n;
 }
 
-std::string_view trimmed_token(od::value& v) {
-  std::string_view t = v.raw_json_token();
-  while (!t.empty() &&
-         (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) {
-    t.remove_suffix(1);
-  }
-  return t;
-}
-
 std::string_view key_of(std::string_view key_literal) {
   return key_literal.size() >= 2 ? key_literal.substr(1, key_literal.size() - 2)
                                  : std::string_view();
@@ -213,7 +204,7 @@ class HostTileParser : public TileParser {
       if (required) return node_error(offset, index, node_id, fmt::format("\"{}\" is null", key));
       return Status();
     }
-    std::string_view token = trimmed_token(v);
+    std::string_view token = json::token(v);
     uint64_t u = 0;
     if (!json::get_uint64(v, &u)) {
       int64_t i = 0;
@@ -335,7 +326,7 @@ class HostTileParser : public TileParser {
           }
         } else if (key == "value") {
           if (is_null(fv)) continue;
-          value_token = trimmed_token(fv);
+          value_token = json::token(fv);
           value_is_id = json::get_uint64(fv, &value);
         }
       }
@@ -413,7 +404,7 @@ class DeviceTileParser : public TileParser {
   static bool positive_id(od::value& v, std::string_view* token, int64_t* out) {
     od::json_type type;
     if (v.type().get(type) || type != od::json_type::number) return false;
-    *token = trimmed_token(v);
+    *token = json::token(v);
     return json::get_int64(v, out) && *out > 0;
   }
 
@@ -435,7 +426,7 @@ class DeviceTileParser : public TileParser {
     if (type != od::json_type::number) {
       return event_error(offset, index, fmt::format("\"{}\" is not a number", what));
     }
-    *token = trimmed_token(v);
+    *token = json::token(v);
     if (!json::parse_micros_as_ns(*token, ns, &fractional)) {
       return event_error(offset, index,
                          fmt::format("\"{}\" ({}) is not a finite number", what, *token));

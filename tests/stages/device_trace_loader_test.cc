@@ -25,7 +25,9 @@ TEST(DeviceTraceLoader, ClassifiesEventsAndSortsRoles) {
           .json();
   auto t = parse_device_trace("d.json", text);
   ASSERT_TRUE(t.ok()) << t.status().message();
-  ASSERT_EQ(t->events.size(), 8u);
+  // The ac2g flow event is counted, not kept.
+  ASSERT_EQ(t->events.size(), 7u);
+  EXPECT_EQ(t->flow_events, 1u);
   EXPECT_TRUE(t->has_rf_ids);
   // ProfilerStep is not a CPU op; the rest are sorted by ts.
   ASSERT_EQ(t->cpu_ops.size(), 2u);
@@ -43,8 +45,8 @@ TEST(DeviceTraceLoader, ClassifiesEventsAndSortsRoles) {
   EXPECT_EQ(gemm.stream, 7);
   EXPECT_EQ(gemm.name_raw, "\"gemm\"");
   EXPECT_EQ((*t)[t->gpu_ops[1]].cat, DeviceCategory::kGpuMemset);
-  EXPECT_EQ(t->events[6].cat, DeviceCategory::kAc2g);
-  EXPECT_EQ(t->events[6].flow_id, 555);
+  EXPECT_EQ(t->events[6].cat, DeviceCategory::kOther);
+  EXPECT_EQ(t->events[6].ph, 'M');
   EXPECT_NE(t->events[0].args_raw.find("\"Record function id\": 3"), std::string_view::npos);
   EXPECT_EQ(t->events[0].args_raw.back(), '}');
 }
