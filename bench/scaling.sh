@@ -7,6 +7,7 @@
 # bench/plot_scaling.sh draws them (docs/img/scaling.png).
 # Usage: bench/scaling.sh [SCALES...]   (default: 1 10 100, i.e. ~10 MB, ~100 MB, ~1 GB per rank)
 # MB/s is computed from CPU time, which a busy machine does not inflate; wall time is recorded too.
+# MB are 10^6 bytes, for the input and for RSS alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scales=("$@")
@@ -65,8 +66,8 @@ for s in "${scales[@]}"; do
   read -r run_wall run_s run_rss < <(measure_avg "$reps" "$work/run$s" "$bin" run --quiet "$work/s$s/run.yaml")
   cmp -s "$work/s$s/run/trace.0.et" "$work/s$s/trace.0.et" || { echo "scale $s: run and link + convert wrote different .et" >&2; exit 1; }
   run_mbps=$(echo "$bytes / 1000000 / $run_s" | bc -l)
-  printf 'scale %-4s input %8.1f MB  run (link + convert) %6.3f s cpu (%6.0f MB RSS) %6.1f MB/s per core | separately: link %6.3f s (%6.0f MB)  convert %6.3f s (%6.0f MB)  %6.1f MB/s\n' \
-    "$s" "$(echo "$bytes/1000000" | bc -l)" "$run_s" "$((run_rss/1024))" "$run_mbps" "$link_s" "$((link_rss/1024))" "$conv_s" "$((conv_rss/1024))" "$mbps"
+  printf 'scale %-4s input %8.1f MB  run (link + convert) %6.3f s cpu (%6.0f MB RSS, %.2fx) %6.1f MB/s per core | separately: link %6.3f s (%6.0f MB)  convert %6.3f s (%6.0f MB)  %6.1f MB/s\n' \
+    "$s" "$(echo "$bytes/1000000" | bc -l)" "$run_s" "$((run_rss*1024/1000000))" "$(echo "$run_rss * 1024 / $bytes" | bc -l)" "$run_mbps" "$link_s" "$((link_rss*1024/1000000))" "$conv_s" "$((conv_rss*1024/1000000))" "$mbps"
   rows+=("{\"scale\": $s, \"input_bytes\": $bytes, \"run_cpu_seconds\": $run_s, \"run_wall_seconds\": $run_wall, \"run_max_rss_kb\": $run_rss, \"run_mb_per_s\": $(printf '%.2f' "$run_mbps"), \"link_cpu_seconds\": $link_s, \"link_wall_seconds\": $link_wall, \"link_max_rss_kb\": $link_rss, \"convert_cpu_seconds\": $conv_s, \"convert_wall_seconds\": $conv_wall, \"convert_max_rss_kb\": $conv_rss, \"separate_mb_per_s\": $(printf '%.2f' "$mbps")}")
   tsv+=("$s	$bytes	$link_s	$conv_s	$link_rss	$conv_rss	$(printf '%.2f' "$mbps")	$run_s	$run_rss	$(printf '%.2f' "$run_mbps")")
   rm -rf "$work/s$s"
