@@ -46,12 +46,30 @@ int64_t id_from_text(std::string_view s) {
 
 class DeviceParser {
  public:
-  explicit DeviceParser(DeviceTrace& t) : t_(t), text_(t.text) {}
+  DeviceParser(DeviceTrace& t, size_t window_bytes)
+      : t_(t), text_(t.text), window_bytes_(window_bytes) {}
 
   Status parse() {
     if (text_.empty())
       return Status::errorf("{}: empty file, expected a Kineto device trace", t_.path);
     od::parser parser;
+    // Real traces take 250-350 bytes per event, generated ones ~190: reserving for 128 avoids
+    // growing by copying (the untouched tail of the reservation costs no memory).
+    t_.events.reserve(t_.text.size() / 128);
+    if (window_bytes_ > 0 && text_.size() > 2 * window_bytes_) {
+      EventWindows windows(*this);
+      t_.parse_windows = json::read_array_in_windows(parser, t_.text.mutable_data(), t_.text.size(),
+                                                     t_.text.capacity(), "\"traceEvents\"",
+                                                     window_bytes_, windows);
+      if (t_.parse_windows > 0) {
+        build_indices();
+        return Status();
+      }
+      // Not a text the windows can read, or a bad one: the whole document's parse reports it.
+      t_.events.clear();
+      t_.flow_events = 0;
+      t_.arena.clear();
+    }
     od::document doc;
     auto err = json::iterate_document(parser, t_.text, &doc, &t_.invalid_utf8_bytes);
     if (err) {
@@ -77,9 +95,6 @@ class DeviceParser {
       if ((err = events_value.get_array().get(events))) {
         return fail(doc, err, "\"traceEvents\" is not an array");
       }
-      // Real traces take 250-350 bytes per event, generated ones ~190: reserving for 128 avoids
-      // growing by copying (the untouched tail of the reservation costs no memory).
-      t_.events.reserve(t_.text.size() / 128);
       size_t index = 0;
       for (auto element : events) {
         od::value value;
@@ -90,18 +105,7 @@ class DeviceParser {
           return fail(doc, err, fmt::format("traceEvents[{}]", index));
         }
         last_offset_ = json::offset_in(text_, start);
-        od::object obj;
-        if ((err = value.get_object().get(obj))) {
-          return fail(doc, err, fmt::format("traceEvents[{}] is not an object", index));
-        }
-        DeviceEvent e;
-        e.byte_offset = last_offset_;
-        CF_RETURN_IF_ERROR(parse_event(doc, obj, index, e));
-        if (e.cat == DeviceCategory::kAc2g) {
-          ++t_.flow_events;  // checked, counted, not kept: no stage reads them
-        } else {
-          t_.events.push_back(e);
-        }
+        CF_RETURN_IF_ERROR(read_event(doc, value, index));
         ++index;
       }
     }
@@ -118,6 +122,43 @@ class DeviceParser {
   }
 
  private:
+  // traceEvents read a window at a time (the whole document's parse reports what they refuse).
+  class EventWindows final : public json::ArrayWindowReader {
+   public:
+    explicit EventWindows(DeviceParser& p) : p_(p) {}
+    bool root_field(od::field& field) override {
+      // deviceProperties etc. are skipped; a second traceEvents is left to the whole parse.
+      return json::string_literal(field.key().raw(), p_.end()) != "\"traceEvents\"";
+    }
+    bool element(od::document& doc, od::value value, const char* start) override {
+      p_.last_offset_ = json::offset_in(p_.text_, start);
+      if (!p_.read_event(doc, value, index_).ok()) return false;
+      ++index_;
+      return true;
+    }
+
+   private:
+    DeviceParser& p_;
+    size_t index_ = 0;
+  };
+
+  // The event at last_offset_: kept, or counted when it is an ac2g flow event.
+  Status read_event(od::document& doc, od::value value, size_t index) {
+    od::object obj;
+    if (auto err = value.get_object().get(obj)) {
+      return fail(doc, err, fmt::format("traceEvents[{}] is not an object", index));
+    }
+    DeviceEvent e;
+    e.byte_offset = last_offset_;
+    CF_RETURN_IF_ERROR(parse_event(doc, obj, index, e));
+    if (e.cat == DeviceCategory::kAc2g) {
+      ++t_.flow_events;  // checked, counted, not kept: no stage reads them
+    } else {
+      t_.events.push_back(e);
+    }
+    return Status();
+  }
+
   const char* end() const { return text_.data() + text_.size(); }
 
   // The iterator cannot be asked where it is once it has failed: errors name the start of the
@@ -343,6 +384,7 @@ class DeviceParser {
 
   DeviceTrace& t_;
   std::string_view text_;
+  size_t window_bytes_;
 };
 
 }  // namespace
@@ -372,23 +414,27 @@ DeviceCategory classify_category(std::string_view cat) {
 
 namespace {
 
-StatusOr<DeviceTrace> parse_device_text(std::string path, InputText text) {
+StatusOr<DeviceTrace> parse_device_text(std::string path, InputText text, size_t window_bytes) {
   DeviceTrace trace;
   trace.path = std::move(path);
   trace.text = std::move(text);
-  CF_RETURN_IF_ERROR(DeviceParser(trace).parse());
+  CF_RETURN_IF_ERROR(DeviceParser(trace, window_bytes).parse());
   return trace;
 }
 
 }  // namespace
 
 StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text) {
-  return parse_device_text(std::move(path), InputText(std::move(text)));
+  return parse_device_text(std::move(path), InputText(std::move(text)), kDeviceWindowBytes);
+}
+
+StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text, size_t window_bytes) {
+  return parse_device_text(std::move(path), InputText(std::move(text)), window_bytes);
 }
 
 StatusOr<DeviceTrace> load_device_trace(const std::string& path) {
   CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path));
-  return parse_device_text(path, std::move(text));
+  return parse_device_text(path, std::move(text), kDeviceWindowBytes);
 }
 
 }  // namespace chakraflow

@@ -9,6 +9,7 @@
 // counted, but not kept: no stage reads them (launches are correlated by their args).
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "stages/status.h"
@@ -16,10 +17,18 @@
 
 namespace chakraflow {
 
+// traceEvents are parsed this many bytes of text at a time when the text is more than twice as
+// large (json::read_array_in_windows): simdjson's structural index, 4 bytes per structural
+// character of what it parses, then stays about 1 MB instead of a third of the text's size. A text
+// the windows cannot read is parsed whole, which reports its errors.
+inline constexpr size_t kDeviceWindowBytes = size_t{1} << 20;
+
 StatusOr<DeviceTrace> load_device_trace(const std::string& path);
 
 // Parses `text` (already decompressed); `path` is used in messages only.
 StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text);
+// The same with windows of `window_bytes` (0: the whole document at once), for tests.
+StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text, size_t window_bytes);
 
 // Category of a Kineto "cat" string (case-insensitive, 2021 names included).
 DeviceCategory classify_category(std::string_view cat);

@@ -456,3 +456,253 @@ std::string_view builtin_kernel() {
 }
 
 }  // namespace chakraflow::json
+
+namespace chakraflow::json {
+namespace {
+
+bool is_space(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+// Bytes patched for one parse, restored (last first) when it goes out of scope.
+class Patches {
+ public:
+  Patches() = default;
+  Patches(const Patches&) = delete;
+  Patches& operator=(const Patches&) = delete;
+  ~Patches() { restore(); }
+  void restore() {
+    while (n_ > 0) {
+      --n_;
+      *at_[n_] = old_[n_];
+    }
+  }
+  void set(char* at, char c) {
+    at_[n_] = at;
+    old_[n_] = *at;
+    *at = c;
+    ++n_;
+  }
+
+ private:
+  char* at_[8] = {};
+  char old_[8] = {};
+  size_t n_ = 0;
+};
+
+constexpr size_t kNone = static_cast<size_t>(-1);
+
+// The comma of the last `}` , (whitespace between) whose comma lies in [begin, end), or kNone.
+size_t find_cut(const char* data, size_t begin, size_t end) {
+  size_t limit = end;
+  while (limit > begin) {
+    const void* hit = ::memrchr(data + begin, '}', limit - begin);
+    if (hit == nullptr) return kNone;
+    const size_t brace = static_cast<size_t>(static_cast<const char*>(hit) - data);
+    size_t j = brace + 1;
+    while (j < end && is_space(data[j])) ++j;
+    if (j < end && data[j] == ',') return j;
+    limit = brace;
+  }
+  return kNone;
+}
+
+// The last quote in [begin, end) that no backslash escapes, or kNone. `begin` is outside strings.
+size_t last_quote(const char* data, size_t begin, size_t end) {
+  size_t limit = end;
+  while (limit > begin) {
+    const void* hit = ::memrchr(data + begin, '"', limit - begin);
+    if (hit == nullptr) return kNone;
+    const size_t quote = static_cast<size_t>(static_cast<const char*>(hit) - data);
+    size_t backslashes = 0;
+    while (quote - backslashes > begin && data[quote - backslashes - 1] == '\\') ++backslashes;
+    if (backslashes % 2 == 0) return quote;
+    limit = quote;
+  }
+  return kNone;
+}
+
+// Parses [begin, end) of `data`. The byte at `end` must not be one that closes or continues a
+// container: the iterator reads it after the last token when a container is cut short (in a padded
+// document, a padding zero). Windows patch it to '\0'.
+simdjson::error_code iterate_at(od::parser& parser, char* data, size_t capacity, size_t begin,
+                                size_t end, od::document* doc) {
+  return parser.iterate(simdjson::padded_string_view(data + begin, end - begin, capacity - begin))
+      .get(*doc);
+}
+
+enum class ElementsRead { kEnded, kStopped, kMalformed };
+
+// Reads the elements of `elements` until its end or the first one that does not parse or that the
+// reader refuses. *resume: where the first element not read starts (its comma skipped), or the
+// array's `]`. kMalformed: an element read is followed by neither a comma nor a `]`.
+ElementsRead read_elements(od::document& doc, od::array elements, const char* first,
+                           ArrayWindowReader& reader, const char** resume) {
+  *resume = first;
+  for (auto element : elements) {
+    od::value value;
+    if (std::move(element).get(value) != simdjson::SUCCESS) return ElementsRead::kStopped;
+    const char* start = nullptr;
+    if (value.current_location().get(start) != simdjson::SUCCESS) return ElementsRead::kStopped;
+    if (!reader.element(doc, value, start)) return ElementsRead::kStopped;
+    const char* next = nullptr;
+    if (doc.current_location().get(next) != simdjson::SUCCESS) return ElementsRead::kMalformed;
+    if (*next == ',') {
+      *resume = next + 1;
+    } else if (*next == ']') {
+      *resume = next;
+    } else {
+      return ElementsRead::kMalformed;  // read again in a later window, it would be kept twice
+    }
+  }
+  return ElementsRead::kEnded;
+}
+
+bool at_document_end(od::document& doc) {
+  const char* trailing = nullptr;
+  return doc.current_location().get(trailing) != simdjson::SUCCESS;
+}
+
+// The root fields up to the array: parses the text up to its `[`, with `]}` patched after it.
+bool read_prefix(od::parser& parser, char* data, size_t capacity, size_t key_at, size_t open,
+                 ArrayWindowReader& reader) {
+  Patches patches;
+  patches.set(data + open + 1, ']');
+  patches.set(data + open + 2, '}');
+  patches.set(data + open + 3, '\0');  // see iterate_at
+  od::document doc;
+  if (iterate_at(parser, data, capacity, 0, open + 3, &doc) != simdjson::SUCCESS) return false;
+  od::object root;
+  if (doc.get_object().get(root) != simdjson::SUCCESS) return false;
+  bool found = false;
+  for (auto field_result : root) {
+    od::field field;
+    if (std::move(field_result).get(field) != simdjson::SUCCESS || found) return false;
+    if (field.key().raw() == data + key_at + 1) {
+      od::array elements;
+      if (field.value().get_array().get(elements) != simdjson::SUCCESS) return false;
+      size_t count = 0;
+      if (elements.count_elements().get(count) != simdjson::SUCCESS || count != 0) return false;
+      found = true;
+    } else if (!reader.root_field(field)) {
+      return false;
+    }
+  }
+  return found && at_document_end(doc);
+}
+
+// The last window: the rest of the text, read as the object `{"":[` + rest (the five bytes before
+// `pos` patched), so that the root fields after the array are read too.
+bool read_last_window(od::parser& parser, char* data, size_t size, size_t capacity, size_t pos,
+                      ArrayWindowReader& reader) {
+  if (pos < 5) return false;
+  Patches patches;
+  const char kOpen[] = "{\"\":[";
+  for (size_t i = 0; i < 5; ++i) patches.set(data + pos - 5 + i, kOpen[i]);
+  od::document doc;
+  if (iterate_at(parser, data, capacity, pos - 5, size, &doc) != simdjson::SUCCESS) return false;
+  od::object root;
+  if (doc.get_object().get(root) != simdjson::SUCCESS) return false;
+  bool first = true;
+  for (auto field_result : root) {
+    od::field field;
+    if (std::move(field_result).get(field) != simdjson::SUCCESS) return false;
+    if (first) {
+      first = false;
+      od::array elements;
+      if (field.value().get_array().get(elements) != simdjson::SUCCESS) return false;
+      const char* resume = nullptr;
+      if (read_elements(doc, elements, data + pos, reader, &resume) != ElementsRead::kEnded) {
+        return false;
+      }
+    } else if (!reader.root_field(field)) {
+      return false;
+    }
+  }
+  return !first && at_document_end(doc);
+}
+
+}  // namespace
+
+size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t capacity,
+                             std::string_view key_literal, size_t window_bytes,
+                             ArrayWindowReader& reader) {
+  if (window_bytes == 0 || key_literal.empty() || capacity < size + kInputPadding) return 0;
+  const void* hit = ::memmem(data, size, key_literal.data(), key_literal.size());
+  if (hit == nullptr) return 0;
+  const size_t key_at = static_cast<size_t>(static_cast<const char*>(hit) - data);
+  size_t open = key_at + key_literal.size();
+  while (open < size && is_space(data[open])) ++open;
+  if (open >= size || data[open] != ':') return 0;
+  ++open;
+  while (open < size && is_space(data[open])) ++open;
+  if (open + 3 > size || data[open] != '[') return 0;
+  if (!read_prefix(parser, data, capacity, key_at, open, reader)) return 0;
+
+  size_t pos = open + 1;  // where the next window's elements start
+  size_t windows = 0;     // read before this one
+  od::document doc;
+  for (;;) {
+    size_t want = window_bytes;
+    for (;;) {  // until this window reads at least one element
+      if (pos + want + window_bytes / 2 >= size) {
+        return read_last_window(parser, data, size, capacity, pos, reader) ? windows + 1 : 0;
+      }
+      size_t end = find_cut(data, pos, pos + want);
+      if (end == kNone) end = pos + want;
+      Patches patches;
+      patches.set(data + pos - 1, '[');
+      patches.set(data + end, ']');
+      patches.set(data + end + 1, '\0');
+      auto err = iterate_at(parser, data, capacity, pos - 1, end + 1, &doc);
+      if (err == simdjson::UNCLOSED_STRING) {
+        // The window ends inside a string: end it before the string's opening quote instead.
+        const size_t quote = last_quote(data, pos, end);
+        if (quote == kNone || quote <= pos) {
+          want *= 2;
+          continue;
+        }
+        patches.restore();
+        end = quote;
+        patches.set(data + pos - 1, '[');
+        patches.set(data + end, ']');
+        patches.set(data + end + 1, '\0');
+        err = iterate_at(parser, data, capacity, pos - 1, end + 1, &doc);
+      }
+      if (err != simdjson::SUCCESS) return 0;  // e.g. invalid UTF-8: the whole parse repairs
+      od::array elements;
+      if (doc.get_array().get(elements) != simdjson::SUCCESS) return 0;
+      const char* resume = nullptr;
+      const ElementsRead read = read_elements(doc, elements, data + pos, reader, &resume);
+      if (read == ElementsRead::kMalformed) return 0;
+      if (read == ElementsRead::kEnded) {
+        const size_t resume_at = static_cast<size_t>(resume - data);
+        if (!at_document_end(doc)) {
+          // The array ended inside the window: the last window reads the root fields after it.
+          if (resume_at >= end || data[resume_at] != ']') return 0;
+          patches.restore();
+          return read_last_window(parser, data, size, capacity, resume_at, reader) ? windows + 1
+                                                                                   : 0;
+        }
+        // Every element of the window was read and the array closed at the patched `]`: the
+        // window ended between two elements.
+        patches.restore();
+        size_t next = end;
+        while (next < size && is_space(data[next])) ++next;
+        if (next >= size || data[next] != ',') return 0;
+        pos = next + 1;
+        ++windows;
+        break;
+      }
+      const size_t resume_at = static_cast<size_t>(resume - data);  // kStopped
+      if (resume_at > pos) {
+        pos = resume_at;  // the element cut by the window's end starts the next window
+        ++windows;
+        break;
+      }
+      want *= 2;  // not even the first element: it is larger than the window, or malformed
+    }
+  }
+}
+
+}  // namespace chakraflow::json

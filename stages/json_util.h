@@ -76,16 +76,48 @@ simdjson::error_code iterate_document(od::parser& parser, std::string& text, od:
 simdjson::error_code iterate_document(od::parser& parser, InputText& text, od::document* doc,
                                       uint64_t* repaired);
 
+// The simdjson kernel the on-demand code of this build compiled to ("haswell", "icelake", ...;
+// "fallback" is the slow scalar one: see CHAKRAFLOW_ARCH in CMakeLists.txt).
+std::string_view builtin_kernel();
+
 // Where in `text` the structural pass of iterate_document found `err` (simdjson does not say):
 // the end of the text for a string left open (a truncated file), the first control character
 // inside a string for UNESCAPED_CHARS, else 0.
 uint64_t locate_document_error(std::string_view text, simdjson::error_code err);
 
-// Reads an integer value (accepts integral doubles such as 3.0). Returns false otherwise.
-// The simdjson kernel the on-demand code of this build compiled to ("haswell", "icelake", ...;
-// "fallback" is the slow scalar one: see CHAKRAFLOW_ARCH in CMakeLists.txt).
-std::string_view builtin_kernel();
+// Reads the elements of an array that is a value of the root object, one window of about
+// `window_bytes` of text at a time, with one reused parser: simdjson's structural index (4 bytes
+// per structural character) then stays the size of a window instead of the size of the text. Each
+// window is parsed in place: a few bytes around it are patched for its parse and restored after it,
+// so every view the reader takes points into `data`, which is left as it was.
+//
+// The boundaries come from the parse itself. A window ends at a `},` near its target size, or
+// before the opening quote of a string it would cut. The element that does not parse at a window's
+// end (cut by it) starts the next window. A window that cannot read its first element grows. The
+// last window takes the rest of the text, with the root object's fields after the array.
+class ArrayWindowReader {
+ public:
+  virtual ~ArrayWindowReader() = default;
+  // A field of the root object other than the array (before or after it). False: stop.
+  virtual bool root_field(od::field& field) = 0;
+  // One element of the array, which starts at `start`; the reader reads all of it (an element cut
+  // by a window's end then fails). False: the element is not read (nothing of it may be kept); it
+  // is read again at the start of the next window.
+  virtual bool element(od::document& doc, od::value value, const char* start) = 0;
+};
 
+// Reads the array that is the value of the first occurrence of `key_literal` (the key with its
+// quotes) in `data` (readable up to `capacity`, which must exceed `size` by kInputPadding) through
+// `reader`. Returns the number of windows read, or 0 when the text cannot be read in windows: that
+// occurrence is not a key of the root object whose value is an array, the reader refused a root
+// field, or some element or field does not parse where the text ends (invalid UTF-8, a malformed
+// element: anything). The caller then discards what the reader kept and parses the whole document,
+// which reports errors as before.
+size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t capacity,
+                             std::string_view key_literal, size_t window_bytes,
+                             ArrayWindowReader& reader);
+
+// Reads an integer value (accepts integral doubles such as 3.0). Returns false otherwise.
 bool get_int64(od::value v, int64_t* out);
 bool get_uint64(od::value v, uint64_t* out);
 

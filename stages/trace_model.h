@@ -156,6 +156,7 @@ struct DeviceTrace {
   std::vector<DeviceEventIdx> gpu_ops;   // kernel / gpu_memcpy / gpu_memset
   bool has_rf_ids = false;               // some cpu op carries "Record function id"
   uint64_t invalid_utf8_bytes = 0;       // replaced by '?' while loading
+  size_t parse_windows = 0;  // traceEvents read in this many windows (0: the whole document)
 
   const DeviceEvent& operator[](DeviceEventIdx i) const { return events[i.value]; }
 };

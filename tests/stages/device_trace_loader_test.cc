@@ -1,7 +1,12 @@
 #include "stages/device_trace_loader.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "stages/synthetic_trace.h"
+#include "tests/testing/test_util.h"
 #include "tests/testing/trace_builder.h"
 
 namespace chakraflow {
@@ -89,6 +94,224 @@ TEST(DeviceTraceLoader, BadInputGivesLocatedErrors) {
     EXPECT_NE(t.status().message().find("bad_dev.json"), std::string::npos) << t.status().message();
     EXPECT_NE(t.status().message().find(c.expect), std::string::npos) << t.status().message();
   }
+}
+
+// ---------- traceEvents read in windows ----------
+
+// Every field of every event, the counts and the role indices; the windowed trace's views point
+// into its own text or arena.
+void expect_same_trace(const DeviceTrace& whole, const DeviceTrace& windowed,
+                       const std::string& what) {
+  ASSERT_EQ(whole.events.size(), windowed.events.size()) << what;
+  const std::string_view text = windowed.text;
+  for (size_t i = 0; i < whole.events.size(); ++i) {
+    const DeviceEvent& a = whole.events[i];
+    const DeviceEvent& b = windowed.events[i];
+    const std::string where = fmt::format("{}: event {} at byte {}", what, i, a.byte_offset);
+    EXPECT_EQ(a.ts, b.ts) << where;
+    EXPECT_EQ(a.dur, b.dur) << where;
+    EXPECT_EQ(a.tid, b.tid) << where;
+    EXPECT_EQ(a.pid, b.pid) << where;
+    EXPECT_EQ(a.external_id, b.external_id) << where;
+    EXPECT_EQ(a.correlation, b.correlation) << where;
+    EXPECT_EQ(a.stream, b.stream) << where;
+    EXPECT_EQ(a.device, b.device) << where;
+    EXPECT_EQ(a.rf_id, b.rf_id) << where;
+    EXPECT_EQ(a.name, b.name) << where;
+    EXPECT_EQ(a.name_raw, b.name_raw) << where;
+    EXPECT_EQ(a.pg_name, b.pg_name) << where;
+    EXPECT_EQ(a.args_raw, b.args_raw) << where;
+    EXPECT_EQ(a.byte_offset, b.byte_offset) << where;
+    EXPECT_EQ(a.flags, b.flags) << where;
+    EXPECT_EQ(a.cat, b.cat) << where;
+    EXPECT_EQ(a.ph, b.ph) << where;
+    if (!b.name_raw.empty()) {
+      EXPECT_TRUE(b.name_raw.data() >= text.data() &&
+                  b.name_raw.data() + b.name_raw.size() <= text.data() + text.size())
+          << where;
+    }
+    if (::testing::Test::HasFailure()) return;  // one event's report is enough
+  }
+  EXPECT_EQ(whole.flow_events, windowed.flow_events) << what;
+  EXPECT_EQ(whole.cpu_ops, windowed.cpu_ops) << what;
+  EXPECT_EQ(whole.launches, windowed.launches) << what;
+  EXPECT_EQ(whole.gpu_ops, windowed.gpu_ops) << what;
+  EXPECT_EQ(whole.has_rf_ids, windowed.has_rf_ids) << what;
+  EXPECT_EQ(whole.invalid_utf8_bytes, windowed.invalid_utf8_bytes) << what;
+}
+
+// Parses `text` whole and in windows of each size: the same trace, or the same error. Returns the
+// number of windows of the smallest size (0: read whole).
+size_t expect_windows_read_as_whole(const std::string& text, const std::string& what,
+                                    std::initializer_list<size_t> window_sizes) {
+  auto whole = parse_device_trace("t.json", text, 0);
+  size_t smallest_windows = 0;
+  bool first = true;
+  for (size_t window : window_sizes) {
+    auto windowed = parse_device_trace("t.json", text, window);
+    const std::string label = fmt::format("{}, windows of {} bytes", what, window);
+    EXPECT_EQ(whole.ok(), windowed.ok())
+        << label << ": " << (whole.ok() ? windowed : whole).status().message();
+    if (!whole.ok() || !windowed.ok()) {
+      if (!whole.ok() && !windowed.ok()) {
+        EXPECT_EQ(whole.status().message(), windowed.status().message()) << label;
+      }
+      continue;
+    }
+    EXPECT_EQ(whole->parse_windows, 0u);
+    expect_same_trace(*whole, *windowed, label);
+    if (first) smallest_windows = windowed->parse_windows;
+    first = false;
+  }
+  return smallest_windows;
+}
+
+std::string synthetic_device_trace(int rank, double scale) {
+  SynthOptions opt;
+  opt.ranks = 2;
+  opt.scale = scale;
+  std::string host, device;
+  synthesize_rank(
+      opt, rank, [&](std::string_view b) { host.append(b); },
+      [&](std::string_view b) { device.append(b); });
+  return device;
+}
+
+TEST(DeviceTraceWindows, SyntheticTraceReadsAsWhole) {
+  const std::string text = synthetic_device_trace(1, 0.05);
+  const size_t windows = expect_windows_read_as_whole(text, "synth", {100, 4096, 65536});
+  EXPECT_GT(windows, text.size() / 4096) << "the windows were not used";
+  // The text is left as it was (windows patch bytes in place and restore them).
+  auto windowed = parse_device_trace("t.json", text, 4096);
+  ASSERT_TRUE(windowed.ok());
+  EXPECT_EQ(std::string_view(windowed->text), text);
+}
+
+TEST(DeviceTraceWindows, RealTracesReadAsWhole) {
+  CF_REQUIRE_SHARED_DATA("kineto");
+  size_t files = 0;
+  for (const char* dir : {"kineto", "pairs"}) {
+    const auto root = testing::shared_data_dir() / dir;
+    if (!std::filesystem::exists(root)) continue;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+      const std::string name = entry.path().filename().string();
+      if (!entry.is_regular_file() || entry.path().string().find("reference") != std::string::npos)
+        continue;
+      if (name.find("kineto") == std::string::npos && name.find("trace") == std::string::npos &&
+          dir != std::string_view("kineto")) {
+        continue;
+      }
+      const std::string text = testing::read_text(entry.path().string());
+      const size_t windows =
+          expect_windows_read_as_whole(text, entry.path().string(), {333, 1 << 16});
+      if (text.size() > 4 * 333) {
+        EXPECT_GT(windows, 1u) << entry.path() << ": the windows were not used";
+      }
+      ++files;
+    }
+  }
+  EXPECT_GE(files, 10u);
+}
+
+// Elements whose text has what a window's cut looks for inside strings and nested arrays, events
+// larger than a window, every separator style, and root fields before and after the array.
+TEST(DeviceTraceWindows, HardCutsReadAsWhole) {
+  std::string events;
+  const char* separators[] = {",", ",\n  ", " , ", ",\n"};
+  for (int i = 0; i < 300; ++i) {
+    std::string name;
+    switch (i % 6) {
+      case 0:
+        name = "plain";
+        break;
+      case 1:
+        name = "a},{b";
+        break;
+      case 2:
+        name = R"(q\"},{\"ph\": \"X\"}, {\")";
+        break;
+      case 3:
+        name = R"(back\\)";
+        break;
+      case 4:
+        name = std::string(i % 12 == 4 ? 3000 : 40, 'x') + "}, {";
+        break;
+      default:
+        name = R"(\u00e9},)";
+        break;
+    }
+    if (i > 0) events += separators[i % 4];
+    events += fmt::format(
+        R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": 1, "tid": {}, "ts": {}, "dur": 2, )"
+        R"("args": {{"External id": {}, "list": [{{"a": "}},{{"}}, {{"b": [2, {{"c": "]"}}]}}], )"
+        R"("correlation": {}}}}})",
+        i % 3 == 0 ? "kernel" : "cpu_op", name, i % 5, 10 * i, i, i);
+  }
+  const std::string text = R"({"schemaVersion": 1, "deviceProperties": [{"id": 0}, {"id": 1}],)"
+                           "\n\"traceEvents\": [" +
+                           events + "],\n\"displayTimeUnit\": \"ms\", \"traceName\": \"x\"}";
+  const size_t windows = expect_windows_read_as_whole(text, "hard cuts", {64, 150, 500, 2048});
+  EXPECT_GT(windows, 20u);
+  auto t = parse_device_trace("t.json", text, 64);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->events.size(), 300u);
+}
+
+// What the windows cannot read is parsed whole: the same trace, or exactly the same error.
+TEST(DeviceTraceWindows, WholeParseTakesOverWithItsErrors) {
+  std::string events;
+  for (int i = 0; i < 200; ++i) {
+    if (i > 0) events += ", ";
+    events +=
+        fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "op{}", "ts": {}, "dur": 1}})", i, i);
+  }
+  const std::string array = "[" + events + "]";
+  // Where an element starts, after byte n.
+  const auto boundary = [&array](size_t n) { return array.find("}, {", n) + 3; };
+  const auto insert = [&array](size_t at, const std::string& what) {
+    return array.substr(0, at) + what + array.substr(at);
+  };
+  const size_t comma = array.find("}, {", 2500) + 1;
+  struct Case {
+    std::string what;
+    std::string text;
+    bool ok;
+  } cases[] = {
+      {"a second traceEvents", R"({"traceEvents": )" + array + R"(, "traceEvents": )" + array + "}",
+       true},
+      {"traceEvents nested first", R"({"meta": {"traceEvents": []}, "traceEvents": )" + array + "}",
+       true},
+      {"a long tail",
+       R"({"traceEvents": )" + array + R"(, "more": ")" + std::string(5000, 'y') + "\"}", true},
+      {"trailing content", R"({"traceEvents": )" + array + "} {}", false},
+      {"truncated", (R"({"traceEvents": )" + array).substr(0, 3000), false},
+      {"bad ts in the middle",
+       R"({"traceEvents": )" + insert(boundary(2000), R"({"ph": "X", "ts": "abc"}, )") + "}",
+       false},
+      {"missing comma",
+       R"({"traceEvents": )" + array.substr(0, comma) + array.substr(comma + 1) + "}", false},
+      {"invalid UTF-8 in a name",
+       R"({"traceEvents": )" + insert(array.find("op", 1500) + 2, "\xff") + "}", true},
+      {"not an object", R"({"traceEvents": )" + insert(boundary(1700), "7, ") + "}", false},
+  };
+  for (const auto& c : cases) {
+    auto whole = parse_device_trace("t.json", c.text, 0);
+    EXPECT_EQ(whole.ok(), c.ok) << c.what << ": " << whole.status().message();
+    expect_windows_read_as_whole(c.text, c.what, {80, 256, 1000});
+  }
+}
+
+TEST(DeviceTraceWindows, BadInputCorpusReadsAsWhole) {
+  const auto dir =
+      std::filesystem::path(CHAKRAFLOW_SOURCE_DIR) / "tests" / "bad_inputs" / "device_trace";
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string text = testing::read_text(entry.path().string());
+    expect_windows_read_as_whole(text, entry.path().filename().string(), {16, 64, 256});
+    ++files;
+  }
+  EXPECT_GE(files, 20u);
 }
 
 }  // namespace
