@@ -492,34 +492,36 @@ class Patches {
 
 constexpr size_t kNone = static_cast<size_t>(-1);
 
-// The comma of the last `}` , (whitespace between) whose comma lies in [begin, end), or kNone.
-size_t find_cut(const char* data, size_t begin, size_t end) {
+// Looks back from `end` for the last `c` in [begin, end) that `found` accepts: found(position)
+// returns the result, or kNone to look further back. kNone when there is none.
+template <typename Found>
+size_t find_last(const char* data, size_t begin, size_t end, char c, Found found) {
   size_t limit = end;
   while (limit > begin) {
-    const void* hit = ::memrchr(data + begin, '}', limit - begin);
+    const void* hit = ::memrchr(data + begin, c, limit - begin);
     if (hit == nullptr) return kNone;
-    const size_t brace = static_cast<size_t>(static_cast<const char*>(hit) - data);
-    size_t j = brace + 1;
-    while (j < end && is_space(data[j])) ++j;
-    if (j < end && data[j] == ',') return j;
-    limit = brace;
+    limit = static_cast<size_t>(static_cast<const char*>(hit) - data);
+    if (const size_t result = found(limit); result != kNone) return result;
   }
   return kNone;
 }
 
+// The comma of the last `}` , (whitespace between) whose comma lies in [begin, end), or kNone.
+size_t find_cut(const char* data, size_t begin, size_t end) {
+  return find_last(data, begin, end, '}', [&](size_t brace) {
+    size_t j = brace + 1;
+    while (j < end && is_space(data[j])) ++j;
+    return j < end && data[j] == ',' ? j : kNone;
+  });
+}
+
 // The last quote in [begin, end) that no backslash escapes, or kNone. `begin` is outside strings.
 size_t last_quote(const char* data, size_t begin, size_t end) {
-  size_t limit = end;
-  while (limit > begin) {
-    const void* hit = ::memrchr(data + begin, '"', limit - begin);
-    if (hit == nullptr) return kNone;
-    const size_t quote = static_cast<size_t>(static_cast<const char*>(hit) - data);
+  return find_last(data, begin, end, '"', [&](size_t quote) {
     size_t backslashes = 0;
     while (quote - backslashes > begin && data[quote - backslashes - 1] == '\\') ++backslashes;
-    if (backslashes % 2 == 0) return quote;
-    limit = quote;
-  }
-  return kNone;
+    return backslashes % 2 == 0 ? quote : kNone;
+  });
 }
 
 // Parses [begin, end) of `data`. The byte at `end` must not be one that closes or continues a
