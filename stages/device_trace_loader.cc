@@ -44,6 +44,9 @@ int64_t id_from_text(std::string_view s) {
   return -static_cast<int64_t>(h >> 2) - 1;
 }
 
+// The key of the events array, as a JSON string literal (keys are compared with their quotes).
+constexpr std::string_view kEventsKey = "\"traceEvents\"";
+
 class DeviceParser {
  public:
   DeviceParser(DeviceTrace& t, size_t window_bytes)
@@ -58,9 +61,9 @@ class DeviceParser {
     t_.events.reserve(t_.text.size() / 128);
     if (window_bytes_ > 0 && text_.size() > 2 * window_bytes_) {
       EventWindows windows(*this);
-      t_.parse_windows = json::read_array_in_windows(parser, t_.text.mutable_data(), t_.text.size(),
-                                                     t_.text.capacity(), "\"traceEvents\"",
-                                                     window_bytes_, windows);
+      t_.parse_windows =
+          json::read_array_in_windows(parser, t_.text.mutable_data(), t_.text.size(),
+                                      t_.text.capacity(), kEventsKey, window_bytes_, windows);
       if (t_.parse_windows > 0) {
         build_indices();
         return Status();
@@ -84,7 +87,7 @@ class DeviceParser {
       if ((err = std::move(field_result).get(field)))
         return fail(doc, err, "invalid top-level field");
       std::string_view key_literal = json::string_literal(field.key().raw(), end());
-      if (key_literal != "\"traceEvents\"") continue;  // deviceProperties etc. are skipped
+      if (key_literal != kEventsKey) continue;  // deviceProperties etc. are skipped
       saw_events = true;
       od::value events_value = field.value();
       const char* at = nullptr;
@@ -128,7 +131,7 @@ class DeviceParser {
     explicit EventWindows(DeviceParser& p) : p_(p) {}
     bool root_field(od::field& field) override {
       // deviceProperties etc. are skipped; a second traceEvents is left to the whole parse.
-      return json::string_literal(field.key().raw(), p_.end()) != "\"traceEvents\"";
+      return json::string_literal(field.key().raw(), p_.end()) != kEventsKey;
     }
     bool element(od::document& doc, od::value value, const char* start) override {
       p_.last_offset_ = json::offset_in(p_.text_, start);
