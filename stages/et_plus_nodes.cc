@@ -110,7 +110,32 @@ struct AttrValues {
 // Nodes are appended to EtPlusTrace::nodes in the order they are read.
 class NodeReader final : public HostFieldVisitor {
  public:
-  explicit NodeReader(EtPlusTrace& out) : t_(out) {}
+  explicit NodeReader(EtPlusTrace& out) : t_(out), stats_at_start_(out.stats) {}
+
+  // A node cut by a window's end is read again from its start (the loader's windows): what its
+  // fields left is taken back. Only field() runs before a cut (end_node runs once the node's
+  // object is complete), and it appends to sync_dep_ids and to the arena (harmless) and defers
+  // its data-problem counts to end_node.
+  bool can_take_back() const override { return true; }
+  void drop_node() override {
+    t_.sync_dep_ids.resize(sync_deps_at_node_start_);
+    cur_ = EtPlusNode();
+    for (std::string_view& raw : raw_io_) raw = {};
+    ctrl_deps_.reset();
+    parent_.reset();
+    attrs_ = AttrValues();
+    has_cat_ = false;
+    pending_stats_.clear();
+  }
+  void drop_all() override {
+    drop_node();
+    t_.nodes.clear();
+    t_.io_text.clear();
+    t_.sync_dep_ids.clear();
+    t_.arena.clear();
+    t_.stats = stats_at_start_;
+    sync_deps_at_node_start_ = 0;
+  }
 
   Status read_all(const HostTrace& host) {
     t_.nodes.reserve(host.nodes.size());
@@ -240,6 +265,8 @@ class NodeReader final : public HostFieldVisitor {
 
   Status end_node(const HostNode& h) override {
     EtPlusNode& n = cur_;
+    for (auto& [kind, example] : pending_stats_) t_.stats.add(kind, std::move(example));
+    pending_stats_.clear();
     n.id = h.id;
     n.name = h.name;
     n.byte_offset = h.byte_offset;
@@ -307,12 +334,8 @@ class NodeReader final : public HostFieldVisitor {
     n.io_missing = missing;
     t_.nodes.push_back(n);
     // The next node starts from scratch.
-    cur_ = EtPlusNode();
-    for (std::string_view& raw : raw_io_) raw = {};
-    ctrl_deps_.reset();
-    parent_.reset();
-    attrs_ = AttrValues();
-    has_cat_ = false;
+    sync_deps_at_node_start_ = t_.sync_dep_ids.size();
+    drop_node();
     return Status();
   }
 
@@ -400,8 +423,9 @@ class NodeReader final : public HostFieldVisitor {
         set_int_attr(attrs, name, value);
       } else if (name == "op_schema" || name == "pg_name" || name == "collective_name") {
         if (value_raw.front() != '"') {
-          t_.stats.add(fmt::format("attr \"{}\" that is not a string (ignored)", name),
-                       fmt::format("node {}", h.id));
+          pending_stats_.emplace_back(
+              fmt::format("attr \"{}\" that is not a string (ignored)", name),
+              fmt::format("node {}", h.id));
           continue;
         }
         auto s = json::unescape_literal(value_raw, t_.arena);
@@ -422,6 +446,11 @@ class NodeReader final : public HostFieldVisitor {
   std::optional<uint64_t> ctrl_deps_, parent_;
   AttrValues attrs_;
   bool has_cat_ = false;
+  // Data problems of the node being read, counted at its end_node (a node cut by a window's end
+  // is read twice).
+  std::vector<std::pair<std::string, std::string>> pending_stats_;
+  size_t sync_deps_at_node_start_ = 0;
+  LinkStats stats_at_start_;  // for drop_all
 };
 
 std::optional<uint64_t> top_level_uint(std::string_view raw) {
@@ -670,8 +699,8 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts
   t.io_text.reserve(host.text.size() / 2);
   NodeReader reader(t);
   const bool default_mode = link_options.compat == Compat::kDefault;
-  uint32_t position = 0;      // in the ET+ the writer would write
-  size_t gpu_sync_next = 0;   // cursor in linked.gpu_sync_deps (sorted by GPU position)
+  uint32_t position = 0;     // in the ET+ the writer would write
+  size_t gpu_sync_next = 0;  // cursor in linked.gpu_sync_deps (sorted by GPU position)
   // The keys the writer appends after the node's own: they replace what the node had.
   auto set_timing = [&](EtPlusNode& n, TimeNs inclusive, TimeNs exclusive, TimeNs ts,
                         const LinkedHostOp& owner) {
@@ -729,7 +758,7 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts
       auto where = [&n] { return fmt::format("node {}", n.id); };
       n.name = valid_utf8(g.name, t.arena, t.stats, where);
       n.kind = n.name.find("process_group:init") != std::string_view::npos ? OpKind::kMetadata
-                                                                          : OpKind::kGpu;
+                                                                           : OpKind::kGpu;
       if (n.op_schema_repaired) t.stats.add(std::string(kNotUtf8), where());
       // The writer's keys: ctrl_deps (the host node), timing, cat, stream, pg_name, sync_dep.
       n.parent_id = op.new_id;
@@ -785,7 +814,8 @@ StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOpt
   return t;
 }
 
-StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions& options) {
+StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions& options,
+                                  size_t window_bytes) {
   EtPlusFile file;
   file.trace.path = path;
   // As read_et_plus_nodes: the IOInfo strings take about half the text (a .gz file's size is a
@@ -798,7 +828,7 @@ StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions&
     file.trace.nodes.reserve(static_cast<size_t>(size / 500));
   }
   NodeReader reader(file.trace);
-  CF_ASSIGN_OR_RETURN(HostTrace host, load_host_trace(path, &reader));
+  CF_ASSIGN_OR_RETURN(HostTrace host, load_host_trace(path, &reader, window_bytes));
   // The nodes came in file order: id order already for ET+ (no sort), children before
   // parents in a host ET.
   std::vector<EtPlusNode>& nodes = file.trace.nodes;

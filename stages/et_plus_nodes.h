@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "stages/convert_model.h"
+#include "stages/host_et_loader.h"
 #include "stages/link_options.h"
 #include "stages/linked_trace.h"
 #include "stages/status.h"
@@ -42,7 +43,9 @@ struct EtPlusFile {
   std::unique_ptr<HostTrace> host;
   EtPlusTrace trace;
 };
-StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions& options);
+// The nodes are read in windows of `window_bytes` (see load_host_trace; 0: the whole document).
+StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions& options,
+                                  size_t window_bytes = kHostWindowBytes);
 
 // The nodes of the ET+ that write_et_plus (stages/et_plus_writer.h) would write for a linked rank,
 // read without writing it (`chakraflow run` converts this way): each host node's text is read as

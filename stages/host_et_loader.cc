@@ -10,32 +10,50 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
+// The key of the nodes array, as a JSON string literal (keys are compared with their quotes).
+constexpr std::string_view kNodesKey = "\"nodes\"";
+
 class HostParser {
  public:
-  HostParser(HostTrace& trace, HostFieldVisitor* visitor)
-      : t_(trace), text_(trace.text), visitor_(visitor) {}
+  HostParser(HostTrace& trace, HostFieldVisitor* visitor, size_t window_bytes)
+      : t_(trace), text_(trace.text), visitor_(visitor), window_bytes_(window_bytes) {}
 
   Status parse() {
     if (text_.empty())
       return Status::errorf("{}: empty file, expected a host execution trace", t_.path);
     od::parser parser;
+    // Nodes take 500 to 1,000 bytes of JSON: reserving for 256 avoids growing by copying (the
+    // untouched tail of the reservation costs no memory).
+    if (visitor_ == nullptr) t_.nodes.reserve(text_.size() / 256);
+    if (window_bytes_ > 0 && text_.size() > 2 * window_bytes_ &&
+        (visitor_ == nullptr || visitor_->can_take_back())) {
+      NodeWindows windows(*this);
+      t_.parse_windows =
+          json::read_array_in_windows(parser, t_.text.mutable_data(), t_.text.size(),
+                                      t_.text.capacity(), kNodesKey, window_bytes_, windows);
+      if (t_.parse_windows > 0) return Status();
+      // Not a text the windows can read, or a bad one: the whole document's parse reports it.
+      t_.nodes.clear();
+      t_.top_level.clear();
+      t_.schema.clear();
+      t_.arena.clear();
+      if (visitor_ != nullptr) visitor_->drop_all();
+      last_offset_ = 0;
+    }
     od::document doc;
     auto err = json::iterate_document(parser, t_.text, &doc, &t_.invalid_utf8_bytes);
     if (err) {
       last_offset_ = json::locate_document_error(text_, err);
-      return fail(doc, err, "cannot parse JSON");
+      return fail(err, "cannot parse JSON");
     }
     od::object root;
-    if ((err = doc.get_object().get(root))) return fail(doc, err, "top level is not a JSON object");
+    if ((err = doc.get_object().get(root))) return fail(err, "top level is not a JSON object");
     bool saw_nodes = false;
     for (auto field_result : root) {
       od::field field;
-      if ((err = std::move(field_result).get(field)))
-        return fail(doc, err, "invalid top-level field");
+      if ((err = std::move(field_result).get(field))) return fail(err, "invalid top-level field");
       std::string_view key_literal = json::string_literal(field.key().raw(), end());
-      std::string_view key = key_literal.size() >= 2 ? key_literal.substr(1, key_literal.size() - 2)
-                                                     : std::string_view();
-      if (key == "nodes") {
+      if (key_literal == kNodesKey) {
         saw_nodes = true;
         t_.top_level.push_back({key_literal, {}, true});
         od::value nodes_value = field.value();
@@ -45,22 +63,12 @@ class HostParser {
         }
         od::array nodes;
         if ((err = nodes_value.get_array().get(nodes))) {
-          return fail(doc, err, "\"nodes\" is not an array");
+          return fail(err, "\"nodes\" is not an array");
         }
         CF_RETURN_IF_ERROR(parse_nodes(doc, nodes));
         continue;
       }
-      std::string_view raw;
-      if ((err = json::raw_value(field.value()).get(raw))) {
-        return fail(doc, err, fmt::format("invalid value of top-level key \"{}\"", key));
-      }
-      if (key == "schema") {
-        auto s = json::unescape_literal(raw, t_.arena);
-        if (!s || raw.front() != '"')
-          return Status::errorf("{}: \"schema\" is not a string", t_.path);
-        t_.schema = std::string(*s);
-      }
-      t_.top_level.push_back({key_literal, raw, false});
+      CF_RETURN_IF_ERROR(read_top_field(field, key_literal));
     }
     if (!saw_nodes)
       return Status::errorf("{}: no \"nodes\" array: not a host execution trace", t_.path);
@@ -106,8 +114,7 @@ class HostParser {
 
   // The iterator cannot be asked where it is once it has failed: errors name the start of the
   // element being read (last_offset_), which is where the user should look.
-  Status fail(od::document& doc, simdjson::error_code err, std::string_view what) {
-    (void)doc;
+  Status fail(simdjson::error_code err, std::string_view what) {
     const char* hint = (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::TAPE_ERROR)
                            ? " (the file is truncated or malformed after this point)"
                            : "";
@@ -126,33 +133,77 @@ class HostParser {
     return HostLayout::kAttrs;
   }
 
+  // A field of the root object other than "nodes".
+  Status read_top_field(od::field& field, std::string_view key_literal) {
+    std::string_view raw;
+    if (auto err = json::raw_value(field.value()).get(raw)) {
+      return fail(err, fmt::format("invalid value of top-level key {}", key_literal));
+    }
+    if (key_literal == "\"schema\"") {
+      auto s = json::unescape_literal(raw, t_.arena);
+      if (!s || raw.front() != '"')
+        return Status::errorf("{}: \"schema\" is not a string", t_.path);
+      t_.schema = std::string(*s);
+    }
+    t_.top_level.push_back({key_literal, raw, false});
+    return Status();
+  }
+
   Status parse_nodes(od::document& doc, od::array nodes) {
-    // Nodes take 500 to 1,000 bytes of JSON: reserving for 256 avoids growing by copying (the
-    // untouched tail of the reservation costs no memory).
-    if (visitor_ == nullptr) t_.nodes.reserve(text_.size() / 256);
     size_t index = 0;
     for (auto element : nodes) {
       od::value value;
       simdjson::error_code err;
       if ((err = std::move(element).get(value)))
-        return fail(doc, err, fmt::format("invalid node #{}", index));
+        return fail(err, fmt::format("invalid node #{}", index));
       const char* start = nullptr;
       if ((err = value.current_location().get(start))) {
-        return fail(doc, err, fmt::format("invalid node #{}", index));
+        return fail(err, fmt::format("invalid node #{}", index));
       }
-      last_offset_ = json::offset_in(text_, start);
-      od::object obj;
-      if ((err = value.get_object().get(obj))) {
-        return fail(doc, err, fmt::format("node #{} is not an object", index));
-      }
-      HostNode node;
-      node.byte_offset = last_offset_;
-      CF_RETURN_IF_ERROR(parse_node(doc, obj, start, index, node));
-      if (visitor_ == nullptr) t_.nodes.push_back(node);  // the visitor keeps what it needs
+      CF_RETURN_IF_ERROR(read_node(doc, value, start, index));
       ++index;
     }
     return Status();
   }
+
+  // The node that starts at `start`, the index-th of the array.
+  Status read_node(od::document& doc, od::value value, const char* start, size_t index) {
+    last_offset_ = json::offset_in(text_, start);
+    od::object obj;
+    if (auto err = value.get_object().get(obj)) {
+      return fail(err, fmt::format("node #{} is not an object", index));
+    }
+    HostNode node;
+    node.byte_offset = last_offset_;
+    CF_RETURN_IF_ERROR(parse_node(doc, obj, start, index, node));
+    if (visitor_ == nullptr) t_.nodes.push_back(node);  // the visitor keeps what it needs
+    return Status();
+  }
+
+  // The nodes read a window at a time (the whole document's parse reports what they refuse).
+  class NodeWindows final : public json::ArrayWindowReader {
+   public:
+    explicit NodeWindows(HostParser& p) : p_(p) {}
+    bool root_field(od::field& field) override {
+      // A second "nodes" array is left to the whole parse.
+      const std::string_view key_literal = json::string_literal(field.key().raw(), p_.end());
+      if (key_literal == kNodesKey) return false;
+      return p_.read_top_field(field, key_literal).ok();
+    }
+    void before_elements() override { p_.t_.top_level.push_back({kNodesKey, {}, true}); }
+    bool element(od::document& doc, od::value value, const char* start) override {
+      if (!p_.read_node(doc, value, start, index_).ok()) {
+        if (p_.visitor_ != nullptr) p_.visitor_->drop_node();
+        return false;
+      }
+      ++index_;
+      return true;
+    }
+
+   private:
+    HostParser& p_;
+    size_t index_ = 0;
+  };
 
   Status node_error(const HostNode& n, size_t index, std::string_view what) {
     return Status::errorf("{}: byte {}: node #{}{}: {}", t_.path, n.byte_offset, index,
@@ -172,7 +223,7 @@ class HostParser {
       od::field field;
       simdjson::error_code err;
       if ((err = std::move(field_result).get(field)))
-        return fail(doc, err, fmt::format("node #{}", index));
+        return fail(err, fmt::format("node #{}", index));
       std::string_view key_literal = json::string_literal(field.key().raw(), end());
       std::string_view key = key_literal.size() >= 2 ? key_literal.substr(1, key_literal.size() - 2)
                                                      : std::string_view();
@@ -312,17 +363,19 @@ class HostParser {
   HostTrace& t_;
   std::string_view text_;
   HostFieldVisitor* visitor_ = nullptr;
+  size_t window_bytes_;
 };
 
 }  // namespace
 
 namespace {
 
-StatusOr<HostTrace> parse_host_text(std::string path, InputText text, HostFieldVisitor* fields) {
+StatusOr<HostTrace> parse_host_text(std::string path, InputText text, size_t window_bytes,
+                                    HostFieldVisitor* fields) {
   HostTrace trace;
   trace.path = std::move(path);
   trace.text = std::move(text);
-  HostParser parser(trace, fields);
+  HostParser parser(trace, fields, window_bytes);
   CF_RETURN_IF_ERROR(parser.parse());
   CF_RETURN_IF_ERROR(parser.finish());
   return trace;
@@ -331,12 +384,18 @@ StatusOr<HostTrace> parse_host_text(std::string path, InputText text, HostFieldV
 }  // namespace
 
 StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, HostFieldVisitor* fields) {
-  return parse_host_text(std::move(path), InputText(std::move(text)), fields);
+  return parse_host_text(std::move(path), InputText(std::move(text)), kHostWindowBytes, fields);
 }
 
-StatusOr<HostTrace> load_host_trace(const std::string& path, HostFieldVisitor* fields) {
+StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, size_t window_bytes,
+                                     HostFieldVisitor* fields) {
+  return parse_host_text(std::move(path), InputText(std::move(text)), window_bytes, fields);
+}
+
+StatusOr<HostTrace> load_host_trace(const std::string& path, HostFieldVisitor* fields,
+                                    size_t window_bytes) {
   CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path));
-  return parse_host_text(path, std::move(text), fields);
+  return parse_host_text(path, std::move(text), window_bytes, fields);
 }
 
 }  // namespace chakraflow

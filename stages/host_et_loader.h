@@ -10,6 +10,7 @@
 
 #include <simdjson.h>
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -33,12 +34,30 @@ class HostFieldVisitor {
                        simdjson::ondemand::value value) = 0;
   // After the node's last field: `node` is complete (id, name, raw, byte_offset).
   virtual Status end_node(const HostNode& node) = 0;
+
+  // The loader reads the nodes in windows (kHostWindowBytes) only for a visitor that can take
+  // back what it read. drop_node(): forget the node being read (its fields so far; end_node was
+  // not called): it was cut by a window's end and is read again from its start. drop_all(): forget
+  // every node: the loader parses the whole document again, from the first node.
+  virtual bool can_take_back() const { return false; }
+  virtual void drop_node() {}
+  virtual void drop_all() {}
 };
 
-StatusOr<HostTrace> load_host_trace(const std::string& path, HostFieldVisitor* fields = nullptr);
+// The nodes array is parsed this many bytes of text at a time when the text is more than twice
+// as large (json::read_array_in_windows): simdjson's structural index, 4 bytes per structural
+// character of what it parses (about the size of a host ET's text), then stays about 1 MB. A text
+// the windows cannot read is parsed whole, which reports its errors.
+inline constexpr size_t kHostWindowBytes = size_t{1} << 20;
+
+StatusOr<HostTrace> load_host_trace(const std::string& path, HostFieldVisitor* fields = nullptr,
+                                    size_t window_bytes = kHostWindowBytes);
 
 // Parses `text` (already decompressed); `path` is used in messages only.
 StatusOr<HostTrace> parse_host_trace(std::string path, std::string text,
+                                     HostFieldVisitor* fields = nullptr);
+// The same with windows of `window_bytes` (0: the whole document at once), for tests.
+StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, size_t window_bytes,
                                      HostFieldVisitor* fields = nullptr);
 
 }  // namespace chakraflow

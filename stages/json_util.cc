@@ -640,6 +640,7 @@ size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t
   while (open < size && is_space(data[open])) ++open;
   if (open + 3 > size || data[open] != '[') return 0;
   if (!read_prefix(parser, data, capacity, key_at, open, reader)) return 0;
+  reader.before_elements();
 
   size_t pos = open + 1;  // where the next window's elements start
   size_t windows = 0;     // read before this one

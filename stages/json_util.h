@@ -100,6 +100,9 @@ class ArrayWindowReader {
   virtual ~ArrayWindowReader() = default;
   // A field of the root object other than the array (before or after it). False: stop.
   virtual bool root_field(od::field& field) = 0;
+  // Between the root fields before the array and its first element (once, when the array's key is
+  // found to be a key of the root object).
+  virtual void before_elements() {}
   // One element of the array, which starts at `start`; the reader reads all of it (an element cut
   // by a window's end then fails). False: the element is not read (nothing of it may be kept); it
   // is read again at the start of the next window.

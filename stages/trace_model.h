@@ -92,6 +92,7 @@ struct HostTrace {
   std::vector<TopLevelField> top_level;  // in file order
   std::vector<HostNode> nodes;           // sorted by id (stable)
   uint64_t invalid_utf8_bytes = 0;       // replaced by '?' while loading
+  size_t parse_windows = 0;              // nodes read in this many windows (0: the whole document)
 };
 
 // ---------- device trace ----------

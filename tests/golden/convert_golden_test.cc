@@ -16,6 +16,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -26,6 +27,7 @@
 #include "stages/host_et_loader.h"
 #include "stages/jsonizer.h"
 #include "stages/pytorch_converter.h"
+#include "stages/synthetic_trace.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {
@@ -561,6 +563,131 @@ TEST(convert_cli, ChakraSpellingsAndExitCodes) {
             1);
   EXPECT_NE(out.find("record #1 at byte 1"), std::string::npos) << out;
   EXPECT_FALSE(std::filesystem::exists(tmp.file("bad.txt")));
+}
+
+// ---------- load_et_plus with the nodes read in windows ----------
+
+// Loads `path` whole and in windows of each size, converts each: the same .et bytes and data
+// problems, or the same error. Returns the number of windows of the smallest size.
+size_t expect_windowed_load_converts_as_whole(const std::string& path,
+                                              std::initializer_list<size_t> window_sizes) {
+  testing::TempDir dir;
+  auto convert = [&](size_t window, std::string* et, LinkStats* stats, size_t* windows) {
+    auto file = load_et_plus(path, ConvertOptions(), window);
+    if (!file.ok()) return file.status();
+    *windows = file->host->parse_windows;
+    ConvertReport report;
+    CF_RETURN_IF_ERROR(convert_trace(file->trace, dir.file("out.et"), ConvertOptions(), &report));
+    *et = testing::read_text(dir.file("out.et"));
+    *stats = report.stats;
+    return Status();
+  };
+  std::string whole_et;
+  LinkStats whole_stats;
+  size_t whole_windows = 0;
+  const Status whole = convert(0, &whole_et, &whole_stats, &whole_windows);
+  EXPECT_EQ(whole_windows, 0u);
+  size_t smallest_windows = 0;
+  bool first = true;
+  for (size_t window : window_sizes) {
+    std::string et;
+    LinkStats stats;
+    size_t windows = 0;
+    const Status windowed = convert(window, &et, &stats, &windows);
+    const std::string label = fmt::format("{}, windows of {} bytes", path, window);
+    EXPECT_EQ(whole.ok(), windowed.ok())
+        << label << ": " << (whole.ok() ? windowed : whole).message();
+    if (!whole.ok() || !windowed.ok()) {
+      if (!whole.ok() && !windowed.ok()) {
+        EXPECT_EQ(whole.message(), windowed.message()) << label;
+      }
+      continue;
+    }
+    EXPECT_TRUE(et == whole_et) << label << ": the .et differs";
+    EXPECT_EQ(stats.entries().size(), whole_stats.entries().size()) << label;
+    for (const auto& [kind, entry] : whole_stats.entries()) {
+      EXPECT_EQ(stats.count(kind), entry.count) << label << ": " << kind;
+    }
+    if (first) smallest_windows = windows;
+    first = false;
+  }
+  return smallest_windows;
+}
+
+TEST(LoadEtPlusWindows, RealTracesConvertAsWhole) {
+  CF_REQUIRE_SHARED_DATA("host_et");
+  size_t files = 0;
+  for (const char* sub : {"host_et", "pairs"}) {
+    const auto root = testing::shared_data_dir() / sub;
+    if (!std::filesystem::exists(root)) continue;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+      const std::string path = entry.path().string();
+      const std::string name = entry.path().filename().string();
+      if (!entry.is_regular_file() ||
+          (name.rfind("host_et.json", 0) != 0 && name.rfind("et_plus.", 0) != 0)) {
+        continue;
+      }
+      const size_t windows = expect_windowed_load_converts_as_whole(path, {333, 1 << 16});
+      EXPECT_GT(windows, 1u) << path << ": the windows were not used";
+      ++files;
+    }
+  }
+  EXPECT_GE(files, 12u);  // host ETs and the ET+ references
+}
+
+TEST(LoadEtPlusWindows, GeneratedTracesConvertAsWhole) {
+  testing::TempDir dir;
+  for (bool legacy : {false, true}) {
+    SynthOptions opt;
+    opt.ranks = 2;
+    opt.scale = 0.03;
+    opt.legacy = legacy;
+    std::string host;
+    synthesize_rank(
+        opt, 0, [&](std::string_view b) { host.append(b); }, [](std::string_view) {});
+    const std::string path = dir.file(legacy ? "legacy.json" : "host.json");
+    testing::write_text(path, host);
+    EXPECT_GT(expect_windowed_load_converts_as_whole(path, {100, 4096}), host.size() / 4096);
+  }
+}
+
+// What a node's fields leave before a window's end cuts it (sync deps, data problems, attrs) is
+// taken back: the node read again from its start counts once.
+TEST(LoadEtPlusWindows, CutNodesCountOnce) {
+  std::string nodes;
+  for (int i = 1; i <= 200; ++i) {
+    if (i > 1) nodes += ",\n";
+    nodes += fmt::format(
+        R"({{"id": {}, "name": "op{}", "ctrl_deps": {}, "sync_dep": [{}], )"
+        R"("attrs": [{{"name": "pg_name", "type": "int", "value": 3}}, )"
+        R"({{"name": "rf_id", "type": "uint64", "value": {}}}, {{"name": "x", "value": {{"a": "}},{{"}}}}], )"
+        R"("inputs": {{"values": [[{{"b": 1}}], "s"], "shapes": [[1]], "types": ["Tensor"]}}, )"
+        R"("outputs": {{"values": [], "shapes": [], "types": []}}, "ts": {}, "exclusive_dur": 1}})",
+        i, i, i > 1 ? 1 : 0, i > 1 ? i - 1 : 7, i, 10 * i);
+  }
+  testing::TempDir dir;
+  const std::string path = dir.file("et_plus.json");
+  testing::write_text(path,
+                      R"({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "nodes": [)" + nodes + "]}");
+  EXPECT_GT(expect_windowed_load_converts_as_whole(path, {64, 200, 1000}), 30u);
+  auto file = load_et_plus(path, ConvertOptions(), 200);
+  ASSERT_TRUE(file.ok()) << file.status().message();
+  EXPECT_EQ(file->trace.stats.count("attr \"pg_name\" that is not a string (ignored)"), 200u);
+  EXPECT_EQ(file->trace.sync_dep_ids.size(), 200u);
+  EXPECT_EQ(file->trace.nodes.size(), 200u);
+}
+
+TEST(LoadEtPlusWindows, BadInputCorpusConvertsAsWhole) {
+  size_t files = 0;
+  for (const char* sub : {"host_et", "et_plus"}) {
+    const auto dir = std::filesystem::path(CHAKRAFLOW_SOURCE_DIR) / "tests" / "bad_inputs" / sub;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() != ".json") continue;
+      expect_windowed_load_converts_as_whole(entry.path().string(), {16, 64, 256});
+      ++files;
+    }
+  }
+  EXPECT_GE(files, 20u);
 }
 
 }  // namespace

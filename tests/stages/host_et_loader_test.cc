@@ -1,7 +1,12 @@
 #include "stages/host_et_loader.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include "stages/synthetic_trace.h"
+#include "tests/testing/test_util.h"
 #include "tests/testing/trace_builder.h"
 
 namespace chakraflow {
@@ -105,5 +110,226 @@ TEST(HostEtLoader, BadInputGivesLocatedErrors) {
   }
 }
 
+// ---------- the nodes array read in windows ----------
+
+void expect_same_trace(const HostTrace& whole, const HostTrace& windowed, const std::string& what) {
+  EXPECT_EQ(whole.schema, windowed.schema) << what;
+  EXPECT_EQ(whole.layout, windowed.layout) << what;
+  EXPECT_EQ(whole.invalid_utf8_bytes, windowed.invalid_utf8_bytes) << what;
+  ASSERT_EQ(whole.top_level.size(), windowed.top_level.size()) << what;
+  for (size_t i = 0; i < whole.top_level.size(); ++i) {
+    EXPECT_EQ(whole.top_level[i].key_raw, windowed.top_level[i].key_raw) << what << ", field " << i;
+    EXPECT_EQ(whole.top_level[i].value_raw, windowed.top_level[i].value_raw) << what;
+    EXPECT_EQ(whole.top_level[i].is_nodes, windowed.top_level[i].is_nodes) << what;
+  }
+  ASSERT_EQ(whole.nodes.size(), windowed.nodes.size()) << what;
+  const std::string_view text = windowed.text;
+  for (size_t i = 0; i < whole.nodes.size(); ++i) {
+    const HostNode& a = whole.nodes[i];
+    const HostNode& b = windowed.nodes[i];
+    const std::string where = fmt::format("{}, node {} (id {})", what, i, a.id);
+    EXPECT_EQ(a.id, b.id) << where;
+    EXPECT_EQ(a.name, b.name) << where;
+    EXPECT_EQ(a.raw, b.raw) << where;
+    EXPECT_EQ(a.op_schema, b.op_schema) << where;
+    EXPECT_EQ(a.parent, b.parent) << where;
+    EXPECT_EQ(a.parent_key, b.parent_key) << where;
+    EXPECT_EQ(a.rf_id, b.rf_id) << where;
+    EXPECT_EQ(a.fw_parent, b.fw_parent) << where;
+    EXPECT_EQ(a.seq_id, b.seq_id) << where;
+    EXPECT_EQ(a.scope, b.scope) << where;
+    EXPECT_EQ(a.tid, b.tid) << where;
+    EXPECT_EQ(a.fw_tid, b.fw_tid) << where;
+    EXPECT_EQ(a.byte_offset, b.byte_offset) << where;
+    for (auto span : {&HostNode::id_value, &HostNode::name_value, &HostNode::parent_value}) {
+      EXPECT_EQ((a.*span).begin, (b.*span).begin) << where;
+      EXPECT_EQ((a.*span).end, (b.*span).end) << where;
+    }
+    EXPECT_TRUE(b.raw.data() >= text.data() &&
+                b.raw.data() + b.raw.size() <= text.data() + text.size())
+        << where;
+    if (::testing::Test::HasFailure()) return;  // one node's report is enough
+  }
+}
+
+// Parses `text` whole and in windows of each size: the same trace, or the same error. Returns the
+// number of windows of the smallest size (0: read whole).
+size_t expect_windows_read_as_whole(const std::string& text, const std::string& what,
+                                    std::initializer_list<size_t> window_sizes) {
+  auto whole = parse_host_trace("t.json", text, size_t{0});
+  size_t smallest_windows = 0;
+  bool first = true;
+  for (size_t window : window_sizes) {
+    auto windowed = parse_host_trace("t.json", text, window);
+    const std::string label = fmt::format("{}, windows of {} bytes", what, window);
+    EXPECT_EQ(whole.ok(), windowed.ok())
+        << label << ": " << (whole.ok() ? windowed : whole).status().message();
+    if (!whole.ok() || !windowed.ok()) {
+      if (!whole.ok() && !windowed.ok()) {
+        EXPECT_EQ(whole.status().message(), windowed.status().message()) << label;
+      }
+      continue;
+    }
+    EXPECT_EQ(whole->parse_windows, 0u);
+    expect_same_trace(*whole, *windowed, label);
+    if (first) smallest_windows = windowed->parse_windows;
+    first = false;
+  }
+  return smallest_windows;
+}
+
+std::string synthetic_host_trace(int rank, double scale, bool legacy) {
+  SynthOptions opt;
+  opt.ranks = 2;
+  opt.scale = scale;
+  opt.legacy = legacy;
+  std::string host, device;
+  synthesize_rank(
+      opt, rank, [&](std::string_view b) { host.append(b); },
+      [&](std::string_view b) { device.append(b); });
+  return host;
+}
+
+TEST(HostTraceWindows, SyntheticTracesReadAsWhole) {
+  for (bool legacy : {false, true}) {
+    const std::string text = synthetic_host_trace(1, 0.03, legacy);
+    const std::string what = legacy ? "synth 1.0.1" : "synth 1.1.x";
+    const size_t windows = expect_windows_read_as_whole(text, what, {100, 4096, 65536});
+    EXPECT_GT(windows, text.size() / 4096) << what << ": the windows were not used";
+    // The text is left as it was (windows patch bytes in place and restore them).
+    auto windowed = parse_host_trace("t.json", text, 4096);
+    ASSERT_TRUE(windowed.ok()) << windowed.status().message();
+    EXPECT_EQ(std::string_view(windowed->text), text);
+    EXPECT_GT(windowed->nodes.size(), 200u);
+  }
+}
+
+TEST(HostTraceWindows, RealTracesReadAsWhole) {
+  CF_REQUIRE_SHARED_DATA("host_et");
+  size_t files = 0;
+  for (const char* dir : {"host_et", "pairs"}) {
+    const auto root = testing::shared_data_dir() / dir;
+    if (!std::filesystem::exists(root)) continue;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+      const std::string path = entry.path().string();
+      if (!entry.is_regular_file() || path.find("reference") != std::string::npos ||
+          path.find("kineto") != std::string::npos || path.find(".json") == std::string::npos) {
+        continue;
+      }
+      const std::string text = testing::read_text(path);
+      const size_t windows = expect_windows_read_as_whole(text, path, {333, 1 << 16});
+      if (text.size() > 4 * 333) {
+        EXPECT_GT(windows, 1u) << path << ": the windows were not used";
+      }
+      ++files;
+    }
+  }
+  EXPECT_GE(files, 10u);
+}
+
+// Nodes whose text has what a window's cut looks for inside strings and nested arrays, nodes
+// larger than a window, every separator style, and root fields before and after the array.
+TEST(HostTraceWindows, HardCutsReadAsWhole) {
+  std::string nodes;
+  const char* separators[] = {",", ",\n  ", " , ", ",\n"};
+  for (int i = 1; i <= 300; ++i) {
+    std::string name;
+    switch (i % 6) {
+      case 0:
+        name = "plain";
+        break;
+      case 1:
+        name = "a},{b";
+        break;
+      case 2:
+        name = R"(q\"},{\"id\": 3}, {\")";
+        break;
+      case 3:
+        name = R"(back\\)";
+        break;
+      case 4:
+        name = std::string(i % 12 == 4 ? 3000 : 40, 'x') + "}, {";
+        break;
+      default:
+        name = R"(\u00e9},)";
+        break;
+    }
+    if (i > 1) nodes += separators[i % 4];
+    nodes += fmt::format(
+        R"({{"id": {}, "name": "{}", "ctrl_deps": {}, "inputs": {{"values": [[{{"a": "}},{{"}}], )"
+        R"({{"b": [2, {{"c": "]"}}]}}], "shapes": [], "types": []}}, )"
+        R"("attrs": [{{"name": "rf_id", "type": "uint64", "value": {}}}, )"
+        R"({{"name": "op_schema", "type": "string", "value": "s{}"}}]}})",
+        301 - i, name, i > 1 ? 300 : 0, i, i % 7);
+  }
+  const std::string text = R"({"schema": "1.1.1-chakra.0.0.4", "pid": 1, "meta": [{"x": 0}],)"
+                           "\n\"nodes\": [" +
+                           nodes + "],\n\"finish_ts\": 12, \"tail\": {\"y\": [1]}}";
+  const size_t windows = expect_windows_read_as_whole(text, "hard cuts", {64, 150, 500, 2048});
+  EXPECT_GT(windows, 20u);
+  auto t = parse_host_trace("t.json", text, 64);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->nodes.size(), 300u);
+  ASSERT_EQ(t->top_level.size(), 6u);
+  EXPECT_TRUE(t->top_level[3].is_nodes);
+  EXPECT_EQ(t->top_level[4].key_raw, "\"finish_ts\"");
+}
+
+// What the windows cannot read is parsed whole: the same trace, or exactly the same error.
+TEST(HostTraceWindows, WholeParseTakesOverWithItsErrors) {
+  std::string nodes;
+  for (int i = 1; i <= 200; ++i) {
+    if (i > 1) nodes += ", ";
+    nodes += fmt::format(R"({{"id": {}, "name": "op{}", "ctrl_deps": 1, "attrs": []}})", i, i);
+  }
+  const std::string array = "[" + nodes + "]";
+  const auto boundary = [&array](size_t n) { return array.find("}, {", n) + 3; };
+  const auto insert = [&array](size_t at, const std::string& what) {
+    return array.substr(0, at) + what + array.substr(at);
+  };
+  const size_t comma = array.find("}, {", 2500) + 1;
+  struct Case {
+    std::string what;
+    std::string text;
+    bool ok;
+  } cases[] = {
+      {"a second nodes array", R"({"nodes": )" + array + R"(, "nodes": [])" + "}", true},
+      {"nodes nested first", R"({"meta": {"nodes": []}, "nodes": )" + array + "}", true},
+      {"nodes in a string first", R"({"note": "\"nodes\": [", "nodes": )" + array + "}", true},
+      {"a long tail", R"({"nodes": )" + array + R"(, "more": ")" + std::string(5000, 'y') + "\"}",
+       true},
+      {"trailing content", R"({"nodes": )" + array + "} {}", false},
+      {"truncated", (R"({"nodes": )" + array).substr(0, 3000), false},
+      {"bad id in the middle",
+       R"({"nodes": )" + insert(boundary(2000), R"({"id": "abc", "name": "x"}, )") + "}", false},
+      {"duplicate id",
+       R"({"nodes": )" + insert(boundary(2000), R"({"id": 5, "name": "x"}, )") + "}", false},
+      {"missing comma", R"({"nodes": )" + array.substr(0, comma) + array.substr(comma + 1) + "}",
+       false},
+      {"invalid UTF-8 in a name",
+       R"({"nodes": )" + insert(array.find("op", 1500) + 2, "\xff") + "}", true},
+      {"not an object", R"({"nodes": )" + insert(boundary(1700), "7, ") + "}", false},
+      {"schema not a string", R"({"nodes": )" + array + R"(, "schema": 3})", false},
+  };
+  for (const auto& c : cases) {
+    auto whole = parse_host_trace("t.json", c.text, size_t{0});
+    EXPECT_EQ(whole.ok(), c.ok) << c.what << ": " << whole.status().message();
+    expect_windows_read_as_whole(c.text, c.what, {80, 256, 1000});
+  }
+}
+
+TEST(HostTraceWindows, BadInputCorpusReadsAsWhole) {
+  size_t files = 0;
+  for (const char* sub : {"host_et", "et_plus"}) {
+    const auto dir = std::filesystem::path(CHAKRAFLOW_SOURCE_DIR) / "tests" / "bad_inputs" / sub;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.path().extension() != ".json") continue;
+      const std::string text = testing::read_text(entry.path().string());
+      expect_windows_read_as_whole(text, entry.path().filename().string(), {16, 64, 256});
+      ++files;
+    }
+  }
+  EXPECT_GE(files, 20u);
+}
 }  // namespace
 }  // namespace chakraflow
