@@ -87,7 +87,7 @@ std::vector<LinkJobResult> run_link_graph(const std::vector<LinkJob>& jobs, size
   flow::function_node<size_t, HostMsg> load_host(g, flow::unlimited, [&](size_t seq) {
     return guarded<HostTrace>(seq, "load host trace", [&] {
       auto t0 = std::chrono::steady_clock::now();
-      auto trace = load_host_trace(jobs[seq].host_path);
+      auto trace = hooks.load_host ? hooks.load_host(seq) : load_host_trace(jobs[seq].host_path);
       results[seq].times.load_host = seconds_since(t0);
       if (!trace.ok()) return failed<HostTrace>(seq, trace.status());
       return ok(seq, std::move(trace).value());

@@ -60,6 +60,9 @@ struct LinkedRank {
 
 // Optional work attached to the graph (the batch runner's stages after linking, progress).
 struct LinkGraphHooks {
+  // Loads a job's host trace in place of load_host_trace(job.host_path) (e.g. with a
+  // HostFieldVisitor riding on the loader's pass).
+  std::function<StatusOr<HostTrace>(size_t seq)> load_host;
   // Runs in the link node while the rank's traces are still in memory, after its ET+ is committed
   // (or instead of writing one, when the job's output_path is empty): e.g. the conversion to .et
   // without writing and re-reading the ET+. Its status lands in LinkJobResult::after_status, and

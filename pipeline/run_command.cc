@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -18,9 +19,9 @@
 #include "pipeline/link_graph.h"
 #include "pipeline/mpi_world.h"
 #include "pipeline/run_config.h"
+#include "stages/et_plus_nodes.h"
 #include "stages/file_io.h"
 #include "stages/json_util.h"
-#include "stages/et_plus_nodes.h"
 #include "stages/pytorch_converter.h"
 #include "stages/sim_config.h"
 #include "stages/simulator.h"
@@ -375,9 +376,9 @@ int run_run_command(int argc, char** argv, int first) {
     // The chakra layout is converted in memory (no ET+ written unless kept); the legacy layout
     // through a temporary ET+ file.
     job.output_path = keep_et_plus ? cfg->et_plus_path(rank)
-                      : in_memory  ? std::string()
-                                   : fmt::format("{}.et_plus.tmp.{}.json", cfg->et_path(rank),
-                                                 ::getpid());
+                      : in_memory
+                          ? std::string()
+                          : fmt::format("{}.et_plus.tmp.{}.json", cfg->et_path(rank), ::getpid());
     job.options = cfg->link;
     job.options.rank = rank;
     jobs.push_back(job);
@@ -409,28 +410,41 @@ int run_run_command(int argc, char** argv, int first) {
   LinkGraphHooks hooks;
   ConvertOptions convert_options;
   convert_options.compat = cfg->convert_chakra_compat ? Compat::kChakra : Compat::kDefault;
+  // In memory, the converter reads each host node in the loader's pass (one pass over the text);
+  // what it read waits here until the rank is linked.
+  std::vector<std::optional<HostNodeFields>> host_fields(jobs.size());
   if (in_memory) {
+    hooks.load_host = [&](size_t seq) -> StatusOr<HostTrace> {
+      HostNodeFields fields(jobs[seq].host_path);
+      CF_ASSIGN_OR_RETURN(HostTrace host, load_host_trace(jobs[seq].host_path, &fields));
+      host_fields[seq].emplace(std::move(fields));
+      return host;
+    };
     hooks.convert_linked = [&](size_t seq, const LinkedRank& linked) -> Status {
       RankRecord& rec = records[record_of_job[seq]];
-      // The device trace is freed before the nodes are read: the converter's nodes hold copies
+      // The device trace is freed before the nodes are built: the converter's nodes hold copies
       // of what they take from it.
       LinkedDeviceFacts device = linked_device_facts(linked.device, linked.linked);
       linked.release_device();
+      if (!host_fields[seq]) return Status::error("internal error: host nodes not read");
+      HostNodeFields fields = std::move(*host_fields[seq]);
+      host_fields[seq].reset();
       CF_ASSIGN_OR_RETURN(EtPlusTrace trace,
-                          read_linked_nodes(linked.host, std::move(device), linked.linked,
-                                            linked.options, convert_options));
+                          read_linked_nodes(linked.host, std::move(fields), std::move(device),
+                                            linked.linked, linked.options, convert_options));
       return convert_trace(trace, cfg->et_path(rec.rank), convert_options, &rec.convert);
     };
   } else if (convert) {
     hooks.after_link = [&](size_t seq) {
       RankRecord& rec = records[record_of_job[seq]];
-      Status s =
-          convert_file(jobs[seq].output_path, cfg->et_path(rec.rank), convert_options, &rec.convert);
+      Status s = convert_file(jobs[seq].output_path, cfg->et_path(rec.rank), convert_options,
+                              &rec.convert);
       if (!keep_et_plus) std::remove(jobs[seq].output_path.c_str());
       return s;
     };
   }
   hooks.on_done = [&](size_t seq, const LinkJobResult& r) {
+    host_fields[seq].reset();  // a rank that failed before conversion
     std::lock_guard<std::mutex> lock(progress_mutex);
     RankRecord& rec = records[record_of_job[seq]];
     ++done;

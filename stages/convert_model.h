@@ -130,6 +130,7 @@ struct EtPlusTrace {
   std::string io_text;               // the IOInfo strings, concatenated
   std::vector<uint64_t> sync_dep_ids;
   std::deque<std::string> arena;  // unescaped strings that differ from their raw text
+  std::deque<std::string> device_arena;  // GPU names and pg_names (read_linked_nodes)
   // Schema 1.0.1 ET+ written by Chakra: `parent` held pre-renumbering ids and was mapped back.
   bool parents_renumbered = false;
   LinkStats stats;  // data problems that did not stop the conversion, by kind

@@ -106,11 +106,14 @@ struct AttrValues {
 };
 
 // Reads the converter's fields of every node: either riding on the loader's pass
-// (HostFieldVisitor, load_et_plus) or by re-reading each node of a loaded HostTrace (read_all).
-// Nodes are appended to EtPlusTrace::nodes in the order they are read.
+// (HostFieldVisitor, load_et_plus and load_host_for_linked_nodes) or by re-reading each node of a
+// loaded HostTrace (read_all). Nodes are appended to EtPlusTrace::nodes in the order they are
+// read. With `link_fields`, the loader keeps its nodes and the reader also sets their link fields
+// (HostFieldVisitor::keep_nodes), from the same values, as the loader reads them.
 class NodeReader final : public HostFieldVisitor {
  public:
-  explicit NodeReader(EtPlusTrace& out) : t_(out), stats_at_start_(out.stats) {}
+  explicit NodeReader(EtPlusTrace& out, bool link_fields = false)
+      : t_(out), link_fields_(link_fields), stats_at_start_(out.stats) {}
 
   // A node cut by a window's end is read again from its start (the loader's windows): what its
   // fields left is taken back. Only field() runs before a cut (end_node runs once the node's
@@ -137,8 +140,11 @@ class NodeReader final : public HostFieldVisitor {
     sync_deps_at_node_start_ = 0;
   }
 
-  Status read_all(const HostTrace& host) {
-    t_.nodes.reserve(host.nodes.size());
+  bool keep_nodes() const override { return link_fields_; }
+
+  // `capacity`: the nodes the trace will hold (link_nodes adds the GPU ops' nodes in place).
+  Status read_all(const HostTrace& host, size_t capacity) {
+    t_.nodes.reserve(std::max(capacity, host.nodes.size()));
     for (const HostNode& h : host.nodes) CF_RETURN_IF_ERROR(read_node(h));
     return Status();
   }
@@ -158,24 +164,36 @@ class NodeReader final : public HostFieldVisitor {
         return node_error(h, "malformed field");
       }
       if (key == "id" || key == "name") continue;  // the loader's
-      CF_RETURN_IF_ERROR(field(h, key, f.value()));
+      CF_RETURN_IF_ERROR(read_field(h, nullptr, key, f.value()));
     }
     return end_node(h);
   }
 
-  Status field(const HostNode& h, std::string_view key, od::value v) override {
+  Status field(HostNode& h, std::string_view key, od::value v) override {
+    return read_field(h, link_fields_ ? &h : nullptr, key, v);
+  }
+
+  // `link`: where the loader's fields go (keep_nodes), or nullptr.
+  Status read_field(const HostNode& h, HostNode* link, std::string_view key, od::value v) {
     EtPlusNode& n = cur_;
     auto bad = [&](std::string_view what) {
       return node_error(h, fmt::format("\"{}\" {}", key, what));
     };
     // The most frequent keys first (the branches exclude each other).
     if (key == "attrs") {
-      CF_RETURN_IF_ERROR(read_attrs(v, h, attrs_));
+      CF_RETURN_IF_ERROR(read_attrs(v, h, link, attrs_));
     } else if (key == "ctrl_deps" || key == "parent") {
       if (is_null(v)) return Status();
+      const std::string_view token = json::token(v);
       uint64_t id = 0;
       if (!json::get_uint64(v, &id)) return bad("is not a node id");
       (key == "ctrl_deps" ? ctrl_deps_ : parent_) = id;
+      if (link != nullptr) {  // the last of the two keys wins, as in the loader
+        link->parent = id;
+        link->parent_key = key == "parent" ? ParentKey::kParent : ParentKey::kCtrlDeps;
+        const auto begin = static_cast<uint32_t>(token.data() - link->raw.data());
+        link->parent_value = Span{begin, begin + static_cast<uint32_t>(token.size())};
+      }
     } else if (key == "inputs" || key == "outputs") {
       const int base = key == "inputs" ? kInValues : kOutValues;
       od::json_type type;
@@ -255,10 +273,12 @@ class NodeReader final : public HostFieldVisitor {
       int64_t value = 0;
       if (!json::get_int64(v, &value)) return bad("is not an integer");
       set_int_attr(attrs_, key, value);
+      if (link != nullptr) set_link_int_attr(*link, key, value);
     } else if (key == "op_schema") {
       std::string_view str;
       if (!read_string(v, &str)) return bad("is not a string");
       attrs_.op_schema = str;
+      if (link != nullptr) link->op_schema = str;
     }
     return Status();
   }
@@ -344,6 +364,15 @@ class NodeReader final : public HostFieldVisitor {
     return Status::errorf("{}: byte {}: node id {}: {}", t_.path, h.byte_offset, h.id, what);
   }
 
+  // The loader's reading of an integer attribute that the converter read as `value`.
+  static void set_link_int_attr(HostNode& link, std::string_view name, int64_t value) {
+    if (name == "seq_id") {
+      link.seq_id = value;
+    } else if (uint64_t* slot = host_id_attr(link, name)) {
+      *slot = value < 0 ? 0 : static_cast<uint64_t>(value);
+    }
+  }
+
   // A JSON string value (unescaped), as a view into the trace text or t_.arena.
   bool read_string(od::value v, std::string_view* out) {
     const std::string_view literal = json::token(v);
@@ -379,7 +408,8 @@ class NodeReader final : public HostFieldVisitor {
     }
   }
 
-  Status read_attrs(od::value v, const HostNode& h, AttrValues& attrs) {
+  // With `link`, the loader's reading too: it takes an attr's value only after its name.
+  Status read_attrs(od::value v, const HostNode& h, HostNode* link, AttrValues& attrs) {
     od::array list;
     if (v.get_array().get(list)) return node_error(h, "\"attrs\" is not a list");
     for (auto entry_result : list) {
@@ -388,7 +418,7 @@ class NodeReader final : public HostFieldVisitor {
         return node_error(h, "an entry of \"attrs\" is not an object");
       }
       std::string_view name, value_raw;
-      bool have_name = false, have_value = false;
+      bool have_name = false, have_value = false, name_first = false;
       for (auto field_result : entry) {
         od::field field;
         std::string_view key;
@@ -410,6 +440,7 @@ class NodeReader final : public HostFieldVisitor {
             return node_error(h, "malformed \"attrs\" value");
           }
           have_value = true;
+          name_first = have_name;
         }
       }
       if (!have_name || value_raw.empty()) continue;
@@ -421,7 +452,11 @@ class NodeReader final : public HostFieldVisitor {
           return node_error(h, fmt::format("attr \"{}\" = {} is not an int64", name, value_raw));
         }
         set_int_attr(attrs, name, value);
+        if (link != nullptr && name_first) set_link_int_attr(*link, name, value);
       } else if (name == "op_schema" || name == "pg_name" || name == "collective_name") {
+        if (link != nullptr && name_first && name == "op_schema" && value_raw.front() != '"') {
+          return node_error(h, "\"op_schema\" is not a string");  // the loader's error
+        }
         if (value_raw.front() != '"') {
           pending_stats_.emplace_back(
               fmt::format("attr \"{}\" that is not a string (ignored)", name),
@@ -433,12 +468,14 @@ class NodeReader final : public HostFieldVisitor {
         (name == "op_schema" ? attrs.op_schema
          : name == "pg_name" ? attrs.pg_name
                              : attrs.collective_name) = *s;
+        if (link != nullptr && name_first && name == "op_schema") link->op_schema = *s;
       }
     }
     return Status();
   }
 
   EtPlusTrace& t_;
+  bool link_fields_ = false;
   od::parser parser_;  // read_all only
   // The node being read.
   EtPlusNode cur_;
@@ -687,17 +724,61 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace
                            options);
 }
 
-StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts device,
-                                        const LinkedTrace& linked, const LinkOptions& link_options,
-                                        const ConvertOptions& options) {
+namespace {
+
+// Where the nodes as read lie in the EtPlusTrace given to link_nodes.
+enum class ReadOrder : uint8_t {
+  kById,       // as host.nodes (read_all)
+  kFileOrder,  // in file order: HostNode::file_index (HostNodeFields)
+};
+
+// Moves the nodes as read (in `order`) to their output positions (`slot`, by host node, in id
+// order) in `nodes` grown to `total`: in place, following the permutation's cycles, so that no
+// second vector of nodes is alive.
+void place_nodes(const HostTrace& host, ReadOrder order, const std::vector<uint32_t>& slot,
+                 size_t total, std::vector<EtPlusNode>& nodes) {
+  const size_t n = nodes.size();
+  std::vector<uint32_t> target(n);  // by position as read
+  for (uint32_t i = 0; i < n; ++i) {
+    target[order == ReadOrder::kById ? i : host.nodes[i].file_index] = slot[i];
+  }
+  nodes.resize(total);
+  std::vector<bool> taken(n);  // the node read at this position has been picked up
+  for (uint32_t start = 0; start < n; ++start) {
+    if (taken[start]) continue;
+    taken[start] = true;
+    EtPlusNode carried = std::move(nodes[start]);
+    uint32_t to = target[start];
+    while (to < n && !taken[to]) {  // place it, and pick up the node read there
+      taken[to] = true;
+      std::swap(carried, nodes[to]);
+      to = target[to];
+    }
+    nodes[to] = std::move(carried);
+  }
+}
+
+// read_linked_nodes, from the nodes as read (`t.nodes`, with their io_text, sync deps, strings
+// and data problems in `t`).
+StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder order,
+                                 LinkedDeviceFacts device, const LinkedTrace& linked,
+                                 const LinkOptions& link_options, const ConvertOptions& options) {
   constexpr std::string_view kNotUtf8 = "string that is not valid UTF-8 (bytes replaced by '?')";
   constexpr std::string_view kNoIo = "node without inputs/outputs lists (written as [])";
-  EtPlusTrace t;
+  if (t.nodes.size() != host.nodes.size()) {
+    return Status::errorf("{}: internal error: {} nodes read for {} host nodes", host.path,
+                          t.nodes.size(), host.nodes.size());
+  }
   t.path = host.path;
-  t.arena = std::move(device.arena);  // the GPU names and pg_names
-  t.nodes.reserve(linked.node_count);
-  t.io_text.reserve(host.text.size() / 2);
-  NodeReader reader(t);
+  t.device_arena = std::move(device.arena);  // the GPU names and pg_names
+  // Each host node's output position; its GPU ops' nodes follow it.
+  std::vector<uint32_t> slot(host.nodes.size());
+  size_t total = 0;
+  for (uint32_t i = 0; i < host.nodes.size(); ++i) {
+    slot[i] = static_cast<uint32_t>(total);
+    total += 1 + (linked.ops[i].gpu_end - linked.ops[i].gpu_begin);
+  }
+  place_nodes(host, order, slot, total, t.nodes);
   const bool default_mode = link_options.compat == Compat::kDefault;
   uint32_t position = 0;     // in the ET+ the writer would write
   size_t gpu_sync_next = 0;  // cursor in linked.gpu_sync_deps (sorted by GPU position)
@@ -723,11 +804,10 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts
   for (uint32_t i = 0; i < host.nodes.size(); ++i) {
     const HostNode& h = host.nodes[i];
     const LinkedHostOp& op = linked.ops[i];
-    CF_RETURN_IF_ERROR(reader.read_node(h));
     // The GPU nodes are copies of the host node's text, before the host node's own changes.
-    if (op.gpu_begin < op.gpu_end) as_read = t.nodes.back();
+    if (op.gpu_begin < op.gpu_end) as_read = t.nodes[slot[i]];
     {
-      EtPlusNode& n = t.nodes.back();
+      EtPlusNode& n = t.nodes[slot[i]];
       n.id = op.new_id;
       n.file_position = position++;
       // The writer replaces the value of the key the loader took the parent from; `ctrl_deps`
@@ -752,7 +832,8 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts
     }
     for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
       const LinkedDeviceFacts::GpuOp& g = device.gpu_op[k];
-      EtPlusNode n = as_read;
+      EtPlusNode& n = t.nodes[slot[i] + 1 + (k - op.gpu_begin)];
+      n = as_read;
       n.id = linked.gpu_new_id(op, k - op.gpu_begin);
       n.file_position = position++;
       auto where = [&n] { return fmt::format("node {}", n.id); };
@@ -786,7 +867,6 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts
         end_sync(n);
       }
       if (n.io_missing) t.stats.add(std::string(kNoIo), where());
-      t.nodes.push_back(n);
     }
   }
   // Ids are dense in the writer's order (stages/id_assignment.h); sorted anyway if not.
@@ -804,12 +884,72 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts
   return t;
 }
 
+}  // namespace
+
+StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts device,
+                                        const LinkedTrace& linked, const LinkOptions& link_options,
+                                        const ConvertOptions& options) {
+  EtPlusTrace t;
+  t.path = host.path;
+  t.io_text.reserve(host.text.size() / 2);
+  NodeReader reader(t);
+  CF_RETURN_IF_ERROR(reader.read_all(host, linked.node_count));
+  return link_nodes(host, std::move(t), ReadOrder::kById, std::move(device), linked, link_options,
+                    options);
+}
+
+struct HostNodeFields::Impl {
+  explicit Impl(std::string path) : reader(trace, /*link_fields=*/true) {
+    // As load_et_plus: reserve rather than grow by copying (a .gz file's size is a lower bound).
+    std::error_code ec;
+    const uintmax_t size = std::filesystem::file_size(path, ec);
+    if (!ec) {
+      trace.io_text.reserve(static_cast<size_t>(size / 2));
+      // Room for the GPU ops' nodes too, which link_nodes adds in place (the untouched part of
+      // a reservation costs no memory).
+      trace.nodes.reserve(static_cast<size_t>(size / 300));
+    }
+    trace.path = std::move(path);
+  }
+  EtPlusTrace trace;
+  NodeReader reader;
+};
+
+HostNodeFields::HostNodeFields(std::string path) : impl_(std::make_unique<Impl>(std::move(path))) {}
+HostNodeFields::HostNodeFields(HostNodeFields&&) noexcept = default;
+HostNodeFields& HostNodeFields::operator=(HostNodeFields&&) noexcept = default;
+HostNodeFields::~HostNodeFields() = default;
+
+Status HostNodeFields::field(HostNode& node, std::string_view key, od::value value) {
+  return impl_->reader.field(node, key, value);
+}
+Status HostNodeFields::end_node(const HostNode& node) {
+  return impl_->reader.end_node(node);
+}
+bool HostNodeFields::can_take_back() const {
+  return impl_->reader.can_take_back();
+}
+void HostNodeFields::drop_node() {
+  impl_->reader.drop_node();
+}
+void HostNodeFields::drop_all() {
+  impl_->reader.drop_all();
+}
+
+StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, HostNodeFields fields,
+                                        LinkedDeviceFacts device, const LinkedTrace& linked,
+                                        const LinkOptions& link_options,
+                                        const ConvertOptions& options) {
+  return link_nodes(host, std::move(fields.impl_->trace), ReadOrder::kFileOrder, std::move(device),
+                    linked, link_options, options);
+}
+
 StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOptions& options) {
   EtPlusTrace t;
   t.path = host.path;
   t.io_text.reserve(host.text.size() / 2);
   NodeReader reader(t);
-  CF_RETURN_IF_ERROR(reader.read_all(host));
+  CF_RETURN_IF_ERROR(reader.read_all(host, host.nodes.size()));
   finish_trace(host, options, FileOrder::kByteOffset, t);
   return t;
 }

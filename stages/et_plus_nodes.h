@@ -84,6 +84,40 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts
                                         const LinkedTrace& linked, const LinkOptions& link_options,
                                         const ConvertOptions& options);
 
+// The converter's reading of a host ET's nodes, made in the loader's own pass over the text
+// (`chakraflow run`: the text is parsed once for the link and the conversion). Give it to
+// load_host_trace / parse_host_trace: the loader keeps its nodes as without it (the link fields
+// are set from the same values, with the loader's semantics), and this keeps one EtPlusNode per
+// node, in file order. read_linked_nodes then reads no node text again. `path` names the file in
+// errors; errors and data problems are those read_linked_nodes reports from the text.
+class HostNodeFields final : public HostFieldVisitor {
+ public:
+  explicit HostNodeFields(std::string path);
+  HostNodeFields(HostNodeFields&&) noexcept;
+  HostNodeFields& operator=(HostNodeFields&&) noexcept;
+  ~HostNodeFields() override;
+
+  bool keep_nodes() const override { return true; }
+  Status field(HostNode& node, std::string_view key, simdjson::ondemand::value value) override;
+  Status end_node(const HostNode& node) override;
+  bool can_take_back() const override;
+  void drop_node() override;
+  void drop_all() override;
+
+  struct Impl;
+
+ private:
+  friend StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace&, HostNodeFields,
+                                                 LinkedDeviceFacts, const LinkedTrace&,
+                                                 const LinkOptions&, const ConvertOptions&);
+  std::unique_ptr<Impl> impl_;
+};
+// As above, with the nodes read in the loader's pass. `host` is the trace loaded with `fields`.
+StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, HostNodeFields fields,
+                                        LinkedDeviceFacts device, const LinkedTrace& linked,
+                                        const LinkOptions& link_options,
+                                        const ConvertOptions& options);
+
 // True for the thread annotation names Chakra takes as dependency roots.
 bool is_thread_root_name(std::string_view name);
 // True for the process annotation names.

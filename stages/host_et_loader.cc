@@ -16,7 +16,11 @@ constexpr std::string_view kNodesKey = "\"nodes\"";
 class HostParser {
  public:
   HostParser(HostTrace& trace, HostFieldVisitor* visitor, size_t window_bytes)
-      : t_(trace), text_(trace.text), visitor_(visitor), window_bytes_(window_bytes) {}
+      : t_(trace),
+        text_(trace.text),
+        visitor_(visitor),
+        keep_nodes_(visitor == nullptr || visitor->keep_nodes()),
+        window_bytes_(window_bytes) {}
 
   Status parse() {
     if (text_.empty())
@@ -24,7 +28,7 @@ class HostParser {
     od::parser parser;
     // Nodes take 500 to 1,000 bytes of JSON: reserving for 256 avoids growing by copying (the
     // untouched tail of the reservation costs no memory).
-    if (visitor_ == nullptr) t_.nodes.reserve(text_.size() / 256);
+    if (keep_nodes_) t_.nodes.reserve(text_.size() / 256);
     if (window_bytes_ > 0 && text_.size() > 2 * window_bytes_ &&
         (visitor_ == nullptr || visitor_->can_take_back())) {
       NodeWindows windows(*this);
@@ -175,8 +179,10 @@ class HostParser {
     }
     HostNode node;
     node.byte_offset = last_offset_;
+    node.file_index = static_cast<uint32_t>(index);
+    node.raw = std::string_view(start, 0);  // spans are taken from here
     CF_RETURN_IF_ERROR(parse_node(doc, obj, start, index, node));
-    if (visitor_ == nullptr) t_.nodes.push_back(node);  // the visitor keeps what it needs
+    if (keep_nodes_) t_.nodes.push_back(node);
     return Status();
   }
 
@@ -309,16 +315,7 @@ class HostParser {
         return node_error(n, index, fmt::format("\"{}\" is not an integer", key));
       }
     }
-    if (key == "rf_id")
-      n.rf_id = u;
-    else if (key == "fw_parent")
-      n.fw_parent = u;
-    else if (key == "scope")
-      n.scope = u;
-    else if (key == "tid")
-      n.tid = u;
-    else if (key == "fw_tid")
-      n.fw_tid = u;
+    if (uint64_t* slot = host_id_attr(n, key)) *slot = u;
     return Status();
   }
 
@@ -363,10 +360,20 @@ class HostParser {
   HostTrace& t_;
   std::string_view text_;
   HostFieldVisitor* visitor_ = nullptr;
+  bool keep_nodes_ = true;
   size_t window_bytes_;
 };
 
 }  // namespace
+
+uint64_t* host_id_attr(HostNode& node, std::string_view key) {
+  if (key == "rf_id") return &node.rf_id;
+  if (key == "fw_parent") return &node.fw_parent;
+  if (key == "scope") return &node.scope;
+  if (key == "tid") return &node.tid;
+  if (key == "fw_tid") return &node.fw_tid;
+  return nullptr;
+}
 
 namespace {
 

@@ -22,16 +22,22 @@ namespace chakraflow {
 // An optional reader of node fields riding on the loader's single pass over the document (the
 // converter reads its fields this way instead of parsing every node a second time). With a
 // visitor, the loader reads only "id" and "name" itself: every other field of every node goes to
-// field(), once, in file order. HostTrace::nodes stays empty: the visitor keeps what it needs and
-// checks that ids are unique.
+// field(), once, in file order.
+// - Without keep_nodes(), HostTrace::nodes stays empty: the visitor keeps what it needs and checks
+//   that ids are unique.
+// - With keep_nodes(), the loader keeps its nodes as without a visitor (sorted by id, checked),
+//   and field() must set the fields of `node` the loader would have read from the keys it is
+//   given: parent, parent_key and parent_value (from "ctrl_deps" / "parent"), op_schema, and the
+//   integer attributes (node level or in "attrs", see host_id_attr). While fields are read,
+//   `node.raw` is empty and starts at the node's first byte (for the spans).
 // Values must be consumed (or left) within field(); string views into the trace text stay valid
 // for the HostTrace's lifetime.
 class HostFieldVisitor {
  public:
   virtual ~HostFieldVisitor() = default;
-  // `node` has its byte_offset, and id and name when they came before this field.
-  virtual Status field(const HostNode& node, std::string_view key,
-                       simdjson::ondemand::value value) = 0;
+  virtual bool keep_nodes() const { return false; }
+  // `node` has its byte_offset and file_index, and id and name when they came before this field.
+  virtual Status field(HostNode& node, std::string_view key, simdjson::ondemand::value value) = 0;
   // After the node's last field: `node` is complete (id, name, raw, byte_offset).
   virtual Status end_node(const HostNode& node) = 0;
 
@@ -49,6 +55,11 @@ class HostFieldVisitor {
 // character of what it parses (about the size of a host ET's text), then stays about 1 MB. A text
 // the windows cannot read is parsed whole, which reports its errors.
 inline constexpr size_t kHostWindowBytes = size_t{1} << 20;
+
+// The id-valued integer attribute of HostNode named `key` (rf_id, fw_parent, scope, tid, fw_tid),
+// or nullptr. The loader stores a negative value (some traces write -1 for "none") as 0; seq_id
+// is signed and kept as it is.
+uint64_t* host_id_attr(HostNode& node, std::string_view key);
 
 StatusOr<HostTrace> load_host_trace(const std::string& path, HostFieldVisitor* fields = nullptr,
                                     size_t window_bytes = kHostWindowBytes);

@@ -74,6 +74,7 @@ struct HostNode {
   Span name_value;             // span of the name value (with quotes) inside raw
   Span parent_value;           // span of the parent/ctrl_deps value inside raw
   ParentKey parent_key = ParentKey::kNone;
+  uint32_t file_index = 0;   // position in the file's "nodes" array
   uint64_t byte_offset = 0;  // of the node object in the decompressed file
 };
 
