@@ -193,6 +193,16 @@ class DeviceParser {
     return Status();
   }
 
+  // `part` (inside the event's text) as a span relative to the event's start.
+  Status span_in_event(const DeviceEvent& e, size_t index, std::string_view part, Span* out) {
+    const uint64_t begin = json::offset_in(text_, part.data()) - e.byte_offset;
+    if (begin + part.size() > UINT32_MAX) {
+      return event_error(e, index, "the event is larger than 4 GiB");
+    }
+    *out = Span{static_cast<uint32_t>(begin), static_cast<uint32_t>(begin + part.size())};
+    return Status();
+  }
+
   // Integer-like id fields: numbers, integral doubles, or strings.
   bool read_id(od::value v, int64_t* out) {
     od::json_type type;
@@ -256,7 +266,9 @@ class DeviceParser {
       } else if (key == "name") {
         od::json_type type;
         if (v.type().get(type) == simdjson::SUCCESS && type != od::json_type::string) continue;
-        CF_RETURN_IF_ERROR(read_literal(v, e, index, "name", &e.name_raw, &e.name));
+        std::string_view literal;
+        CF_RETURN_IF_ERROR(read_literal(v, e, index, "name", &literal, &e.name));
+        CF_RETURN_IF_ERROR(span_in_event(e, index, literal, &e.name_literal));
       } else if (key == "ts") {
         bool frac = false;
         CF_RETURN_IF_ERROR(read_time(v, e, index, "ts", &e.ts, &frac));
@@ -282,7 +294,9 @@ class DeviceParser {
         const char* after = nullptr;
         if (doc.current_location().get(after)) after = end();
         while (after > args_start && after[-1] != '}') --after;
-        e.args_raw = std::string_view(args_start, static_cast<size_t>(after - args_start));
+        CF_RETURN_IF_ERROR(span_in_event(
+            e, index, std::string_view(args_start, static_cast<size_t>(after - args_start)),
+            &e.args));
       }
     }
     // Times are int64 nanoseconds: bounding ts, dur and their sum to ±2^62 ns (146 years) keeps

@@ -134,7 +134,7 @@ class Writer {
         buf_.append(",\n");
         size_t ng = 0;
         splices[ng++] = {n.id_value, number(id_text, linked_.gpu_new_id(op, k - op.gpu_begin))};
-        splices[ng++] = {n.name_value, g.name_raw};
+        splices[ng++] = {n.name_value, dev_.name_raw(g)};
         bool ctrl_in_place = n.parent_key == ParentKey::kCtrlDeps;
         if (ctrl_in_place ||
             (n.parent_key == ParentKey::kParent && opt_.compat == Compat::kDefault)) {

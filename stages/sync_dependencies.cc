@@ -226,9 +226,8 @@ class SyncResolver {
     od::parser parser;
     for (uint32_t i = 0; i < trace.events.size(); ++i) {
       const DeviceEvent& e = trace.events[i];
-      if (e.cat != DeviceCategory::kOther || e.args_raw.empty() || !e.has(kHasCorrelation))
-        continue;
-      auto r = parse_sync_record(parser, trace.text, e.args_raw);
+      if (e.cat != DeviceCategory::kOther || e.args.empty() || !e.has(kHasCorrelation)) continue;
+      auto r = parse_sync_record(parser, trace.text, trace.args_raw(e));
       if (!r) continue;
       r->event = DeviceEventIdx{i};
       records_.try_emplace(e.correlation, *r);

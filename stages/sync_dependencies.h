@@ -28,7 +28,7 @@
 //
 // Where the fields come from: Kineto's `cuda_sync` records (one per sync call, same
 // `correlation`; args `cuda_sync_kind`, `stream`, `wait_on_stream`,
-// `wait_on_cuda_event_record_corr_id`, `device`), read from DeviceEvent::args_raw. Traces from
+// `wait_on_cuda_event_record_corr_id`, `device`), read from DeviceTrace::args_raw. Traces from
 // Kineto versions without them (e.g. all of ../shared/data/pairs):
 //  - stream sync: the stream is taken from the last GPU op the calling thread launched before the
 //    call (PyTorch syncs the stream it just copied on), flagged `inferred` and counted. The

@@ -133,11 +133,13 @@ struct DeviceEvent {
   int64_t stream = 0;
   int64_t device = 0;
   uint64_t rf_id = 0;
-  std::string_view name;      // unescaped
-  std::string_view name_raw;  // JSON string literal as in the file (with quotes)
-  std::string_view pg_name;   // args["Process Group Name"], unescaped; empty if absent
-  std::string_view args_raw;  // raw JSON of "args" (empty if absent)
+  std::string_view name;     // unescaped
+  std::string_view pg_name;  // args["Process Group Name"], unescaped; empty if absent
   uint64_t byte_offset = 0;
+  // Relative to byte_offset (DeviceTrace::name_raw and args_raw give the text): the name's JSON
+  // string literal as in the file (with quotes), and the raw JSON of "args" (empty if absent).
+  Span name_literal;
+  Span args;
   uint16_t flags = 0;
   DeviceCategory cat = DeviceCategory::kOther;
   char ph = 0;
@@ -145,6 +147,7 @@ struct DeviceEvent {
   bool has(DeviceEventFlags f) const { return (flags & f) != 0; }
   TimeNs end() const { return ts + dur; }
 };
+static_assert(sizeof(DeviceEvent) <= 136, "DeviceEvent grew: a trace holds millions of them");
 
 struct DeviceTrace {
   std::string path;
@@ -161,6 +164,13 @@ struct DeviceTrace {
   size_t parse_windows = 0;  // traceEvents read in this many windows (0: the whole document)
 
   const DeviceEvent& operator[](DeviceEventIdx i) const { return events[i.value]; }
+  std::string_view name_raw(const DeviceEvent& e) const { return in_event(e, e.name_literal); }
+  std::string_view args_raw(const DeviceEvent& e) const { return in_event(e, e.args); }
+
+ private:
+  std::string_view in_event(const DeviceEvent& e, Span s) const {
+    return std::string_view(text).substr(e.byte_offset + s.begin, s.end - s.begin);
+  }
 };
 
 // ---------- LinkStats ----------
