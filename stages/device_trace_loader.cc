@@ -252,40 +252,38 @@ class DeviceParser {
     for (auto field_result : obj) {
       od::field field;
       if (std::move(field_result).get(field)) return event_error(e, index, "invalid field");
-      std::string_view key_literal = json::string_literal(field.key().raw(), end());
-      std::string_view key = key_literal.size() >= 2 ? key_literal.substr(1, key_literal.size() - 2)
-                                                     : std::string_view();
+      const std::string_view key = json::raw_key(field);
       od::value v = field.value();
-      if (key == "ph") {
+      if (json::equals(key, "ph")) {
         std::string_view lit, s;
         CF_RETURN_IF_ERROR(read_literal(v, e, index, "ph", &lit, &s));
         e.ph = s.empty() ? 0 : s[0];
-      } else if (key == "cat") {
+      } else if (json::equals(key, "cat")) {
         std::string_view lit;
         CF_RETURN_IF_ERROR(read_literal(v, e, index, "cat", &lit, &cat));
-      } else if (key == "name") {
+      } else if (json::equals(key, "name")) {
         od::json_type type;
         if (v.type().get(type) == simdjson::SUCCESS && type != od::json_type::string) continue;
         std::string_view literal;
         CF_RETURN_IF_ERROR(read_literal(v, e, index, "name", &literal, &e.name));
         CF_RETURN_IF_ERROR(span_in_event(e, index, literal, &e.name_literal));
-      } else if (key == "ts") {
+      } else if (json::equals(key, "ts")) {
         bool frac = false;
         CF_RETURN_IF_ERROR(read_time(v, e, index, "ts", &e.ts, &frac));
         if (frac) e.flags |= kTsFractional;
         has_ts = true;
-      } else if (key == "dur") {
+      } else if (json::equals(key, "dur")) {
         od::json_type type;
         if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) continue;
         bool frac = false;
         CF_RETURN_IF_ERROR(read_time(v, e, index, "dur", &e.dur, &frac));
         e.flags |= kHasDur;
         if (frac) e.flags |= kDurFractional;
-      } else if (key == "tid") {
+      } else if (json::equals(key, "tid")) {
         if (read_id(v, &e.tid)) e.flags |= kHasTid;
-      } else if (key == "pid") {
+      } else if (json::equals(key, "pid")) {
         read_id(v, &e.pid);
-      } else if (key == "args") {
+      } else if (json::equals(key, "args")) {
         const char* args_start = nullptr;
         od::object args;
         if (v.current_location().get(args_start) || v.get_object().get(args)) continue;
@@ -322,22 +320,20 @@ class DeviceParser {
     for (auto field_result : args) {
       od::field field;
       if (std::move(field_result).get(field)) return event_error(e, index, "invalid \"args\"");
-      std::string_view key_literal = json::string_literal(field.key().raw(), end());
-      std::string_view key = key_literal.size() >= 2 ? key_literal.substr(1, key_literal.size() - 2)
-                                                     : std::string_view();
+      const std::string_view key = json::raw_key(field);
       od::value v = field.value();
       int64_t id = 0;
-      if (key == "External id") {
+      if (json::equals(key, "External id")) {
         if (read_id(v, &id)) {
           e.external_id = id;
           e.flags |= kHasExternalId;
         }
-      } else if (key == "correlation") {
+      } else if (json::equals(key, "correlation")) {
         if (read_id(v, &id)) {
           e.correlation = id;
           e.flags |= kHasCorrelation;
         }
-      } else if (key == "stream") {
+      } else if (json::equals(key, "stream")) {
         od::json_type type;
         if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) {
           e.flags |= kStreamNull;
@@ -345,17 +341,17 @@ class DeviceParser {
           e.stream = id;
           e.flags |= kHasStream;
         }
-      } else if (key == "device") {
+      } else if (json::equals(key, "device")) {
         if (read_id(v, &id)) {
           e.device = id;
           e.flags |= kHasDevice;
         }
-      } else if (key == "Record function id") {
+      } else if (json::equals(key, "Record function id")) {
         if (read_id(v, &id) && id > 0) {
           e.rf_id = static_cast<uint64_t>(id);
           e.flags |= kHasRfId;
         }
-      } else if (key == "Process Group Name") {
+      } else if (json::equals(key, "Process Group Name")) {
         od::json_type type;
         if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::string) {
           std::string_view lit;
@@ -407,25 +403,26 @@ class DeviceParser {
 }  // namespace
 
 DeviceCategory classify_category(std::string_view cat) {
-  if (cat == "cpu_op" || iequals(cat, "operator")) return DeviceCategory::kCpuOp;
-  if (cat == "user_annotation" || iequals(cat, "user_annotation") ||
+  if (json::equals(cat, "cpu_op") || iequals(cat, "operator")) return DeviceCategory::kCpuOp;
+  if (json::equals(cat, "user_annotation") || iequals(cat, "user_annotation") ||
       iequals(cat, "user annotation")) {
     return DeviceCategory::kUserAnnotation;
   }
-  if (cat == "cuda_runtime" || iequals(cat, "runtime") || iequals(cat, "cuda_runtime")) {
+  if (json::equals(cat, "cuda_runtime") || iequals(cat, "runtime") ||
+      iequals(cat, "cuda_runtime")) {
     return DeviceCategory::kCudaRuntime;
   }
-  if (cat == "cuda_driver" || iequals(cat, "cuda_driver") || iequals(cat, "driver")) {
+  if (json::equals(cat, "cuda_driver") || iequals(cat, "cuda_driver") || iequals(cat, "driver")) {
     return DeviceCategory::kCudaDriver;
   }
-  if (cat == "kernel" || iequals(cat, "kernel")) return DeviceCategory::kKernel;
-  if (cat == "gpu_memcpy" || iequals(cat, "memcpy") || iequals(cat, "gpu_memcpy")) {
+  if (json::equals(cat, "kernel") || iequals(cat, "kernel")) return DeviceCategory::kKernel;
+  if (json::equals(cat, "gpu_memcpy") || iequals(cat, "memcpy") || iequals(cat, "gpu_memcpy")) {
     return DeviceCategory::kGpuMemcpy;
   }
-  if (cat == "gpu_memset" || iequals(cat, "memset") || iequals(cat, "gpu_memset")) {
+  if (json::equals(cat, "gpu_memset") || iequals(cat, "memset") || iequals(cat, "gpu_memset")) {
     return DeviceCategory::kGpuMemset;
   }
-  if (cat == "ac2g") return DeviceCategory::kAc2g;
+  if (json::equals(cat, "ac2g")) return DeviceCategory::kAc2g;
   return DeviceCategory::kOther;
 }
 

@@ -160,10 +160,10 @@ class NodeReader final : public HostFieldVisitor {
     for (auto field_result : obj) {
       od::field f;
       std::string_view key;
-      if (std::move(field_result).get(f) || f.unescaped_key().get(key)) {
+      if (std::move(field_result).get(f) || json::unescaped_key(f, &key)) {
         return node_error(h, "malformed field");
       }
-      if (key == "id" || key == "name") continue;  // the loader's
+      if (json::equals(key, "id") || json::equals(key, "name")) continue;  // the loader's
       CF_RETURN_IF_ERROR(read_field(h, nullptr, key, f.value()));
     }
     return end_node(h);
@@ -180,22 +180,22 @@ class NodeReader final : public HostFieldVisitor {
       return node_error(h, fmt::format("\"{}\" {}", key, what));
     };
     // The most frequent keys first (the branches exclude each other).
-    if (key == "attrs") {
+    if (json::equals(key, "attrs")) {
       CF_RETURN_IF_ERROR(read_attrs(v, h, link, attrs_));
-    } else if (key == "ctrl_deps" || key == "parent") {
+    } else if (json::equals(key, "ctrl_deps") || json::equals(key, "parent")) {
       if (is_null(v)) return Status();
       const std::string_view token = json::token(v);
       uint64_t id = 0;
       if (!json::get_uint64(v, &id)) return bad("is not a node id");
-      (key == "ctrl_deps" ? ctrl_deps_ : parent_) = id;
+      (json::equals(key, "ctrl_deps") ? ctrl_deps_ : parent_) = id;
       if (link != nullptr) {  // the last of the two keys wins, as in the loader
         link->parent = id;
-        link->parent_key = key == "parent" ? ParentKey::kParent : ParentKey::kCtrlDeps;
+        link->parent_key = json::equals(key, "parent") ? ParentKey::kParent : ParentKey::kCtrlDeps;
         const auto begin = static_cast<uint32_t>(token.data() - link->raw.data());
         link->parent_value = Span{begin, begin + static_cast<uint32_t>(token.size())};
       }
-    } else if (key == "inputs" || key == "outputs") {
-      const int base = key == "inputs" ? kInValues : kOutValues;
+    } else if (json::equals(key, "inputs") || json::equals(key, "outputs")) {
+      const int base = json::equals(key, "inputs") ? kInValues : kOutValues;
       od::json_type type;
       if (v.type().get(type)) return bad("is malformed");
       if (type == od::json_type::object) {
@@ -204,9 +204,12 @@ class NodeReader final : public HostFieldVisitor {
         for (auto io_field_result : io) {
           od::field io_field;
           std::string_view io_key;
-          if (std::move(io_field_result).get(io_field) || io_field.unescaped_key().get(io_key))
+          if (std::move(io_field_result).get(io_field) || json::unescaped_key(io_field, &io_key))
             return bad("is malformed");
-          int f = io_key == "values" ? 0 : io_key == "shapes" ? 1 : io_key == "types" ? 2 : -1;
+          int f = json::equals(io_key, "values")   ? 0
+                  : json::equals(io_key, "shapes") ? 1
+                  : json::equals(io_key, "types")  ? 2
+                                                   : -1;
           if (f < 0) continue;  // "strides" (schema 1.1.1) is not converted, as in Chakra
           if (json::raw_value(io_field.value()).get(raw_io_[base + f])) return bad("is malformed");
         }
@@ -214,29 +217,29 @@ class NodeReader final : public HostFieldVisitor {
         // Flat layout (schema 1.0.1): the values list itself.
         if (json::raw_value(v).get(raw_io_[base])) return bad("is malformed");
       }
-    } else if (key == "input_shapes" || key == "input_types" || key == "output_shapes" ||
-               key == "output_types") {
-      int f = key == "input_shapes"    ? kInShapes
-              : key == "input_types"   ? kInTypes
-              : key == "output_shapes" ? kOutShapes
-                                       : kOutTypes;
+    } else if (json::equals(key, "input_shapes") || json::equals(key, "input_types") ||
+               json::equals(key, "output_shapes") || json::equals(key, "output_types")) {
+      int f = json::equals(key, "input_shapes")    ? kInShapes
+              : json::equals(key, "input_types")   ? kInTypes
+              : json::equals(key, "output_shapes") ? kOutShapes
+                                                   : kOutTypes;
       if (json::raw_value(v).get(raw_io_[f])) return bad("is malformed");
-    } else if (key == "exclusive_dur") {
+    } else if (json::equals(key, "exclusive_dur")) {
       if (is_null(v)) return Status();
       if (v.get_double().get(n.exclusive_dur)) return bad("is not a number");
-    } else if (key == "inclusive_dur") {
+    } else if (json::equals(key, "inclusive_dur")) {
       if (is_null(v)) return Status();
       if (v.get_double().get(n.inclusive_dur)) return bad("is not a number");
-    } else if (key == "ts") {
+    } else if (json::equals(key, "ts")) {
       if (is_null(v)) return Status();
       if (v.get_double().get(n.ts)) return bad("is not a number");
       n.has_ts = true;
-    } else if (key == "inter_thread_dep") {
+    } else if (json::equals(key, "inter_thread_dep")) {
       if (is_null(v)) return Status();
       int64_t dep = 0;
       if (!json::get_int64(v, &dep)) return bad("is not a node id");
       n.inter_thread_dep = dep > 0 ? static_cast<uint64_t>(dep) : 0;
-    } else if (key == "sync_dep") {
+    } else if (json::equals(key, "sync_dep")) {
       if (is_null(v)) return Status();
       od::array deps;
       if (v.get_array().get(deps)) return bad("is not a list of node ids");
@@ -250,31 +253,32 @@ class NodeReader final : public HostFieldVisitor {
         t_.sync_dep_ids.push_back(dep);
       }
       n.sync_dep_count = static_cast<uint32_t>(t_.sync_dep_ids.size()) - n.sync_dep_begin;
-    } else if (key == "cat") {
+    } else if (json::equals(key, "cat")) {
       has_cat_ = !is_null(v);
-    } else if (key == "stream") {
+    } else if (json::equals(key, "stream")) {
       n.stream_given = true;
       if (is_null(v)) {
         n.has_stream = false;
       } else if (!json::get_int64(v, &n.stream)) {
         return bad("is not an integer");
       }
-    } else if (key == "device") {
+    } else if (json::equals(key, "device")) {
       if (!is_null(v) && !json::get_int64(v, &n.device)) return bad("is not an integer");
-    } else if (key == "pg_name") {
+    } else if (json::equals(key, "pg_name")) {
       if (is_null(v)) return Status();
       std::string_view str;
       if (!read_string(v, &str)) return bad("is not a string");
       n.pg_name = str;
-    } else if (key == "rf_id" || key == "fw_parent" || key == "seq_id" || key == "scope" ||
-               key == "tid" || key == "fw_tid") {
+    } else if (json::equals(key, "rf_id") || json::equals(key, "fw_parent") ||
+               json::equals(key, "seq_id") || json::equals(key, "scope") ||
+               json::equals(key, "tid") || json::equals(key, "fw_tid")) {
       // Flat layout: attributes at node level.
       if (is_null(v)) return Status();
       int64_t value = 0;
       if (!json::get_int64(v, &value)) return bad("is not an integer");
       set_int_attr(attrs_, key, value);
       if (link != nullptr) set_link_int_attr(*link, key, value);
-    } else if (key == "op_schema") {
+    } else if (json::equals(key, "op_schema")) {
       std::string_view str;
       if (!read_string(v, &str)) return bad("is not a string");
       attrs_.op_schema = str;
@@ -366,7 +370,7 @@ class NodeReader final : public HostFieldVisitor {
 
   // The loader's reading of an integer attribute that the converter read as `value`.
   static void set_link_int_attr(HostNode& link, std::string_view name, int64_t value) {
-    if (name == "seq_id") {
+    if (json::equals(name, "seq_id")) {
       link.seq_id = value;
     } else if (uint64_t* slot = host_id_attr(link, name)) {
       *slot = value < 0 ? 0 : static_cast<uint64_t>(value);
@@ -393,17 +397,17 @@ class NodeReader final : public HostFieldVisitor {
   }
 
   static void set_int_attr(AttrValues& a, std::string_view name, int64_t value) {
-    if (name == "rf_id") {
+    if (json::equals(name, "rf_id")) {
       a.rf_id = value;
-    } else if (name == "fw_parent") {
+    } else if (json::equals(name, "fw_parent")) {
       a.fw_parent = value;
-    } else if (name == "seq_id") {
+    } else if (json::equals(name, "seq_id")) {
       a.seq_id = value;
-    } else if (name == "scope") {
+    } else if (json::equals(name, "scope")) {
       a.scope = value;
-    } else if (name == "tid") {
+    } else if (json::equals(name, "tid")) {
       a.tid = value;
-    } else if (name == "fw_tid") {
+    } else if (json::equals(name, "fw_tid")) {
       a.fw_tid = value;
     }
   }
@@ -422,20 +426,21 @@ class NodeReader final : public HostFieldVisitor {
       for (auto field_result : entry) {
         od::field field;
         std::string_view key;
-        if (std::move(field_result).get(field) || field.unescaped_key().get(key)) {
+        if (std::move(field_result).get(field) || json::unescaped_key(field, &key)) {
           return node_error(h, "malformed \"attrs\" entry");
         }
         // A second "name" or "value" would replace the first unchecked (the on-demand parser only
         // validates what it reads), and the loader's own pass reads the first.
-        if ((key == "name" && have_name) || (key == "value" && have_value)) {
+        if ((json::equals(key, "name") && have_name) ||
+            (json::equals(key, "value") && have_value)) {
           return node_error(h, fmt::format("an \"attrs\" entry has \"{}\" twice", key));
         }
-        if (key == "name") {
+        if (json::equals(key, "name")) {
           if (!read_string(field.value(), &name)) {
             return node_error(h, "an \"attrs\" name is not a string");
           }
           have_name = true;
-        } else if (key == "value") {
+        } else if (json::equals(key, "value")) {
           if (json::raw_value(field.value()).get(value_raw)) {
             return node_error(h, "malformed \"attrs\" value");
           }
@@ -444,8 +449,9 @@ class NodeReader final : public HostFieldVisitor {
         }
       }
       if (!have_name || value_raw.empty()) continue;
-      if (name == "rf_id" || name == "fw_parent" || name == "seq_id" || name == "scope" ||
-          name == "tid" || name == "fw_tid") {
+      if (json::equals(name, "rf_id") || json::equals(name, "fw_parent") ||
+          json::equals(name, "seq_id") || json::equals(name, "scope") ||
+          json::equals(name, "tid") || json::equals(name, "fw_tid")) {
         int64_t value = 0;
         if (value_raw == "null") continue;
         if (!parse_int_token(value_raw, &value)) {
@@ -453,8 +459,10 @@ class NodeReader final : public HostFieldVisitor {
         }
         set_int_attr(attrs, name, value);
         if (link != nullptr && name_first) set_link_int_attr(*link, name, value);
-      } else if (name == "op_schema" || name == "pg_name" || name == "collective_name") {
-        if (link != nullptr && name_first && name == "op_schema" && value_raw.front() != '"') {
+      } else if (json::equals(name, "op_schema") || json::equals(name, "pg_name") ||
+                 json::equals(name, "collective_name")) {
+        if (link != nullptr && name_first && json::equals(name, "op_schema") &&
+            value_raw.front() != '"') {
           return node_error(h, "\"op_schema\" is not a string");  // the loader's error
         }
         if (value_raw.front() != '"') {
@@ -465,10 +473,10 @@ class NodeReader final : public HostFieldVisitor {
         }
         auto s = json::unescape_literal(value_raw, t_.arena);
         if (!s) return node_error(h, fmt::format("attr \"{}\" holds an invalid escape", name));
-        (name == "op_schema" ? attrs.op_schema
-         : name == "pg_name" ? attrs.pg_name
-                             : attrs.collective_name) = *s;
-        if (link != nullptr && name_first && name == "op_schema") link->op_schema = *s;
+        (json::equals(name, "op_schema") ? attrs.op_schema
+         : json::equals(name, "pg_name") ? attrs.pg_name
+                                         : attrs.collective_name) = *s;
+        if (link != nullptr && name_first && json::equals(name, "op_schema")) link->op_schema = *s;
       }
     }
     return Status();
@@ -506,15 +514,15 @@ void read_metadata(const HostTrace& host, EtPlusTrace& t) {
       if (!s) return std::nullopt;
       return std::string(valid_utf8(*s, t.arena, t.stats, [key] { return key; }));
     };
-    if (key == "schema") {
+    if (json::equals(key, "schema")) {
       t.metadata.schema = as_string();
-    } else if (key == "time") {
+    } else if (json::equals(key, "time")) {
       t.metadata.time = as_string();
-    } else if (key == "pid") {
+    } else if (json::equals(key, "pid")) {
       t.metadata.pid = top_level_uint(f.value_raw);
-    } else if (key == "start_ts") {
+    } else if (json::equals(key, "start_ts")) {
       t.metadata.start_ts = top_level_uint(f.value_raw);
-    } else if (key == "finish_ts") {
+    } else if (json::equals(key, "finish_ts")) {
       t.metadata.finish_ts = top_level_uint(f.value_raw);
     }
   }
@@ -609,13 +617,13 @@ void resolve_parents(EtPlusTrace& t) {
 }  // namespace
 
 bool is_thread_root_name(std::string_view name) {
-  return name == "[pytorch|profiler|execution_trace|thread]" ||
-         name == "[pytorch|profiler|execution_graph|thread]";
+  return json::equals(name, "[pytorch|profiler|execution_trace|thread]") ||
+         json::equals(name, "[pytorch|profiler|execution_graph|thread]");
 }
 
 bool is_process_root_name(std::string_view name) {
-  return name == "[pytorch|profiler|execution_trace|process]" ||
-         name == "[pytorch|profiler|execution_graph|process]";
+  return json::equals(name, "[pytorch|profiler|execution_trace|process]") ||
+         json::equals(name, "[pytorch|profiler|execution_graph|process]");
 }
 
 uint32_t EtPlusTrace::index_of(uint64_t id) const {

@@ -230,35 +230,33 @@ class HostParser {
       simdjson::error_code err;
       if ((err = std::move(field_result).get(field)))
         return fail(err, fmt::format("node #{}", index));
-      std::string_view key_literal = json::string_literal(field.key().raw(), end());
-      std::string_view key = key_literal.size() >= 2 ? key_literal.substr(1, key_literal.size() - 2)
-                                                     : std::string_view();
+      const std::string_view key = json::raw_key(field);
       od::value v = field.value();
-      if (key == "id") {
+      if (json::equals(key, "id")) {
         std::string_view token = json::token(v);
         if (!json::get_uint64(v, &n.id))
           return node_error(n, index, "\"id\" is not a non-negative integer");
         n.id_value = span_of(start, token);
         has_id = true;
-      } else if (key == "name") {
+      } else if (json::equals(key, "name")) {
         std::string_view literal;
         CF_RETURN_IF_ERROR(read_string(doc, v, n, index, "name", &n.name, &literal));
         n.name_value = span_of(start, literal);
         has_name = true;
       } else if (visitor_ != nullptr) {
         CF_RETURN_IF_ERROR(visitor_->field(n, key, v));
-      } else if (key == "ctrl_deps" || key == "parent") {
+      } else if (json::equals(key, "ctrl_deps") || json::equals(key, "parent")) {
         std::string_view token = json::token(v);
         od::json_type type;
         if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) continue;
         if (!json::get_uint64(v, &n.parent)) {
           return node_error(n, index, fmt::format("\"{}\" is not a non-negative integer", key));
         }
-        n.parent_key = key == "parent" ? ParentKey::kParent : ParentKey::kCtrlDeps;
+        n.parent_key = json::equals(key, "parent") ? ParentKey::kParent : ParentKey::kCtrlDeps;
         n.parent_value = span_of(start, token);
-      } else if (key == "attrs") {
+      } else if (json::equals(key, "attrs")) {
         CF_RETURN_IF_ERROR(parse_attrs(doc, v, n, index));
-      } else if (key == "op_schema") {
+      } else if (json::equals(key, "op_schema")) {
         CF_RETURN_IF_ERROR(read_string(doc, v, n, index, "op_schema", &n.op_schema, nullptr));
       } else if (is_int_attr(key)) {
         CF_RETURN_IF_ERROR(read_int_attr(v, key, n, index));
@@ -293,15 +291,16 @@ class HostParser {
   }
 
   static bool is_int_attr(std::string_view key) {
-    return key == "rf_id" || key == "fw_parent" || key == "seq_id" || key == "scope" ||
-           key == "tid" || key == "fw_tid";
+    return json::equals(key, "rf_id") || json::equals(key, "fw_parent") ||
+           json::equals(key, "seq_id") || json::equals(key, "scope") || json::equals(key, "tid") ||
+           json::equals(key, "fw_tid");
   }
 
   Status read_int_attr(od::value v, std::string_view key, HostNode& n, size_t index) {
     od::json_type type;
     if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) return Status();
     int64_t value = 0;
-    if (key == "seq_id") {
+    if (json::equals(key, "seq_id")) {
       if (!json::get_int64(v, &value)) return node_error(n, index, "\"seq_id\" is not an integer");
       n.seq_id = value;
       return Status();
@@ -333,19 +332,16 @@ class HostParser {
         od::field field;
         if (std::move(field_result).get(field))
           return node_error(n, index, "invalid \"attrs\" entry");
-        std::string_view key_literal = json::string_literal(field.key().raw(), end());
-        std::string_view key = key_literal.size() >= 2
-                                   ? key_literal.substr(1, key_literal.size() - 2)
-                                   : std::string_view();
+        const std::string_view key = json::raw_key(field);
         od::value value = field.value();
-        if (key == "name") {
+        if (json::equals(key, "name")) {
           std::string_view literal;
           CF_RETURN_IF_ERROR(
               read_string(doc, value, n, index, "attrs[].name", &attr_name, &literal));
           have_name = true;
-        } else if (key == "value" && have_name) {
+        } else if (json::equals(key, "value") && have_name) {
           // PyTorch writes "name" before "value"; attrs in another order are passed through only.
-          if (attr_name == "op_schema") {
+          if (json::equals(attr_name, "op_schema")) {
             CF_RETURN_IF_ERROR(
                 read_string(doc, value, n, index, "op_schema", &n.op_schema, nullptr));
           } else if (is_int_attr(attr_name)) {
@@ -367,11 +363,11 @@ class HostParser {
 }  // namespace
 
 uint64_t* host_id_attr(HostNode& node, std::string_view key) {
-  if (key == "rf_id") return &node.rf_id;
-  if (key == "fw_parent") return &node.fw_parent;
-  if (key == "scope") return &node.scope;
-  if (key == "tid") return &node.tid;
-  if (key == "fw_tid") return &node.fw_tid;
+  if (json::equals(key, "rf_id")) return &node.rf_id;
+  if (json::equals(key, "fw_parent")) return &node.fw_parent;
+  if (json::equals(key, "scope")) return &node.scope;
+  if (json::equals(key, "tid")) return &node.tid;
+  if (json::equals(key, "fw_tid")) return &node.fw_tid;
   return nullptr;
 }
 

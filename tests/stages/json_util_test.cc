@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace chakraflow::json {
 namespace {
 
@@ -86,8 +89,37 @@ TEST(JsonUtil, BuildsAFastKernelWhenTheTargetHasAvx2) {
 #if defined(__AVX2__)
   EXPECT_NE(json::builtin_kernel(), "fallback");
 #else
-  GTEST_SKIP() << "SKIPPED: built without AVX2 (CHAKRAFLOW_ARCH): kernel " << json::builtin_kernel();
+  GTEST_SKIP() << "SKIPPED: built without AVX2 (CHAKRAFLOW_ARCH): kernel "
+               << json::builtin_kernel();
 #endif
+}
+
+// Keys as written (raw_key) and unescaped (unescaped_key), with escaped quotes and backslashes.
+TEST(JsonUtil, ReadsKeysRawAndUnescaped) {
+  const std::string text =
+      R"({"plain": 1, "a\"b": 2, "back\\": 3, "n\u0061me": 4, "": 5, "x\\\"y": 6})";
+  simdjson::padded_string padded(text);
+  od::parser parser;
+  od::document doc;
+  ASSERT_EQ(parser.iterate(padded).get(doc), simdjson::SUCCESS);
+  od::object obj;
+  ASSERT_EQ(doc.get_object().get(obj), simdjson::SUCCESS);
+  std::vector<std::string> raw, unescaped;
+  for (auto field_result : obj) {
+    od::field field;
+    ASSERT_EQ(std::move(field_result).get(field), simdjson::SUCCESS);
+    raw.emplace_back(raw_key(field));
+    std::string_view key;
+    ASSERT_EQ(unescaped_key(field, &key), simdjson::SUCCESS);
+    unescaped.emplace_back(key);
+  }
+  EXPECT_EQ(raw, (std::vector<std::string>{"plain", R"(a\"b)", R"(back\\)", R"(n\u0061me)", "",
+                                           R"(x\\\"y)"}));
+  EXPECT_EQ(unescaped, (std::vector<std::string>{"plain", "a\"b", "back\\", "name", "", "x\\\"y"}));
+  EXPECT_TRUE(equals("name", "name"));
+  EXPECT_FALSE(equals("names", "name"));
+  EXPECT_FALSE(equals("nam", "name"));
+  EXPECT_TRUE(equals("", ""));
 }
 
 }  // namespace
