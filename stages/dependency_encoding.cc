@@ -6,6 +6,7 @@
 #include <queue>
 
 #include "stages/et_plus_nodes.h"
+#include "stages/move_to_targets.h"
 
 namespace chakraflow {
 namespace {
@@ -198,17 +199,27 @@ ChakraTrace remove_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& op
     for (uint32_t d : r.data_deps) referenced[d] = 1;
   }
   ChakraTrace out;
-  out.nodes.reserve(graph.records.size());
-  // In id order (EtPlusTrace order): each node has at most one record, found through its slot.
+  // The kept records go to the front in id order (EtPlusTrace order: each node has at most one
+  // record, found through its slot), the removed ones after them; moved in place.
+  const size_t m = graph.records.size();
+  std::vector<uint32_t> target(m, kNoNode);
+  uint32_t kept = 0;
   for (uint32_t i = 0; i < n; ++i) {
     if (graph.slot[i] == kNoNode) continue;
-    ChakraNodeRecord& r = graph.records[graph.slot[i]];
+    const ChakraNodeRecord& r = graph.records[graph.slot[i]];
     if (r.data_deps.empty() && !referenced[r.source]) {
       ++out.removed_dangling;
       continue;
     }
-    out.nodes.push_back(std::move(r));
+    target[graph.slot[i]] = kept++;
   }
+  uint32_t removed = kept;
+  for (uint32_t& t : target) {
+    if (t == kNoNode) t = removed++;
+  }
+  move_to_targets(graph.records, target, m);
+  graph.records.resize(kept);
+  out.nodes = std::move(graph.records);
   if (options.compat == Compat::kDefault) {
     std::vector<uint8_t> kept(n, 0);
     for (const ChakraNodeRecord& r : out.nodes) kept[r.source] = 1;

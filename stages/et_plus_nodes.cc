@@ -11,6 +11,7 @@
 #include "stages/file_io.h"
 #include "stages/host_et_loader.h"
 #include "stages/json_util.h"
+#include "stages/move_to_targets.h"
 #include "stages/python_repr.h"
 
 namespace chakraflow {
@@ -741,8 +742,7 @@ enum class ReadOrder : uint8_t {
 };
 
 // Moves the nodes as read (in `order`) to their output positions (`slot`, by host node, in id
-// order) in `nodes` grown to `total`: in place, following the permutation's cycles, so that no
-// second vector of nodes is alive.
+// order) in `nodes` grown to `total`, in place (no second vector of nodes is alive).
 void place_nodes(const HostTrace& host, ReadOrder order, const std::vector<uint32_t>& slot,
                  size_t total, std::vector<EtPlusNode>& nodes) {
   const size_t n = nodes.size();
@@ -750,20 +750,7 @@ void place_nodes(const HostTrace& host, ReadOrder order, const std::vector<uint3
   for (uint32_t i = 0; i < n; ++i) {
     target[order == ReadOrder::kById ? i : host.nodes[i].file_index] = slot[i];
   }
-  nodes.resize(total);
-  std::vector<bool> taken(n);  // the node read at this position has been picked up
-  for (uint32_t start = 0; start < n; ++start) {
-    if (taken[start]) continue;
-    taken[start] = true;
-    EtPlusNode carried = std::move(nodes[start]);
-    uint32_t to = target[start];
-    while (to < n && !taken[to]) {  // place it, and pick up the node read there
-      taken[to] = true;
-      std::swap(carried, nodes[to]);
-      to = target[to];
-    }
-    nodes[to] = std::move(carried);
-  }
+  move_to_targets(nodes, target, total);
 }
 
 // read_linked_nodes, from the nodes as read (`t.nodes`, with their io_text, sync deps, strings

@@ -4,13 +4,18 @@
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "proto/et_def.pb.h"
 #include "stages/comm_attributes.h"
 #include "stages/cycle_check.h"
 #include "stages/et_plus_nodes.h"
 #include "stages/host_et_loader.h"
+#include "stages/move_to_targets.h"
 #include "stages/pytorch_converter.h"
 #include "tests/testing/test_util.h"
 
@@ -534,6 +539,28 @@ TEST(pytorch_converter, OutputIsDeterministic) {
     std::string bytes = testing::read_text(tmp.file("out.et"));
     if (run == 0) first = bytes;
     EXPECT_EQ(bytes, first);
+  }
+}
+
+// move_to_targets gives what copying each record to its target gives, for permutations with
+// cycles of every length, fixed points, and growth (positions no record targets).
+TEST(MoveToTargets, MovesEveryRecordToItsTarget) {
+  std::mt19937 rng(7);
+  for (size_t n : {0u, 1u, 2u, 5u, 100u, 1000u}) {
+    for (size_t extra : {0u, 3u}) {
+      const size_t total = n + extra;
+      std::vector<uint32_t> positions(total);
+      for (uint32_t i = 0; i < total; ++i) positions[i] = i;
+      std::shuffle(positions.begin(), positions.end(), rng);
+      std::vector<uint32_t> target(positions.begin(), positions.begin() + n);
+      std::vector<std::string> v(n), expected(total);
+      for (size_t i = 0; i < n; ++i) {
+        v[i] = "record " + std::to_string(i) + std::string(i % 40, 'x');  // heap-held strings
+        expected[target[i]] = v[i];
+      }
+      move_to_targets(v, target, total);
+      EXPECT_EQ(v, expected) << n << " records, " << extra << " positions more";
+    }
   }
 }
 
