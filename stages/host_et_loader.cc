@@ -4,6 +4,7 @@
 
 #include "stages/file_io.h"
 #include "stages/json_util.h"
+#include "stages/move_to_targets.h"
 
 namespace chakraflow {
 namespace {
@@ -102,7 +103,7 @@ class HostParser {
   const char* end() const { return text_.data() + text_.size(); }
 
   // Id order, file order among equal ids (reported as duplicates next). PyTorch writes children
-  // before their parents: the (id, position) keys are sorted, and then the nodes moved once.
+  // before their parents: the (id, position) keys are sorted, and then the nodes moved in place.
   void sort_nodes_by_id() {
     std::vector<HostNode>& nodes = t_.nodes;
     auto by_id = [](const HostNode& a, const HostNode& b) { return a.id < b.id; };
@@ -110,10 +111,9 @@ class HostParser {
     std::vector<std::pair<uint64_t, uint32_t>> keys(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) keys[i] = {nodes[i].id, static_cast<uint32_t>(i)};
     std::stable_sort(keys.begin(), keys.end());  // a merge sort: no bad cases
-    std::vector<HostNode> sorted;
-    sorted.reserve(nodes.size());
-    for (const auto& key : keys) sorted.push_back(std::move(nodes[key.second]));
-    nodes = std::move(sorted);
+    std::vector<uint32_t> target(nodes.size());
+    for (uint32_t k = 0; k < keys.size(); ++k) target[keys[k].second] = k;
+    move_to_targets(nodes, target, nodes.size());
   }
 
   // The iterator cannot be asked where it is once it has failed: errors name the start of the
