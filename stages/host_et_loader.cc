@@ -276,13 +276,14 @@ class HostParser {
 
   Status read_string(od::document& doc, od::value v, const HostNode& n, size_t index,
                      std::string_view what, std::string_view* out, std::string_view* literal_out) {
+    // The literal ends where the structural index says its token ends (no scan for the quote).
+    const std::string_view literal = json::token(v);
     od::raw_json_string raw;
     auto err = v.get_raw_json_string().get(raw);
     if (err) {
       (void)doc;
       return node_error(n, index, fmt::format("\"{}\" is not a string", what));
     }
-    std::string_view literal = json::string_literal(raw.raw(), end());
     auto s = json::unescape_literal(literal, t_.arena);
     if (!s) return node_error(n, index, fmt::format("\"{}\" holds an invalid escape", what));
     *out = *s;
