@@ -378,7 +378,26 @@ Status append_json_value(std::string& out, std::string_view s) {
       }
       default: {
         if (!want_value) return error(i, "unexpected value");
-        if (starts_with_at(s, i, "true")) {
+        // Numbers first (most values of IOInfo lists are): no word starts with a digit, and only
+        // -Infinity with a '-'.
+        const bool number = (c >= '0' && c <= '9') || (c == '-' && !starts_with_at(s, i, "-I"));
+        if (number) {
+          bool is_int = true;
+          size_t end = number_end(s, i, &is_int);
+          if (end == i) return error(i, "invalid value");
+          std::string_view token = s.substr(i, end - i);
+          if (is_int) {
+            // Python ints print as written; "-0" is 0.
+            if (token.size() == 2 && token[0] == '-' && token[1] == '0') {
+              out.push_back('0');
+            } else {
+              out.append(token);
+            }
+          } else {
+            append_float(out, parse_double(token));
+          }
+          i = end;
+        } else if (starts_with_at(s, i, "true")) {
           out += "True";
           i += 4;
         } else if (starts_with_at(s, i, "false")) {
@@ -397,21 +416,7 @@ Status append_json_value(std::string& out, std::string_view s) {
           out += "-inf";
           i += 9;
         } else {
-          bool is_int = true;
-          size_t end = number_end(s, i, &is_int);
-          if (end == i) return error(i, "invalid value");
-          std::string_view token = s.substr(i, end - i);
-          if (is_int) {
-            // Python ints print as written; "-0" is 0.
-            if (token == "-0") {
-              out.push_back('0');
-            } else {
-              out.append(token);
-            }
-          } else {
-            append_float(out, parse_double(token));
-          }
-          i = end;
+          return error(i, "invalid value");
         }
         after_value();
         break;
