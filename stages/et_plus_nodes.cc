@@ -679,19 +679,6 @@ void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrde
   }
 }
 
-// Microseconds as the ET+ writer prints them (json::append_micros) and the reader reads them back:
-// the double nearest to ns / 1000 (a quotient of exact operands is rounded once, as the parser
-// rounds the decimal; past 2^53 ns the integer is not exact, so the text is parsed).
-double micros_value(TimeNs ns) {
-  constexpr TimeNs kExact = TimeNs{1} << 53;
-  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
-  std::string text;
-  json::append_micros(text, ns);
-  double v = 0;
-  std::from_chars(text.data(), text.data() + text.size(), v);
-  return v;
-}
-
 }  // namespace
 
 LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTrace& linked) {
@@ -780,9 +767,9 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder
   // The keys the writer appends after the node's own: they replace what the node had.
   auto set_timing = [&](EtPlusNode& n, TimeNs inclusive, TimeNs exclusive, TimeNs ts,
                         const LinkedHostOp& owner) {
-    n.inclusive_dur = micros_value(inclusive);
-    n.exclusive_dur = micros_value(exclusive);
-    n.ts = micros_value(ts);
+    n.inclusive_dur = json::micros_value(inclusive);
+    n.exclusive_dur = json::micros_value(exclusive);
+    n.ts = json::micros_value(ts);
     n.has_ts = true;
     // A null inter_thread_dep leaves the node's own value.
     if (owner.inter_thread_dep.valid()) {

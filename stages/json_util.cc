@@ -289,6 +289,20 @@ slow : {
 }
 }
 
+double micros_value(TimeNs ns) {
+  constexpr TimeNs kExact = TimeNs{1} << 53;
+  constexpr TimeNs kLimit = TimeNs{1} << 62;  // the loaders' bound on times
+  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
+  if (ns > -kLimit && ns < kLimit) {
+    return static_cast<double>(ns / 1000) + static_cast<double>(ns % 1000) / 1000.0;
+  }
+  std::string text;  // beyond the bound, parse the text
+  append_micros(text, ns);
+  double v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
+}
+
 void append_micros(std::string& out, TimeNs ns) {
   char buf[48];
   bool negative = ns < 0;

@@ -89,6 +89,14 @@ bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional);
 // when whole, else a decimal with up to three fraction digits.
 void append_micros(std::string& out, TimeNs ns);
 
+// The double that append_micros's text of `ns` reads back as (the double nearest to ns / 1000),
+// computed without the text: for |ns| < 2^53 the quotient of exact operands, rounded once; up to
+// 2^62 (the loaders' bound on times), the integer microseconds (exact) plus the fraction. That sum
+// is rounded once too, to the nearest: the fraction's own rounding error (< 2^-53) is far smaller
+// than its distance to a rounding boundary (at least 1/1000 of the boundaries' spacing, or none:
+// a tie such as .125 is exact). Past 2^62 the text is parsed.
+double micros_value(TimeNs ns);
+
 // Byte offset of `p` inside `text`, or text.size() when p is null / outside.
 uint64_t offset_in(std::string_view text, const char* p);
 

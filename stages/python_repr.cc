@@ -317,7 +317,7 @@ Status append_json_value(std::string& out, std::string_view s) {
   // An iterative scanner: the output is a token-by-token rewrite of the input, so only the
   // container kinds need a stack (no recursion, whatever the nesting depth).
   enum class Expect { kValue, kValueOrClose, kKeyOrClose, kKey, kColon, kCommaOrClose, kDone };
-  std::vector<char> stack;
+  std::string stack;  // the open containers ('[' or '{'): short, in the string's own buffer
   Expect expect = Expect::kValue;
   auto after_value = [&] { expect = stack.empty() ? Expect::kDone : Expect::kCommaOrClose; };
   auto error = [&](size_t at, std::string_view what) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
+#include <charconv>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -120,6 +123,35 @@ TEST(JsonUtil, ReadsKeysRawAndUnescaped) {
   EXPECT_FALSE(equals("names", "name"));
   EXPECT_FALSE(equals("nam", "name"));
   EXPECT_TRUE(equals("", ""));
+}
+
+// micros_value is the double the ET+ text of the same nanoseconds reads back as: checked against
+// parsing append_micros's text, at every magnitude, on ties, and on negative times.
+TEST(JsonUtil, MicrosValueIsWhatTheTextReadsBackAs) {
+  auto via_text = [](TimeNs ns) {
+    std::string text;
+    append_micros(text, ns);
+    double v = 0;
+    std::from_chars(text.data(), text.data() + text.size(), v);
+    return v;
+  };
+  std::mt19937_64 rng(11);
+  size_t checked = 0;
+  for (int bits = 1; bits <= 63; ++bits) {
+    for (int k = 0; k < 2000; ++k) {
+      TimeNs ns = static_cast<TimeNs>(rng() >> (64 - bits));
+      if (k % 5 == 0)
+        ns = ns / 1000 * 1000 + std::array<int, 5>{125, 375, 500, 625, 875}[k % 25 / 5];
+      if (k % 2 == 1) ns = -ns;
+      ASSERT_EQ(micros_value(ns), via_text(ns)) << ns;
+      ++checked;
+    }
+  }
+  for (TimeNs ns : {TimeNs{0}, (TimeNs{1} << 53) - 1, TimeNs{1} << 53, (TimeNs{1} << 53) + 1,
+                    (TimeNs{1} << 62) - 1, TimeNs{1} << 62, INT64_MAX, INT64_MIN + 1}) {
+    EXPECT_EQ(micros_value(ns), via_text(ns)) << ns;
+  }
+  EXPECT_GT(checked, 100000u);
 }
 
 }  // namespace
