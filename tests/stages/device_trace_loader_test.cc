@@ -8,6 +8,7 @@
 #include "stages/synthetic_trace.h"
 #include "tests/testing/test_util.h"
 #include "tests/testing/trace_builder.h"
+#include "tests/testing/window_test_util.h"
 
 namespace chakraflow {
 namespace {
@@ -141,26 +142,9 @@ void expect_same_trace(const DeviceTrace& whole, const DeviceTrace& windowed,
 // number of windows of the smallest size (0: read whole).
 size_t expect_windows_read_as_whole(const std::string& text, const std::string& what,
                                     std::initializer_list<size_t> window_sizes) {
-  auto whole = parse_device_trace("t.json", text, 0);
-  size_t smallest_windows = 0;
-  bool first = true;
-  for (size_t window : window_sizes) {
-    auto windowed = parse_device_trace("t.json", text, window);
-    const std::string label = fmt::format("{}, windows of {} bytes", what, window);
-    EXPECT_EQ(whole.ok(), windowed.ok())
-        << label << ": " << (whole.ok() ? windowed : whole).status().message();
-    if (!whole.ok() || !windowed.ok()) {
-      if (!whole.ok() && !windowed.ok()) {
-        EXPECT_EQ(whole.status().message(), windowed.status().message()) << label;
-      }
-      continue;
-    }
-    EXPECT_EQ(whole->parse_windows, 0u);
-    expect_same_trace(*whole, *windowed, label);
-    if (first) smallest_windows = windowed->parse_windows;
-    first = false;
-  }
-  return smallest_windows;
+  return testing::expect_windows_read_as_whole(
+      [](const std::string& t, size_t window) { return parse_device_trace("t.json", t, window); },
+      expect_same_trace, text, what, window_sizes);
 }
 
 std::string synthetic_device_trace(int rank, double scale) {
@@ -214,30 +198,9 @@ TEST(DeviceTraceWindows, RealTracesReadAsWhole) {
 // larger than a window, every separator style, and root fields before and after the array.
 TEST(DeviceTraceWindows, HardCutsReadAsWhole) {
   std::string events;
-  const char* separators[] = {",", ",\n  ", " , ", ",\n"};
   for (int i = 0; i < 300; ++i) {
-    std::string name;
-    switch (i % 6) {
-      case 0:
-        name = "plain";
-        break;
-      case 1:
-        name = "a},{b";
-        break;
-      case 2:
-        name = R"(q\"},{\"ph\": \"X\"}, {\")";
-        break;
-      case 3:
-        name = R"(back\\)";
-        break;
-      case 4:
-        name = std::string(i % 12 == 4 ? 3000 : 40, 'x') + "}, {";
-        break;
-      default:
-        name = R"(\u00e9},)";
-        break;
-    }
-    if (i > 0) events += separators[i % 4];
+    const std::string name = testing::hard_cut_string(i);
+    if (i > 0) events += testing::hard_cut_separator(i);
     events += fmt::format(
         R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": 1, "tid": {}, "ts": {}, "dur": 2, )"
         R"("args": {{"External id": {}, "list": [{{"a": "}},{{"}}, {{"b": [2, {{"c": "]"}}]}}], )"

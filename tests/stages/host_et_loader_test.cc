@@ -8,6 +8,7 @@
 #include "stages/synthetic_trace.h"
 #include "tests/testing/test_util.h"
 #include "tests/testing/trace_builder.h"
+#include "tests/testing/window_test_util.h"
 
 namespace chakraflow {
 namespace {
@@ -156,26 +157,9 @@ void expect_same_trace(const HostTrace& whole, const HostTrace& windowed, const 
 // number of windows of the smallest size (0: read whole).
 size_t expect_windows_read_as_whole(const std::string& text, const std::string& what,
                                     std::initializer_list<size_t> window_sizes) {
-  auto whole = parse_host_trace("t.json", text, size_t{0});
-  size_t smallest_windows = 0;
-  bool first = true;
-  for (size_t window : window_sizes) {
-    auto windowed = parse_host_trace("t.json", text, window);
-    const std::string label = fmt::format("{}, windows of {} bytes", what, window);
-    EXPECT_EQ(whole.ok(), windowed.ok())
-        << label << ": " << (whole.ok() ? windowed : whole).status().message();
-    if (!whole.ok() || !windowed.ok()) {
-      if (!whole.ok() && !windowed.ok()) {
-        EXPECT_EQ(whole.status().message(), windowed.status().message()) << label;
-      }
-      continue;
-    }
-    EXPECT_EQ(whole->parse_windows, 0u);
-    expect_same_trace(*whole, *windowed, label);
-    if (first) smallest_windows = windowed->parse_windows;
-    first = false;
-  }
-  return smallest_windows;
+  return testing::expect_windows_read_as_whole(
+      [](const std::string& t, size_t window) { return parse_host_trace("t.json", t, window); },
+      expect_same_trace, text, what, window_sizes);
 }
 
 std::string synthetic_host_trace(int rank, double scale, bool legacy) {
@@ -231,30 +215,9 @@ TEST(HostTraceWindows, RealTracesReadAsWhole) {
 // larger than a window, every separator style, and root fields before and after the array.
 TEST(HostTraceWindows, HardCutsReadAsWhole) {
   std::string nodes;
-  const char* separators[] = {",", ",\n  ", " , ", ",\n"};
   for (int i = 1; i <= 300; ++i) {
-    std::string name;
-    switch (i % 6) {
-      case 0:
-        name = "plain";
-        break;
-      case 1:
-        name = "a},{b";
-        break;
-      case 2:
-        name = R"(q\"},{\"id\": 3}, {\")";
-        break;
-      case 3:
-        name = R"(back\\)";
-        break;
-      case 4:
-        name = std::string(i % 12 == 4 ? 3000 : 40, 'x') + "}, {";
-        break;
-      default:
-        name = R"(\u00e9},)";
-        break;
-    }
-    if (i > 1) nodes += separators[i % 4];
+    const std::string name = testing::hard_cut_string(i);
+    if (i > 1) nodes += testing::hard_cut_separator(i);
     nodes += fmt::format(
         R"({{"id": {}, "name": "{}", "ctrl_deps": {}, "inputs": {{"values": [[{{"a": "}},{{"}}], )"
         R"({{"b": [2, {{"c": "]"}}]}}], "shapes": [], "types": []}}, )"
