@@ -225,34 +225,30 @@ TEST(DeviceTraceWindows, WholeParseTakesOverWithItsErrors) {
     events +=
         fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "op{}", "ts": {}, "dur": 1}})", i, i);
   }
-  const std::string array = "[" + events + "]";
-  // Where an element starts, after byte n.
-  const auto boundary = [&array](size_t n) { return array.find("}, {", n) + 3; };
-  const auto insert = [&array](size_t at, const std::string& what) {
-    return array.substr(0, at) + what + array.substr(at);
-  };
-  const size_t comma = array.find("}, {", 2500) + 1;
+  const testing::ArrayText array{"[" + events + "]"};
   struct Case {
     std::string what;
     std::string text;
     bool ok;
   } cases[] = {
-      {"a second traceEvents", R"({"traceEvents": )" + array + R"(, "traceEvents": )" + array + "}",
-       true},
-      {"traceEvents nested first", R"({"meta": {"traceEvents": []}, "traceEvents": )" + array + "}",
-       true},
+      {"a second traceEvents",
+       R"({"traceEvents": )" + array.text + R"(, "traceEvents": )" + array.text + "}", true},
+      {"traceEvents nested first",
+       R"({"meta": {"traceEvents": []}, "traceEvents": )" + array.text + "}", true},
       {"a long tail",
-       R"({"traceEvents": )" + array + R"(, "more": ")" + std::string(5000, 'y') + "\"}", true},
-      {"trailing content", R"({"traceEvents": )" + array + "} {}", false},
-      {"truncated", (R"({"traceEvents": )" + array).substr(0, 3000), false},
+       R"({"traceEvents": )" + array.text + R"(, "more": ")" + std::string(5000, 'y') + "\"}",
+       true},
+      {"trailing content", R"({"traceEvents": )" + array.text + "} {}", false},
+      {"truncated", (R"({"traceEvents": )" + array.text).substr(0, 3000), false},
       {"bad ts in the middle",
-       R"({"traceEvents": )" + insert(boundary(2000), R"({"ph": "X", "ts": "abc"}, )") + "}",
+       R"({"traceEvents": )" +
+           array.inserted(array.element_after(2000), R"({"ph": "X", "ts": "abc"}, )") + "}",
        false},
-      {"missing comma",
-       R"({"traceEvents": )" + array.substr(0, comma) + array.substr(comma + 1) + "}", false},
+      {"missing comma", R"({"traceEvents": )" + array.without_comma_after(2500) + "}", false},
       {"invalid UTF-8 in a name",
-       R"({"traceEvents": )" + insert(array.find("op", 1500) + 2, "\xff") + "}", true},
-      {"not an object", R"({"traceEvents": )" + insert(boundary(1700), "7, ") + "}", false},
+       R"({"traceEvents": )" + array.inserted(array.text.find("op", 1500) + 2, "\xff") + "}", true},
+      {"not an object",
+       R"({"traceEvents": )" + array.inserted(array.element_after(1700), "7, ") + "}", false},
   };
   for (const auto& c : cases) {
     auto whole = parse_device_trace("t.json", c.text, 0);

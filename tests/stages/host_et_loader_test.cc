@@ -245,34 +245,33 @@ TEST(HostTraceWindows, WholeParseTakesOverWithItsErrors) {
     if (i > 1) nodes += ", ";
     nodes += fmt::format(R"({{"id": {}, "name": "op{}", "ctrl_deps": 1, "attrs": []}})", i, i);
   }
-  const std::string array = "[" + nodes + "]";
-  const auto boundary = [&array](size_t n) { return array.find("}, {", n) + 3; };
-  const auto insert = [&array](size_t at, const std::string& what) {
-    return array.substr(0, at) + what + array.substr(at);
-  };
-  const size_t comma = array.find("}, {", 2500) + 1;
+  const testing::ArrayText array{"[" + nodes + "]"};
   struct Case {
     std::string what;
     std::string text;
     bool ok;
   } cases[] = {
-      {"a second nodes array", R"({"nodes": )" + array + R"(, "nodes": [])" + "}", true},
-      {"nodes nested first", R"({"meta": {"nodes": []}, "nodes": )" + array + "}", true},
-      {"nodes in a string first", R"({"note": "\"nodes\": [", "nodes": )" + array + "}", true},
-      {"a long tail", R"({"nodes": )" + array + R"(, "more": ")" + std::string(5000, 'y') + "\"}",
-       true},
-      {"trailing content", R"({"nodes": )" + array + "} {}", false},
-      {"truncated", (R"({"nodes": )" + array).substr(0, 3000), false},
+      {"a second nodes array", R"({"nodes": )" + array.text + R"(, "nodes": [])" + "}", true},
+      {"nodes nested first", R"({"meta": {"nodes": []}, "nodes": )" + array.text + "}", true},
+      {"nodes in a string first", R"({"note": "\"nodes\": [", "nodes": )" + array.text + "}", true},
+      {"a long tail",
+       R"({"nodes": )" + array.text + R"(, "more": ")" + std::string(5000, 'y') + "\"}", true},
+      {"trailing content", R"({"nodes": )" + array.text + "} {}", false},
+      {"truncated", (R"({"nodes": )" + array.text).substr(0, 3000), false},
       {"bad id in the middle",
-       R"({"nodes": )" + insert(boundary(2000), R"({"id": "abc", "name": "x"}, )") + "}", false},
-      {"duplicate id",
-       R"({"nodes": )" + insert(boundary(2000), R"({"id": 5, "name": "x"}, )") + "}", false},
-      {"missing comma", R"({"nodes": )" + array.substr(0, comma) + array.substr(comma + 1) + "}",
+       R"({"nodes": )" +
+           array.inserted(array.element_after(2000), R"({"id": "abc", "name": "x"}, )") + "}",
        false},
+      {"duplicate id",
+       R"({"nodes": )" + array.inserted(array.element_after(2000), R"({"id": 5, "name": "x"}, )") +
+           "}",
+       false},
+      {"missing comma", R"({"nodes": )" + array.without_comma_after(2500) + "}", false},
       {"invalid UTF-8 in a name",
-       R"({"nodes": )" + insert(array.find("op", 1500) + 2, "\xff") + "}", true},
-      {"not an object", R"({"nodes": )" + insert(boundary(1700), "7, ") + "}", false},
-      {"schema not a string", R"({"nodes": )" + array + R"(, "schema": 3})", false},
+       R"({"nodes": )" + array.inserted(array.text.find("op", 1500) + 2, "\xff") + "}", true},
+      {"not an object", R"({"nodes": )" + array.inserted(array.element_after(1700), "7, ") + "}",
+       false},
+      {"schema not a string", R"({"nodes": )" + array.text + R"(, "schema": 3})", false},
   };
   for (const auto& c : cases) {
     auto whole = parse_host_trace("t.json", c.text, size_t{0});

@@ -65,4 +65,21 @@ inline const char* hard_cut_separator(int i) {
   return kSeparators[i % 4];
 }
 
+// A JSON array of objects written with ", " between its elements, and the broken texts the
+// window checks make of it.
+struct ArrayText {
+  std::string text;
+  // Where an element starts, after byte n.
+  size_t element_after(size_t n) const { return text.find("}, {", n) + 3; }
+  // `what` inserted at byte `at`.
+  std::string inserted(size_t at, const std::string& what) const {
+    return text.substr(0, at) + what + text.substr(at);
+  }
+  // The text without the comma between the two elements that meet after byte n.
+  std::string without_comma_after(size_t n) const {
+    const size_t comma = text.find("}, {", n) + 1;
+    return text.substr(0, comma) + text.substr(comma + 1);
+  }
+};
+
 }  // namespace chakraflow::testing
