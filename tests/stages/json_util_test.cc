@@ -100,7 +100,12 @@ TEST(JsonUtil, BuildsAFastKernelWhenTheTargetHasAvx2) {
 // Keys as written (raw_key) and unescaped (unescaped_key), with escaped quotes and backslashes.
 TEST(JsonUtil, ReadsKeysRawAndUnescaped) {
   const std::string text =
-      R"({"plain": 1, "a\"b": 2, "back\\": 3, "n\u0061me": 4, "": 5, "x\\\"y": 6})";
+      R"({"plain": 1, "a\"b": 2, "back\\": 3, "n\u0061me": 4, "": 5, "x\\\"y": 6,)"
+      // Whitespace on both sides of the colon, before values of every kind (raw_key steps back
+      // from the value to the key's closing quote), and a key holding a colon and quotes.
+      R"( "ws" :1, "tab"	:	"s", "nl"
+:
+{"in": []}, "k:\"v\"" :[1], "t"   :   true})";
   simdjson::padded_string padded(text);
   od::parser parser;
   od::document doc;
@@ -117,8 +122,9 @@ TEST(JsonUtil, ReadsKeysRawAndUnescaped) {
     unescaped.emplace_back(key);
   }
   EXPECT_EQ(raw, (std::vector<std::string>{"plain", R"(a\"b)", R"(back\\)", R"(n\u0061me)", "",
-                                           R"(x\\\"y)"}));
-  EXPECT_EQ(unescaped, (std::vector<std::string>{"plain", "a\"b", "back\\", "name", "", "x\\\"y"}));
+                                           R"(x\\\"y)", "ws", "tab", "nl", R"(k:\"v\")", "t"}));
+  EXPECT_EQ(unescaped, (std::vector<std::string>{"plain", "a\"b", "back\\", "name", "", "x\\\"y",
+                                                 "ws", "tab", "nl", "k:\"v\"", "t"}));
   EXPECT_TRUE(equals("name", "name"));
   EXPECT_FALSE(equals("names", "name"));
   EXPECT_FALSE(equals("nam", "name"));
