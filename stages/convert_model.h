@@ -16,7 +16,9 @@
 // Compat::kDefault fixes them. Every difference is listed in docs/compatibility.md.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <limits>
 #include <optional>
@@ -173,13 +175,91 @@ enum class CollectiveType : uint8_t {
   kBarrier = 9,
 };
 
+// The data dependencies of a record, in order: up to four inline (nearly every record has one
+// or two), more on the heap. A std::vector per record was a heap allocation for each (a tenth of a
+// conversion's calls to malloc and free). The size of a std::vector.
+class DepList {
+ public:
+  DepList() = default;
+  DepList(const DepList& other) { copy_from(other); }
+  DepList(DepList&& other) noexcept { take(other); }
+  DepList& operator=(const DepList& other) {
+    if (this != &other) {
+      release();
+      copy_from(other);
+    }
+    return *this;
+  }
+  DepList& operator=(DepList&& other) noexcept {
+    if (this != &other) {
+      release();
+      take(other);
+    }
+    return *this;
+  }
+  ~DepList() { release(); }
+
+  void push_back(uint32_t v) {
+    if (size_ == capacity_) grow();
+    data()[size_++] = v;
+  }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  uint32_t operator[](size_t i) const { return data()[i]; }
+  const uint32_t* begin() const { return data(); }
+  const uint32_t* end() const { return data() + size_; }
+
+ private:
+  static constexpr uint32_t kInline = 4;
+  bool on_heap() const { return capacity_ > kInline; }
+  uint32_t* data() { return on_heap() ? heap_ : inline_; }
+  const uint32_t* data() const { return on_heap() ? heap_ : inline_; }
+  void grow() {
+    auto* bigger = new uint32_t[2 * capacity_];
+    std::memcpy(bigger, data(), size_ * sizeof(uint32_t));
+    if (on_heap()) delete[] heap_;
+    heap_ = bigger;
+    capacity_ *= 2;
+  }
+  void copy_from(const DepList& other) {
+    size_ = other.size_;
+    capacity_ = std::max(kInline, other.size_);
+    uint32_t* to = inline_;
+    if (on_heap()) to = heap_ = new uint32_t[capacity_];
+    if (size_ > 0) std::memcpy(to, other.data(), size_ * sizeof(uint32_t));
+  }
+  void take(DepList& other) {
+    size_ = other.size_;
+    capacity_ = other.capacity_;
+    if (other.on_heap()) {
+      heap_ = other.heap_;
+    } else {
+      std::memcpy(inline_, other.inline_, sizeof(inline_));
+    }
+    other.size_ = 0;
+    other.capacity_ = kInline;
+  }
+  void release() {
+    if (on_heap()) delete[] heap_;
+    size_ = 0;
+    capacity_ = kInline;
+  }
+
+  uint32_t size_ = 0;
+  uint32_t capacity_ = kInline;
+  union {
+    uint32_t inline_[kInline] = {};
+    uint32_t* heap_;
+  };
+};
+
 // One node of the Chakra output.
 struct ChakraNodeRecord {
   uint32_t source = kNoNode;  // the EtPlusNode it comes from
   ChakraNodeType type = ChakraNodeType::kComp;
   bool is_cpu_op = true;
   uint32_t ctrl_dep = kNoNode;
-  std::vector<uint32_t> data_deps;  // indices into EtPlusTrace::nodes, in Chakra's order
+  DepList data_deps;  // indices into EtPlusTrace::nodes, in Chakra's order
   uint64_t duration_micros = 0;
   std::optional<uint64_t> start_time_micros;  // default mode only
   std::optional<int64_t> stream;              // the "stream" attr

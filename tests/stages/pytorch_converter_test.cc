@@ -564,5 +564,64 @@ TEST(MoveToTargets, MovesEveryRecordToItsTarget) {
   }
 }
 
+// DepList holds what a std::vector given the same pushes holds, inline (up to 4) and on the heap,
+// through copies, moves and assignments between lists of every size.
+TEST(DepList, HoldsWhatAVectorHolds) {
+  auto equal = [](const DepList& d, const std::vector<uint32_t>& v) {
+    return std::vector<uint32_t>(d.begin(), d.end()) == v && d.size() == v.size() &&
+           d.empty() == v.empty();
+  };
+  std::vector<DepList> lists;
+  std::vector<std::vector<uint32_t>> expected;
+  for (uint32_t n : {0u, 1u, 3u, 4u, 5u, 8u, 9u, 100u}) {
+    DepList d;
+    std::vector<uint32_t> v;
+    for (uint32_t k = 0; k < n; ++k) {
+      d.push_back(k * 7 + n);
+      v.push_back(k * 7 + n);
+      ASSERT_TRUE(equal(d, v)) << n << " after " << k + 1;
+    }
+    for (size_t k = 0; k < v.size(); ++k) EXPECT_EQ(d[k], v[k]);
+    lists.push_back(d);  // a copy
+    expected.push_back(v);
+  }
+  for (size_t a = 0; a < lists.size(); ++a) {
+    EXPECT_TRUE(equal(lists[a], expected[a]));
+    for (size_t b = 0; b < lists.size(); ++b) {
+      DepList copy = lists[a];
+      copy = lists[b];  // copy-assign over a list of another size
+      EXPECT_TRUE(equal(copy, expected[b])) << a << " <- " << b;
+      DepList moved = lists[a];
+      DepList source = lists[b];
+      moved = std::move(source);  // move-assign
+      EXPECT_TRUE(equal(moved, expected[b])) << a << " <- " << b;
+      EXPECT_TRUE(source.empty());  // NOLINT(bugprone-use-after-move): a moved-from list is empty
+      source.push_back(42);         // and usable
+      EXPECT_TRUE(equal(source, {42}));
+      moved.push_back(1);  // growing after the move keeps what it held
+      std::vector<uint32_t> grown = expected[b];
+      grown.push_back(1);
+      EXPECT_TRUE(equal(moved, grown));
+    }
+    DepList self = lists[a];
+    const DepList& alias = self;
+    self = alias;  // self-assignment keeps the list
+    EXPECT_TRUE(equal(self, expected[a]));
+    DepList constructed(std::move(self));
+    EXPECT_TRUE(equal(constructed, expected[a]));
+  }
+  // A vector of records (reallocating: every record moved) keeps every list.
+  std::vector<ChakraNodeRecord> records;
+  for (uint32_t i = 0; i < 200; ++i) {
+    records.emplace_back();
+    for (uint32_t k = 0; k < i % 11; ++k) records.back().data_deps.push_back(i + k);
+  }
+  for (uint32_t i = 0; i < 200; ++i) {
+    std::vector<uint32_t> v;
+    for (uint32_t k = 0; k < i % 11; ++k) v.push_back(i + k);
+    EXPECT_TRUE(equal(records[i].data_deps, v)) << i;
+  }
+}
+
 }  // namespace
 }  // namespace chakraflow
