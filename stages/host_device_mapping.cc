@@ -1,5 +1,7 @@
 #include "stages/host_device_mapping.h"
 
+#include "stages/key_index.h"
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -55,10 +57,9 @@ HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Com
   map.device_of.assign(host.nodes.size(), DeviceEventIdx{});
   map.host_of.assign(device.events.size(), HostNodeIdx{});
   // rf_id -> CPU event; the last in ts order wins, as in Chakra's dict comprehension.
-  std::unordered_map<uint64_t, DeviceEventIdx> by_rf_id;
-  by_rf_id.reserve(device.cpu_ops.size());
+  KeyIndex by_rf_id(device.cpu_ops.size());
   for (DeviceEventIdx idx : device.cpu_ops) {
-    if (device[idx].has(kHasRfId)) by_rf_id[device[idx].rf_id] = idx;
+    if (device[idx].has(kHasRfId)) by_rf_id.assign(device[idx].rf_id, idx.value);
   }
   std::vector<bool> reach;
   if (compat == Compat::kChakra) reach = reachable_from_root(host);
@@ -70,19 +71,19 @@ HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Com
       ++map.unreachable;
       continue;
     }
-    auto it = by_rf_id.find(n.rf_id);
-    if (it == by_rf_id.end()) {
+    const DeviceEventIdx event{by_rf_id.find(n.rf_id)};
+    if (!event.valid()) {
       ++map.unmatched_with_rf_id;
       continue;
     }
-    HostNodeIdx& owner = map.host_of[it->second.value];
+    HostNodeIdx& owner = map.host_of[event.value];
     if (owner.valid() && compat == Compat::kDefault) {
       stats.add(
           "host ops sharing an rf_id",
           fmt::format("node {} and node {} (rf_id {})", host.nodes[owner.value].id, n.id, n.rf_id));
       continue;
     }
-    map.device_of[i] = it->second;
+    map.device_of[i] = event;
     if (!owner.valid()) owner = HostNodeIdx{i};
     ++map.matched;
   }

@@ -172,19 +172,36 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
   out.ops.resize(nodes.size());
   out.sync_deps.resize(nodes.size());
 
-  // GPU ops grouped by launching CPU event; trace order of gpu_ops is (ts, file order).
-  std::unordered_map<uint32_t, std::vector<DeviceEventIdx>> gpu_by_cpu_event;
+  // GPU ops grouped by launching CPU event, in the trace order of gpu_ops ((ts, file order)): the
+  // ops of event e are gpu_of_cpu[gpu_begin[e] .. gpu_begin[e + 1]).
+  std::vector<uint32_t> gpu_begin(dev.events.size() + 1, 0);
   for (DeviceEventIdx g : in.launchers.gpu_ops) {
-    DeviceEventIdx cpu = in.launchers.cpu_op_of[g.value];
-    if (cpu.valid()) gpu_by_cpu_event[cpu.value].push_back(g);
+    const DeviceEventIdx cpu = in.launchers.cpu_op_of[g.value];
+    if (cpu.valid()) ++gpu_begin[cpu.value + 1];
+  }
+  for (size_t e = 0; e < dev.events.size(); ++e) gpu_begin[e + 1] += gpu_begin[e];
+  std::vector<DeviceEventIdx> gpu_of_cpu(gpu_begin.back());
+  {
+    std::vector<uint32_t> fill(gpu_begin.begin(), gpu_begin.end() - 1);
+    for (DeviceEventIdx g : in.launchers.gpu_ops) {
+      const DeviceEventIdx cpu = in.launchers.cpu_op_of[g.value];
+      if (cpu.valid()) gpu_of_cpu[fill[cpu.value]++] = g;
+    }
   }
 
-  // rf_id -> host op paired with it (the first by id), for inter-thread dependencies.
-  std::unordered_map<uint64_t, HostNodeIdx> host_by_rf;
+  // rf_id -> host op paired with it (the first by id), for inter-thread dependencies: (rf_id,
+  // host op) pairs sorted by rf_id, each rf_id's first host op first.
+  std::vector<std::pair<uint64_t, uint32_t>> host_by_rf;
   for (uint32_t i = 0; i < nodes.size(); ++i) {
     DeviceEventIdx e = in.mapping.device_of[i];
-    if (e.valid() && dev[e].rf_id != 0) host_by_rf.try_emplace(dev[e].rf_id, HostNodeIdx{i});
+    if (e.valid() && dev[e].rf_id != 0) host_by_rf.emplace_back(dev[e].rf_id, i);
   }
+  std::sort(host_by_rf.begin(), host_by_rf.end());
+  auto host_of_rf = [&host_by_rf](uint64_t rf) {
+    auto it = std::lower_bound(host_by_rf.begin(), host_by_rf.end(),
+                               std::pair<uint64_t, uint32_t>(rf, 0));
+    return it != host_by_rf.end() && it->first == rf ? HostNodeIdx{it->second} : HostNodeIdx();
+  };
 
   uint64_t next_id = 0;
   uint64_t attached_gpu = 0;
@@ -197,12 +214,12 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
       op.exclusive = in.exclusive[op.device_event];
       // Chakra attaches a CPU event's GPU ops to every host op paired with it; in default mode
       // only one host op is paired with an event (see map_by_rf_id).
-      auto it = gpu_by_cpu_event.find(op.device_event.value);
-      if (it != gpu_by_cpu_event.end()) {
-        for (DeviceEventIdx g : it->second) out.gpu_events.push_back(g);
-        next_id += it->second.size();
-        attached_gpu += it->second.size();
-      }
+      const uint32_t first = gpu_begin[op.device_event.value];
+      const uint32_t last = gpu_begin[op.device_event.value + 1];
+      out.gpu_events.insert(out.gpu_events.end(), gpu_of_cpu.begin() + first,
+                            gpu_of_cpu.begin() + last);
+      next_id += last - first;
+      attached_gpu += last - first;
       // Inter-thread dependency: Chakra goes through the rf_id of the op found before the gap,
       // and keeps it only if that op's host op was linked earlier (lower original id). Events of
       // a trace without rf_ids (sequence mode) are paired with host ops directly.
@@ -210,9 +227,8 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
       if (dep_event.valid()) {
         HostNodeIdx dep_host;
         if (options.mode != MatchMode::kSequence) {
-          uint64_t rf = dev[dep_event].rf_id;
-          auto hit = rf != 0 ? host_by_rf.find(rf) : host_by_rf.end();
-          if (hit != host_by_rf.end()) dep_host = hit->second;
+          const uint64_t rf = dev[dep_event].rf_id;
+          if (rf != 0) dep_host = host_of_rf(rf);
         } else {
           dep_host = in.mapping.host_of[dep_event.value];
         }

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "stages/exclusive_durations.h"
+#include "stages/key_index.h"
 
 namespace chakraflow {
 namespace {
@@ -102,17 +103,17 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
   out.cpu_op_of.assign(trace.events.size(), DeviceEventIdx{});
 
   // correlation -> launch event (the first one wins; later duplicates are counted).
-  std::unordered_map<int64_t, DeviceEventIdx> launch_by_correlation;
-  launch_by_correlation.reserve(trace.launches.size());
+  KeyIndex launch_by_correlation(trace.launches.size());
   for (DeviceEventIdx idx : trace.launches) {
     const DeviceEvent& e = trace[idx];
     if (!is_launch_name(e.name, compat)) continue;
-    auto [it, inserted] = launch_by_correlation.try_emplace(e.correlation, idx);
+    auto [first, inserted] =
+        launch_by_correlation.try_emplace(static_cast<uint64_t>(e.correlation), idx.value);
     if (!inserted) {
       ++out.duplicate_correlations;
       stats.add("duplicate correlation id",
                 fmt::format("correlation {} on '{}' at byte {} (first at byte {})", e.correlation,
-                            e.name, e.byte_offset, trace[it->second].byte_offset));
+                            e.name, e.byte_offset, trace[DeviceEventIdx{*first}].byte_offset));
     }
   }
 
@@ -157,15 +158,16 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
       continue;
     }
     out.gpu_ops.push_back(idx);
-    auto lit = launch_by_correlation.find(g.correlation);
-    if (lit == launch_by_correlation.end()) {
+    const DeviceEventIdx launch_idx{
+        launch_by_correlation.find(static_cast<uint64_t>(g.correlation))};
+    if (!launch_idx.valid()) {
       ++out.no_launch_event;
       stats.add("GPU op without launch event", fmt::format("'{}' correlation {} at byte {}", g.name,
                                                            g.correlation, g.byte_offset));
       continue;
     }
-    const DeviceEvent& launch = trace[lit->second];
-    out.launch_of[idx.value] = lit->second;
+    const DeviceEvent& launch = trace[launch_idx];
+    out.launch_of[idx.value] = launch_idx;
     auto tit = threads.find(launch.tid);
     DeviceEventIdx parent;
     if (tit != threads.end()) {

@@ -2,7 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
+#include <unordered_map>
+
 #include "stages/device_trace_loader.h"
+#include "stages/key_index.h"
 #include "tests/testing/trace_builder.h"
 
 namespace chakraflow {
@@ -118,6 +122,38 @@ TEST(LauncherCorrelation, ExternalIdMatchPreferredWhenItEnclosesTheLaunch) {
   LinkStats stats;
   auto r = correlate_launchers(t, Compat::kDefault, stats);
   EXPECT_EQ(r.cpu_op_of[index_of(t, "k")].value, index_of(t, "launcher"));
+}
+
+// KeyIndex finds what a std::unordered_map given the same insertions finds: the first value with
+// try_emplace, the last with assign, nothing for an absent key; for keys of every kind (0, the
+// largest, negative ids cast, keys that differ only in their high or low bits) and through its
+// growth from the smallest table.
+TEST(KeyIndex, FindsWhatAMapFinds) {
+  std::mt19937_64 rng(11);
+  std::vector<uint64_t> keys = {0, 1, UINT64_MAX, static_cast<uint64_t>(int64_t{-1}),
+                                static_cast<uint64_t>(int64_t{-7})};
+  for (uint64_t k = 0; k < 500; ++k) keys.push_back(k << 40);   // only high bits differ
+  for (uint64_t k = 0; k < 500; ++k) keys.push_back(k * 1024);  // only low bits zero
+  for (int k = 0; k < 3000; ++k) keys.push_back(rng() % 5000);  // many repeats
+  for (size_t expected : {size_t{0}, keys.size()}) {
+    KeyIndex first(expected), last(expected);
+    std::unordered_map<uint64_t, uint32_t> first_ref, last_ref;
+    for (uint32_t i = 0; i < keys.size(); ++i) {
+      auto [stored, inserted] = first.try_emplace(keys[i], i);
+      auto [it, ref_inserted] = first_ref.try_emplace(keys[i], i);
+      ASSERT_EQ(inserted, ref_inserted) << keys[i];
+      ASSERT_EQ(*stored, it->second) << keys[i];
+      last.assign(keys[i], i);
+      last_ref[keys[i]] = i;
+    }
+    EXPECT_EQ(first.size(), first_ref.size());
+    EXPECT_EQ(last.size(), last_ref.size());
+    for (const auto& [key, value] : first_ref) EXPECT_EQ(first.find(key), value) << key;
+    for (const auto& [key, value] : last_ref) EXPECT_EQ(last.find(key), value) << key;
+    for (uint64_t absent : {uint64_t{5000}, uint64_t{123456789}, uint64_t{1} << 63}) {
+      EXPECT_EQ(first.find(absent), KeyIndex::kNone) << absent;
+    }
+  }
 }
 
 }  // namespace
