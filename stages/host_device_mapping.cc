@@ -1,11 +1,10 @@
 #include "stages/host_device_mapping.h"
 
-#include "stages/key_index.h"
-
 #include <algorithm>
-#include <unordered_map>
 
 #include <fmt/format.h>
+
+#include "stages/key_index.h"
 
 namespace chakraflow {
 
