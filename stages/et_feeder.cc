@@ -14,11 +14,12 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/et_io.h"
+#include "stages/key_index.h"
 
 namespace chakraflow {
 namespace {
 
-constexpr uint32_t kNil = std::numeric_limits<uint32_t>::max();
+constexpr uint32_t kNil = KeyIndex::kNone;  // also "none" in the lists and slots below
 
 // ---------------------------------------------------------------------------------------------
 // Protobuf wire scanning (only what the feeder needs; see scan_node).
@@ -123,100 +124,6 @@ bool skip_field(const uint8_t*& p, const uint8_t* end, uint32_t wire_type, uint3
       return false;
   }
 }
-
-// ---------------------------------------------------------------------------------------------
-// id -> uint32 open-addressing map (linear probing, backward-shift deletion). Values are never
-// kNil, which marks an empty cell.
-class IdSlotMap {
- public:
-  IdSlotMap() { reset(16); }
-
-  uint32_t find(uint64_t key) const {
-    for (size_t i = home(key);; i = (i + 1) & mask_) {
-      const Entry& e = table_[i];
-      if (e.val == kNil) return kNil;
-      if (e.key == key) return e.val;
-    }
-  }
-  uint32_t* find_ptr(uint64_t key) {
-    for (size_t i = home(key);; i = (i + 1) & mask_) {
-      Entry& e = table_[i];
-      if (e.val == kNil) return nullptr;
-      if (e.key == key) return &e.val;
-    }
-  }
-  // `key` must be absent.
-  void insert(uint64_t key, uint32_t val) {
-    if ((size_ + 1) * 2 > table_.size()) grow();
-    size_t i = home(key);
-    while (table_[i].val != kNil) i = (i + 1) & mask_;
-    table_[i] = Entry{key, val};
-    ++size_;
-  }
-  // Removes `key`, returning its value (kNil if absent).
-  uint32_t take(uint64_t key) {
-    for (size_t i = home(key);; i = (i + 1) & mask_) {
-      Entry& e = table_[i];
-      if (e.val == kNil) return kNil;
-      if (e.key == key) {
-        uint32_t val = e.val;
-        erase_at(i);
-        return val;
-      }
-    }
-  }
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
-  size_t memory_bytes() const { return table_.size() * sizeof(Entry); }
-  template <typename F>
-  void for_each(F&& f) const {
-    for (const Entry& e : table_) {
-      if (e.val != kNil) f(e.key, e.val);
-    }
-  }
-
- private:
-  struct Entry {
-    uint64_t key = 0;
-    uint32_t val = kNil;
-  };
-  // Fibonacci hashing: consecutive ids land far apart.
-  size_t home(uint64_t key) const {
-    return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
-  }
-  void reset(size_t capacity) {
-    table_.assign(capacity, Entry{});
-    mask_ = capacity - 1;
-    shift_ = 64 - __builtin_ctzll(capacity);
-    size_ = 0;
-  }
-  void grow() {
-    std::vector<Entry> old = std::move(table_);
-    reset(old.size() * 2);
-    for (const Entry& e : old) {
-      if (e.val != kNil) insert(e.key, e.val);
-    }
-  }
-  void erase_at(size_t i) {
-    for (size_t j = i;;) {
-      j = (j + 1) & mask_;
-      if (table_[j].val == kNil) break;
-      size_t k = home(table_[j].key);
-      // The entry at j may fill the hole at i iff i lies cyclically in [k, j).
-      if (((j - k) & mask_) >= ((j - i) & mask_)) {
-        table_[i] = table_[j];
-        i = j;
-      }
-    }
-    table_[i].val = kNil;
-    --size_;
-  }
-
-  std::vector<Entry> table_;
-  size_t mask_ = 0;
-  int shift_ = 0;
-  size_t size_ = 0;
-};
 
 // ---------------------------------------------------------------------------------------------
 // The ids of completed nodes. Ids are grouped in blocks of 65,536; a block is a sorted array of
@@ -597,8 +504,8 @@ struct EtFeeder::Impl {
   std::vector<Meta> meta;
   std::vector<std::vector<NodeId>> deps;  // per slot: dependencies not complete when read
   std::vector<uint32_t> free_slots;
-  IdSlotMap by_id;    // live nodes (in the graph, or removed with children still waiting)
-  IdSlotMap waiting;  // ids not read yet -> list of the nodes waiting on them
+  KeyIndex by_id;    // live nodes (in the graph, or removed with children still waiting)
+  KeyIndex waiting;  // ids not read yet -> list of the nodes waiting on them
   SlotLists lists;
   IdSet done;  // ids whose children were released
   std::vector<HeapEntry> heap;

@@ -1,10 +1,12 @@
-// An index from 64-bit keys (rf_ids, correlation ids) to 32-bit positions in a vector of records,
-// for the stages that look records up by an id of the trace. Open addressing in two flat arrays: a
-// std::unordered_map allocated a node per key and divided for every lookup, a few percent of a
-// link's time on maps with one key per event. Lookups only (no iteration), so the layout, which
-// depends on insertion order, never reaches an output.
+// An index from 64-bit keys (node ids, rf_ids, correlation ids) to 32-bit values (positions in a
+// vector of records, list heads): open addressing with linear probing in one flat table, Fibonacci
+// hashing, backward-shift deletion. The feeder keeps its live nodes and waiting lists in it; the
+// linker its rf_id and correlation lookups, where a std::unordered_map allocated a node per key
+// and divided on every lookup (a few percent of a link's time). There is no iteration: the layout,
+// which depends on the order of insertion, never reaches an output.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -13,65 +15,108 @@ namespace chakraflow {
 
 class KeyIndex {
  public:
-  static constexpr uint32_t kNone = UINT32_MAX;  // no value: not a valid position
+  static constexpr uint32_t kNone = UINT32_MAX;  // no value; never stored
 
   // Room for `expected` keys before the first growth.
-  explicit KeyIndex(size_t expected = 0) { rehash(capacity_for(expected)); }
-
-  // The value stored for `key`, after storing `value` there if the key was absent. Returns a
-  // pointer to the stored value (valid until the next insertion) and whether it was inserted.
-  std::pair<uint32_t*, bool> try_emplace(uint64_t key, uint32_t value) {
-    if (2 * (size_ + 1) > keys_.size()) rehash(2 * keys_.size());
-    size_t s = slot(key);
-    while (values_[s] != kNone) {
-      if (keys_[s] == key) return {&values_[s], false};
-      s = (s + 1) & mask_;
-    }
-    keys_[s] = key;
-    values_[s] = value;
-    ++size_;
-    return {&values_[s], true};
+  explicit KeyIndex(size_t expected = 0) {
+    size_t capacity = 16;
+    while (capacity < 2 * expected) capacity *= 2;
+    reset(capacity);
   }
-  // Stores `value` for `key`, replacing the value stored before.
-  void assign(uint64_t key, uint32_t value) { *try_emplace(key, value).first = value; }
 
   // The value stored for `key`, or kNone.
   uint32_t find(uint64_t key) const {
-    for (size_t s = slot(key);; s = (s + 1) & mask_) {
-      if (values_[s] == kNone || keys_[s] == key) return values_[s];
+    for (size_t i = home(key);; i = (i + 1) & mask_) {
+      const Entry& e = table_[i];
+      if (e.val == kNone || e.key == key) return e.val;
     }
   }
-
+  // The stored value, to change in place (valid until the next insertion or removal), or nullptr.
+  uint32_t* find_ptr(uint64_t key) {
+    for (size_t i = home(key);; i = (i + 1) & mask_) {
+      Entry& e = table_[i];
+      if (e.val == kNone) return nullptr;
+      if (e.key == key) return &e.val;
+    }
+  }
+  // Stores `val` for `key`, which must be absent.
+  void insert(uint64_t key, uint32_t val) {
+    if ((size_ + 1) * 2 > table_.size()) grow();
+    size_t i = home(key);
+    while (table_[i].val != kNone) i = (i + 1) & mask_;
+    table_[i] = Entry{key, val};
+    ++size_;
+  }
+  // The value stored for `key`, after storing `val` there if the key was absent. Returns a pointer
+  // to the stored value (valid until the next insertion or removal) and whether it was inserted.
+  std::pair<uint32_t*, bool> try_emplace(uint64_t key, uint32_t val) {
+    if ((size_ + 1) * 2 > table_.size()) grow();
+    size_t i = home(key);
+    for (; table_[i].val != kNone; i = (i + 1) & mask_) {
+      if (table_[i].key == key) return {&table_[i].val, false};
+    }
+    table_[i] = Entry{key, val};
+    ++size_;
+    return {&table_[i].val, true};
+  }
+  // Stores `val` for `key`, replacing the value stored before.
+  void assign(uint64_t key, uint32_t val) { *try_emplace(key, val).first = val; }
+  // Removes `key`, returning its value (kNone if absent).
+  uint32_t take(uint64_t key) {
+    for (size_t i = home(key);; i = (i + 1) & mask_) {
+      Entry& e = table_[i];
+      if (e.val == kNone) return kNone;
+      if (e.key == key) {
+        const uint32_t val = e.val;
+        erase_at(i);
+        return val;
+      }
+    }
+  }
   size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
 
  private:
-  static size_t capacity_for(size_t keys) {
-    size_t c = 16;
-    while (c < 2 * keys) c *= 2;
-    return c;
-  }
-  // Fibonacci hashing: the top bits of the key times 2^64 / golden ratio.
-  size_t slot(uint64_t key) const {
+  struct Entry {
+    uint64_t key = 0;
+    uint32_t val = kNone;
+  };
+  // Fibonacci hashing: the top bits of the key times 2^64 / golden ratio (consecutive ids land
+  // far apart).
+  size_t home(uint64_t key) const {
     return static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> shift_);
   }
-  void rehash(size_t capacity) {
-    std::vector<uint64_t> old_keys = std::move(keys_);
-    std::vector<uint32_t> old_values = std::move(values_);
-    keys_.assign(capacity, 0);
-    values_.assign(capacity, kNone);
+  void reset(size_t capacity) {
+    table_.assign(capacity, Entry{});
     mask_ = capacity - 1;
-    shift_ = 64;
-    for (size_t c = capacity; c > 1; c /= 2) --shift_;
+    shift_ = 64 - __builtin_ctzll(capacity);
     size_ = 0;
-    for (size_t s = 0; s < old_values.size(); ++s) {
-      if (old_values[s] != kNone) try_emplace(old_keys[s], old_values[s]);
+  }
+  void grow() {
+    std::vector<Entry> old = std::move(table_);
+    reset(old.size() * 2);
+    for (const Entry& e : old) {
+      if (e.val != kNone) insert(e.key, e.val);
     }
   }
+  void erase_at(size_t i) {
+    for (size_t j = i;;) {
+      j = (j + 1) & mask_;
+      if (table_[j].val == kNone) break;
+      const size_t k = home(table_[j].key);
+      // The entry at j may fill the hole at i iff i lies cyclically in [k, j).
+      if (((j - k) & mask_) >= ((j - i) & mask_)) {
+        table_[i] = table_[j];
+        i = j;
+      }
+    }
+    table_[i].val = kNone;
+    --size_;
+  }
 
-  std::vector<uint64_t> keys_;
-  std::vector<uint32_t> values_;  // kNone: an empty slot
+  std::vector<Entry> table_;
   size_t mask_ = 0;
-  int shift_ = 64;
+  int shift_ = 0;
   size_t size_ = 0;
 };
 

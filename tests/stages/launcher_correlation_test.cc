@@ -125,7 +125,7 @@ TEST(LauncherCorrelation, ExternalIdMatchPreferredWhenItEnclosesTheLaunch) {
 }
 
 // KeyIndex finds what a std::unordered_map given the same insertions finds: the first value with
-// try_emplace, the last with assign, nothing for an absent key; for keys of every kind (0, the
+// try_emplace, the last with assign, nothing for an absent key or a removed one; for keys of every kind (0, the
 // largest, negative ids cast, keys that differ only in their high or low bits) and through its
 // growth from the smallest table.
 TEST(KeyIndex, FindsWhatAMapFinds) {
@@ -153,6 +153,20 @@ TEST(KeyIndex, FindsWhatAMapFinds) {
     for (uint64_t absent : {uint64_t{5000}, uint64_t{123456789}, uint64_t{1} << 63}) {
       EXPECT_EQ(first.find(absent), KeyIndex::kNone) << absent;
     }
+    // Removing every other key (the feeder's use) leaves the others findable: backward-shift
+    // deletion keeps each probe run unbroken.
+    size_t k = 0;
+    for (const auto& [key, value] : last_ref) {
+      if (k++ % 2 == 0) {
+        EXPECT_EQ(last.take(key), value) << key;
+      }
+    }
+    EXPECT_EQ(last.size(), last_ref.size() / 2);
+    k = 0;
+    for (const auto& [key, value] : last_ref) {
+      EXPECT_EQ(last.find(key), k++ % 2 == 0 ? KeyIndex::kNone : value) << key;
+    }
+    EXPECT_EQ(last.take(123456789), KeyIndex::kNone);
   }
 }
 
