@@ -313,12 +313,106 @@ bool append_json_string_literal(std::string& out, std::string_view literal) {
   return true;
 }
 
+namespace {
+
+// Writes through a pointer into room made past the end of `out`, instead of a push_back per
+// character. The room is made once for the worst case of every token but a float (each input byte
+// gives at most two, as ", " for ","): a float (up to 25 characters from as few as 3) and a string
+// that needs decoding (up to 6 per byte) are written to a scratch string first, and make room if
+// they must, taking the value's size more, so that it is made only a few times per value.
+class Writer {
+ public:
+  Writer(std::string& out, size_t input_size) : out_(out), slack_(input_size) {
+    const size_t used = out_.size();
+    out_.resize(used + 2 * input_size + 8);
+    p_ = out_.data() + used;
+    end_ = out_.data() + out_.size();
+  }
+  // What was not written is given back.
+  ~Writer() { out_.resize(static_cast<size_t>(p_ - out_.data())); }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  void put(char c) { *p_++ = c; }
+  void put(std::string_view s) {
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+  }
+  // Puts `s`, keeping room for the `rest` bytes of input still to come.
+  void put_keeping_room(std::string_view s, size_t rest) {
+    if (static_cast<size_t>(end_ - p_) < s.size() + 2 * rest + 8) {
+      const auto used = static_cast<size_t>(p_ - out_.data());
+      out_.resize(used + s.size() + 2 * rest + 8 + slack_);
+      p_ = out_.data() + used;
+      end_ = out_.data() + out_.size();
+    }
+    put(s);
+  }
+
+ private:
+  std::string& out_;
+  size_t slack_;
+  char* p_ = nullptr;
+  char* end_ = nullptr;
+};
+
+// The open containers ('[' or '{'): inline up to a depth that IOInfo lists never pass, a string
+// beyond it.
+class ContainerStack {
+ public:
+  bool empty() const { return size_ == 0; }
+  char back() const { return size_ <= kInline ? inline_[size_ - 1] : deep_.back(); }
+  void push(char c) {
+    if (size_ < kInline) {
+      inline_[size_] = c;
+    } else {
+      deep_.push_back(c);
+    }
+    ++size_;
+  }
+  void pop() {
+    if (size_ > kInline) deep_.pop_back();
+    --size_;
+  }
+
+ private:
+  static constexpr size_t kInline = 32;
+  char inline_[kInline];
+  std::string deep_;
+  size_t size_ = 0;
+};
+
+// A string literal at s[i] == '"' of printable ASCII without backslashes (nearly all of them):
+// writes its repr and returns its end, or returns npos and writes nothing.
+size_t write_simple_string(Writer& w, std::string_view s, size_t i) {
+  bool has_single = false;
+  size_t k = i + 1;
+  for (; k < s.size(); ++k) {
+    const char c = s[k];
+    if (c == '"') break;
+    if (c < 0x20 || c > 0x7E || c == '\\') return std::string_view::npos;
+    has_single |= c == '\'';
+  }
+  if (k == s.size()) return std::string_view::npos;
+  // A '"' inside would need a backslash in JSON: the body has none, so no quote is escaped.
+  const std::string_view body = s.substr(i + 1, k - i - 1);
+  const char quote = has_single ? '"' : '\'';
+  w.put(quote);
+  w.put(body);
+  w.put(quote);
+  return k + 1;
+}
+
+}  // namespace
+
 Status append_json_value(std::string& out, std::string_view s) {
   // An iterative scanner: the output is a token-by-token rewrite of the input, so only the
   // container kinds need a stack (no recursion, whatever the nesting depth).
   enum class Expect { kValue, kValueOrClose, kKeyOrClose, kKey, kColon, kCommaOrClose, kDone };
-  std::string stack;  // the open containers ('[' or '{'): short, in the string's own buffer
+  ContainerStack stack;
   Expect expect = Expect::kValue;
+  Writer w(out, s.size());
+  std::string scratch;  // a float's or a decoded string's repr
   auto after_value = [&] { expect = stack.empty() ? Expect::kDone : Expect::kCommaOrClose; };
   auto error = [&](size_t at, std::string_view what) {
     return Status::errorf("byte {} of the value: {}", at, what);
@@ -331,8 +425,8 @@ Status append_json_value(std::string& out, std::string_view s) {
       case '[':
       case '{':
         if (!want_value) return error(i, "unexpected container");
-        out.push_back(c);
-        stack.push_back(c);
+        w.put(c);
+        stack.push(c);
         expect = c == '[' ? Expect::kValueOrClose : Expect::kKeyOrClose;
         ++i;
         break;
@@ -343,31 +437,36 @@ Status append_json_value(std::string& out, std::string_view s) {
                         (c == '}' && expect == Expect::kKeyOrClose);
         if (stack.empty() || stack.back() != open || !(empty_ok || expect == Expect::kCommaOrClose))
           return error(i, "unexpected closing bracket");
-        out.push_back(c);
-        stack.pop_back();
+        w.put(c);
+        stack.pop();
         after_value();
         ++i;
         break;
       }
       case ',':
         if (expect != Expect::kCommaOrClose) return error(i, "unexpected ','");
-        out += ", ";
+        w.put(", ");
         expect = stack.back() == '[' ? Expect::kValue : Expect::kKey;
         ++i;
         break;
       case ':':
         if (expect != Expect::kColon) return error(i, "unexpected ':'");
-        out += ": ";
+        w.put(": ");
         expect = Expect::kValue;
         ++i;
         break;
       case '"': {
         bool is_key = expect == Expect::kKey || expect == Expect::kKeyOrClose;
         if (!is_key && !want_value) return error(i, "unexpected string");
-        size_t end = string_end(s, i);
-        if (end == std::string_view::npos) return error(i, "unterminated string");
-        if (!append_json_string_literal(out, s.substr(i, end - i)))
-          return error(i, "invalid string escape");
+        size_t end = write_simple_string(w, s, i);
+        if (end == std::string_view::npos) {
+          end = string_end(s, i);
+          if (end == std::string_view::npos) return error(i, "unterminated string");
+          scratch.clear();
+          if (!append_json_string_literal(scratch, s.substr(i, end - i)))
+            return error(i, "invalid string escape");
+          w.put_keeping_room(scratch, s.size() - end);
+        }
         i = end;
         if (is_key) {
           expect = Expect::kColon;
@@ -389,31 +488,33 @@ Status append_json_value(std::string& out, std::string_view s) {
           if (is_int) {
             // Python ints print as written; "-0" is 0.
             if (token.size() == 2 && token[0] == '-' && token[1] == '0') {
-              out.push_back('0');
+              w.put('0');
             } else {
-              out.append(token);
+              w.put(token);
             }
           } else {
-            append_float(out, parse_double(token));
+            scratch.clear();
+            append_float(scratch, parse_double(token));
+            w.put_keeping_room(scratch, s.size() - end);
           }
           i = end;
         } else if (starts_with_at(s, i, "true")) {
-          out += "True";
+          w.put("True");
           i += 4;
         } else if (starts_with_at(s, i, "false")) {
-          out += "False";
+          w.put("False");
           i += 5;
         } else if (starts_with_at(s, i, "null")) {
-          out += "None";
+          w.put("None");
           i += 4;
         } else if (starts_with_at(s, i, "NaN")) {
-          out += "nan";
+          w.put("nan");
           i += 3;
         } else if (starts_with_at(s, i, "Infinity")) {
-          out += "inf";
+          w.put("inf");
           i += 8;
         } else if (starts_with_at(s, i, "-Infinity")) {
-          out += "-inf";
+          w.put("-inf");
           i += 9;
         } else {
           return error(i, "invalid value");

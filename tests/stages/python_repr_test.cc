@@ -107,6 +107,52 @@ TEST(python_repr, MalformedJsonIsAnErrorWithTheOffset) {
   }
 }
 
+// The writer makes room for the worst case of most tokens at once: floats and strings that need
+// decoding can write more than twice their input, and must make room for themselves.
+TEST(python_repr, AppendsAfterWhatTheStringHoldsWhateverTheOutputGrowth) {
+  std::string many_floats = "[";
+  std::string floats_repr = "[";
+  for (int i = 0; i < 3000; ++i) {
+    many_floats += i ? ",1e5" : "1e5";
+    floats_repr += i ? ", 100000.0" : "100000.0";
+  }
+  many_floats += ",1e15]";
+  floats_repr += ", 1000000000000000.0]";
+  EXPECT_EQ(repr(many_floats), floats_repr);
+  EXPECT_EQ(repr("1e15"), "1000000000000000.0");  // 4 bytes in, 18 out, no container
+
+  // Compact JSON: every ',' and ':' writes two characters.
+  std::string compact = "[";
+  std::string compact_repr = "[";
+  for (int i = 0; i < 3000; ++i) {
+    compact += i ? ",{\"a\":[7,8]}" : "{\"a\":[7,8]}";
+    compact_repr += i ? ", {'a': [7, 8]}" : "{'a': [7, 8]}";
+  }
+  compact += "]";
+  compact_repr += "]";
+  EXPECT_EQ(repr(compact), compact_repr);
+
+  // Each byte of invalid UTF-8 gives six characters (\udcXX).
+  std::string bad_bytes = "[\"" + std::string(500, '\xff') + "\"]";
+  std::string bad_repr = "['";
+  for (int i = 0; i < 500; ++i) bad_repr += "\\udcff";
+  bad_repr += "']";
+  EXPECT_EQ(repr(bad_bytes), bad_repr);
+
+  // Values appended one after another to one string, as the converter does: each keeps what the
+  // string held, and gives back the room it did not use.
+  const std::vector<std::string> values = {
+      "[1,2,[3]]", R"(["a'b", "\u00e9", "\n"])", "1e-7", "[]", many_floats, "{\"k\":null}",
+      bad_bytes,   "\"plain\"",                  "-0", compact};
+  std::string all = "prefix:";
+  std::string expected = "prefix:";
+  for (const std::string& v : values) {
+    ASSERT_TRUE(pyrepr::append_json_value(all, v).ok()) << v;
+    expected += repr(v);
+    ASSERT_EQ(all, expected) << v;
+  }
+}
+
 TEST(python_repr, DeepNestingNeedsNoRecursion) {
   const int depth = 200000;
   std::string json(depth, '[');
