@@ -141,9 +141,11 @@ TEST(python_repr, AppendsAfterWhatTheStringHoldsWhateverTheOutputGrowth) {
 
   // Values appended one after another to one string, as the converter does: each keeps what the
   // string held, and gives back the room it did not use.
-  const std::vector<std::string> values = {
-      "[1,2,[3]]", R"(["a'b", "\u00e9", "\n"])", "1e-7", "[]", many_floats, "{\"k\":null}",
-      bad_bytes,   "\"plain\"",                  "-0", compact};
+  const std::vector<std::string> values = {"[1,2,[3]]", R"(["a'b", "\u00e9", "\n"])",
+                                           "1e-7",      "[]",
+                                           many_floats, "{\"k\":null}",
+                                           bad_bytes,   "\"plain\"",
+                                           "-0",        compact};
   std::string all = "prefix:";
   std::string expected = "prefix:";
   for (const std::string& v : values) {
