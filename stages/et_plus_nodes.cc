@@ -62,6 +62,7 @@ bool is_json_number(std::string_view token) {
 
 // An integer JSON token (integral doubles such as 3.0 accepted).
 bool parse_int_token(std::string_view token, int64_t* out) {
+  if (json::small_int_token(token, out)) return true;  // nearly every one
   if (!is_json_number(token)) return false;
   auto r = std::from_chars(token.data(), token.data() + token.size(), *out);
   if (r.ec == std::errc() && r.ptr == token.data() + token.size()) return true;

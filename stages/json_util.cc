@@ -235,14 +235,11 @@ bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional) {
     i = 1;
   }
   size_t int_begin = i;
-  int64_t whole = 0;
-  while (i < token.size() && token[i] >= '0' && token[i] <= '9') {
-    if (i - int_begin >= 18) goto slow;
-    whole = whole * 10 + (token[i] - '0');
-    ++i;
-  }
-  if (i == int_begin) goto slow;
+  uint64_t digits_value = 0;
+  i += read_digits(token, i, &digits_value);
+  if (i == int_begin || i - int_begin > 18) goto slow;
   {
+    const auto whole = static_cast<int64_t>(digits_value);
     int64_t frac_ns = 0;
     if (i < token.size() && token[i] == '.') {
       ++i;

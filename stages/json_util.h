@@ -79,6 +79,48 @@ std::string_view token(od::value& v);
 // Raw text of the value `v` (object, array or scalar), trailing whitespace removed. Consumes `v`.
 simdjson::simdjson_result<std::string_view> raw_value(od::value v);
 
+// Reads the decimal digits at s[i...], at most 19 of them (the most that fit in 64 bits), eight
+// at a time where it can. Returns how many it read: it stops at the first byte that is not a digit.
+inline size_t read_digits(std::string_view s, size_t i, uint64_t* value) {
+  uint64_t v = 0;
+  size_t k = i;
+  while (s.size() - k >= 8 && k - i < 16) {
+    uint64_t x;
+    std::memcpy(&x, s.data() + k, 8);
+    // All eight bytes in '0'..'9' (as simdjson and fast_float test it).
+    if (((x & 0xF0F0F0F0F0F0F0F0) | (((x + 0x0606060606060606) & 0xF0F0F0F0F0F0F0F0) >> 4)) !=
+        0x3333333333333333) {
+      break;
+    }
+    x -= 0x3030303030303030;
+    x = (x * 10) + (x >> 8);
+    x = (((x & 0x000000FF000000FF) * 0x000F424000000064) +
+         (((x >> 16) & 0x000000FF000000FF) * 0x0000271000000001)) >>
+        32;
+    v = v * 100000000 + x;
+    k += 8;
+  }
+  while (k < s.size() && k - i < 19 && s[k] >= '0' && s[k] <= '9') {
+    v = v * 10 + static_cast<uint64_t>(s[k] - '0');
+    ++k;
+  }
+  *value = v;
+  return k - i;
+}
+
+// A JSON integer token of at most 18 digits ("-12", "0", "123"), read without the parser's type
+// dispatch. False for any other token (a fraction, an exponent, a leading zero, a string, 19 or
+// more digits): the caller then asks the parser.
+inline bool small_int_token(std::string_view t, int64_t* out) {
+  size_t i = !t.empty() && t[0] == '-' ? 1 : 0;
+  if (i == t.size() || (t[i] == '0' && t.size() > i + 1)) return false;
+  uint64_t v = 0;
+  const size_t n = read_digits(t, i, &v);
+  if (n == 0 || n > 18 || i + n != t.size()) return false;
+  *out = i == 1 ? -static_cast<int64_t>(v) : static_cast<int64_t>(v);
+  return true;
+}
+
 // Parses a JSON number token holding microseconds (e.g. "12", "12.345", "1.2e3") into integer
 // nanoseconds, rounding to the nearest ns. Sets *fractional when the value is not a whole number of
 // microseconds. Returns false for a token that is not a finite number.

@@ -39,6 +39,86 @@ TEST(JsonUtil, ParsesMicrosecondsAsNanoseconds) {
   EXPECT_EQ(ns, 9223372036854774000);
 }
 
+// read_digits takes eight digits at a time where it can: every length and every stop position
+// around the blocks, against a digit-by-digit reading.
+TEST(JsonUtil, ReadsDigitsAndSmallIntegerTokens) {
+  std::mt19937_64 rng(7);
+  const std::string stops = ".e-\"x ,]/:";  // '/' and ':' lie either side of '0'..'9'
+  for (int round = 0; round < 20000; ++round) {
+    const size_t len = rng() % 24;
+    std::string s;
+    if (rng() % 4 == 0) s.push_back('-');
+    for (size_t k = 0; k < len; ++k) s.push_back(static_cast<char>('0' + rng() % 10));
+    if (rng() % 2 == 0) s.push_back(stops[rng() % stops.size()]);
+    if (rng() % 2 == 0) s += "123456789";  // digits after the stop must not be read
+    const size_t start = !s.empty() && s[0] == '-' ? 1 : 0;
+    uint64_t expected = 0;
+    size_t expected_n = 0;
+    while (start + expected_n < s.size() && expected_n < 19 && s[start + expected_n] >= '0' &&
+           s[start + expected_n] <= '9') {
+      expected = expected * 10 + static_cast<uint64_t>(s[start + expected_n] - '0');
+      ++expected_n;
+    }
+    uint64_t value = 0;
+    ASSERT_EQ(read_digits(s, start, &value), expected_n) << s;
+    EXPECT_EQ(value, expected) << s;
+
+    // small_int_token: a whole JSON integer token of up to 18 digits, as from_chars reads it.
+    int64_t got = 0;
+    const bool json_int = expected_n > 0 && start + expected_n == s.size() && expected_n <= 18 &&
+                          !(s[start] == '0' && expected_n > 1);
+    ASSERT_EQ(small_int_token(s, &got), json_int) << s;
+    if (json_int) {
+      int64_t want = 0;
+      ASSERT_EQ(std::from_chars(s.data(), s.data() + s.size(), want).ec, std::errc()) << s;
+      EXPECT_EQ(got, want) << s;
+    }
+  }
+  int64_t v = 0;
+  EXPECT_FALSE(small_int_token("", &v));
+  EXPECT_FALSE(small_int_token("-", &v));
+  EXPECT_FALSE(small_int_token("01", &v));
+  EXPECT_FALSE(small_int_token("1.0", &v));
+  EXPECT_FALSE(small_int_token("1e3", &v));
+  EXPECT_FALSE(small_int_token("\"12\"", &v));
+  EXPECT_FALSE(small_int_token("1234567890123456789", &v));  // 19 digits: the parser decides
+  ASSERT_TRUE(small_int_token("-0", &v));
+  EXPECT_EQ(v, 0);
+  ASSERT_TRUE(small_int_token("999999999999999999", &v));
+  EXPECT_EQ(v, 999999999999999999);
+  ASSERT_TRUE(small_int_token("-999999999999999999", &v));
+  EXPECT_EQ(v, -999999999999999999);
+}
+
+// The fast path of parse_micros_as_ns against decimal arithmetic, for timestamps of every length.
+TEST(JsonUtil, ParsesMicrosOfEveryLengthExactly) {
+  std::mt19937_64 rng(11);
+  for (int round = 0; round < 20000; ++round) {
+    const size_t whole_len = 1 + rng() % 18;
+    const size_t frac_len = rng() % 8;
+    std::string s = rng() % 5 == 0 ? "-" : "";
+    std::string whole, frac;
+    for (size_t k = 0; k < whole_len; ++k) whole.push_back(static_cast<char>('0' + rng() % 10));
+    for (size_t k = 0; k < frac_len; ++k) frac.push_back(static_cast<char>('0' + rng() % 10));
+    s += whole;
+    if (frac_len > 0) s += "." + frac;
+    // whole * 1000 + the first three fraction digits, rounded half up on the fourth.
+    uint64_t w = 0;  // 18 digits at most: no overflow
+    for (char c : whole) w = w * 10 + static_cast<uint64_t>(c - '0');
+    TimeNs ns = 0;
+    bool fractional = false;
+    const bool fits = w <= (INT64_MAX - 999) / 1000;
+    ASSERT_EQ(parse_micros_as_ns(s, &ns, &fractional), fits) << s;
+    if (!fits) continue;
+    int64_t expected = static_cast<int64_t>(w) * 1000;
+    const std::string f3 = (frac + "000").substr(0, 3);
+    expected += std::stoi(f3);
+    if (frac_len > 3 && frac[3] >= '5') expected += 1;
+    EXPECT_EQ(ns, static_cast<TimeNs>(s[0] == '-' ? -expected : expected)) << s;
+    EXPECT_EQ(fractional, expected % 1000 != 0) << s;
+  }
+}
+
 TEST(JsonUtil, FormatsMicrosecondsThatRoundTrip) {
   for (TimeNs ns : {TimeNs{0}, TimeNs{1000}, TimeNs{1}, TimeNs{12345}, TimeNs{12300}, TimeNs{-2500},
                     TimeNs{1694128201428473123}}) {
