@@ -6,6 +6,7 @@
 #include <charconv>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace chakraflow::json {
@@ -209,6 +210,36 @@ TEST(JsonUtil, ReadsKeysRawAndUnescaped) {
   EXPECT_FALSE(equals("names", "name"));
   EXPECT_FALSE(equals("nam", "name"));
   EXPECT_TRUE(equals("", ""));
+}
+
+// equals compares in words that may overlap, chosen by the literal's length: every length up to
+// 25, with one byte changed at every position, and views one byte shorter or longer.
+template <size_t N>
+void check_equals_at_length() {
+  char literal[N];
+  for (size_t k = 0; k + 1 < N; ++k) literal[k] = static_cast<char>('a' + (k * 7) % 26);
+  literal[N - 1] = '\0';
+  const std::string same(literal, N - 1);
+  EXPECT_TRUE(equals(same, literal)) << same;
+  for (size_t k = 0; k + 1 < N; ++k) {
+    std::string changed = same;
+    changed[k] ^= 0x20;
+    EXPECT_FALSE(equals(changed, literal)) << changed;
+  }
+  const std::string longer = same + literal[0];
+  EXPECT_FALSE(equals(longer, literal));
+  if (N > 1) {
+    EXPECT_FALSE(equals(std::string_view(same).substr(1), literal));
+  }
+}
+
+template <size_t... N>
+void check_equals_at_lengths(std::index_sequence<N...>) {
+  (check_equals_at_length<N + 1>(), ...);
+}
+
+TEST(JsonUtil, EqualsALiteralOfEveryLength) {
+  check_equals_at_lengths(std::make_index_sequence<26>());
 }
 
 // micros_value is the double the ET+ text of the same nanoseconds reads back as: checked against
