@@ -389,12 +389,19 @@ class DeviceParser {
           break;
       }
     }
-    auto by_ts = [&ev](DeviceEventIdx a, DeviceEventIdx b) {
-      return ev[a.value].ts < ev[b.value].ts;
+    // By (ts, file order): the lists are in file order, so the index breaks ties. The keys are
+    // copied out of the events, so that the sort does not wander over them.
+    std::vector<std::pair<TimeNs, uint32_t>> keys;
+    auto sort_by_ts = [&](std::vector<DeviceEventIdx>& list) {
+      keys.clear();
+      keys.reserve(list.size());
+      for (DeviceEventIdx i : list) keys.emplace_back(ev[i.value].ts, i.value);
+      std::sort(keys.begin(), keys.end());
+      for (size_t k = 0; k < keys.size(); ++k) list[k] = DeviceEventIdx{keys[k].second};
     };
-    std::stable_sort(t_.cpu_ops.begin(), t_.cpu_ops.end(), by_ts);
-    std::stable_sort(t_.launches.begin(), t_.launches.end(), by_ts);
-    std::stable_sort(t_.gpu_ops.begin(), t_.gpu_ops.end(), by_ts);
+    sort_by_ts(t_.cpu_ops);
+    sort_by_ts(t_.launches);
+    sort_by_ts(t_.gpu_ops);
   }
 
   DeviceTrace& t_;

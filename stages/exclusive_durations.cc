@@ -24,13 +24,7 @@ void add_interval(Open& o, TimeNs ts, TimeNs end) {
 void sweep_thread(const DeviceTrace& trace, std::vector<DeviceEventIdx> ops, Compat compat,
                   std::vector<TimeNs>& out) {
   const auto& ev = trace.events;
-  // Nesting order: a parent sorts before everything it contains. Ties keep file order.
-  std::stable_sort(ops.begin(), ops.end(), [&ev](DeviceEventIdx a, DeviceEventIdx b) {
-    const DeviceEvent& x = ev[a.value];
-    const DeviceEvent& y = ev[b.value];
-    if (x.ts != y.ts) return x.ts < y.ts;
-    return x.end() > y.end();
-  });
+  sort_in_nesting_order(trace, ops);
   std::vector<Open> stack;
   auto close = [&](const Open& o) { out[o.idx.value] = o.dur - o.covered; };
   for (DeviceEventIdx idx : ops) {
@@ -69,6 +63,22 @@ void sweep_thread(const DeviceTrace& trace, std::vector<DeviceEventIdx> ops, Com
 }
 
 }  // namespace
+
+void sort_in_nesting_order(const DeviceTrace& trace, std::vector<DeviceEventIdx>& ops) {
+  // The keys are copied out of the events, so that the sort does not wander over them (a trace
+  // holds millions of events of 136 bytes).
+  struct NestKey {
+    TimeNs ts, end;
+    DeviceEventIdx idx;
+  };
+  std::vector<NestKey> keys;
+  keys.reserve(ops.size());
+  for (DeviceEventIdx i : ops) keys.push_back({trace[i].ts, trace[i].end(), i});
+  std::stable_sort(keys.begin(), keys.end(), [](const NestKey& x, const NestKey& y) {
+    return x.ts != y.ts ? x.ts < y.ts : x.end > y.end;
+  });
+  for (size_t k = 0; k < keys.size(); ++k) ops[k] = keys[k].idx;
+}
 
 std::vector<std::vector<DeviceEventIdx>> cpu_ops_by_thread(const DeviceTrace& trace) {
   std::vector<std::vector<DeviceEventIdx>> threads;

@@ -28,4 +28,8 @@ ExclusiveDurations compute_exclusive_durations(const DeviceTrace& trace, Compat 
 // per-thread stages.
 std::vector<std::vector<DeviceEventIdx>> cpu_ops_by_thread(const DeviceTrace& trace);
 
+// Sorts one thread's ops (as cpu_ops_by_thread gives them) in nesting order: by ts, then by end
+// descending, so that a parent comes before everything it contains; ties keep the order given.
+void sort_in_nesting_order(const DeviceTrace& trace, std::vector<DeviceEventIdx>& ops);
+
 }  // namespace chakraflow

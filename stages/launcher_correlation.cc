@@ -122,14 +122,8 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
   for (auto& ops : cpu_ops_by_thread(trace)) {
     ThreadIndex& t = threads[trace[ops.front()].tid];
     t.ops = std::move(ops);
-    if (compat == Compat::kDefault) {
-      // Nesting order (parents before the ops they contain); Chakra's rule keeps file order.
-      std::stable_sort(t.ops.begin(), t.ops.end(), [&trace](DeviceEventIdx a, DeviceEventIdx b) {
-        const DeviceEvent& x = trace[a];
-        const DeviceEvent& y = trace[b];
-        return x.ts != y.ts ? x.ts < y.ts : x.end() > y.end();
-      });
-    }
+    // Nesting order (parents before the ops they contain); Chakra's rule keeps file order.
+    if (compat == Compat::kDefault) sort_in_nesting_order(trace, t.ops);
     t.ts.reserve(t.ops.size());
     for (DeviceEventIdx i : t.ops) t.ts.push_back(trace[i].ts);
     t.by_external_id.reserve(t.ops.size());
