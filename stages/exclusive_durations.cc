@@ -1,6 +1,7 @@
 #include "stages/exclusive_durations.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <unordered_map>
 
 namespace chakraflow {
@@ -83,10 +84,18 @@ void sort_in_nesting_order(const DeviceTrace& trace, std::vector<DeviceEventIdx>
 std::vector<std::vector<DeviceEventIdx>> cpu_ops_by_thread(const DeviceTrace& trace) {
   std::vector<std::vector<DeviceEventIdx>> threads;
   std::unordered_map<int64_t, size_t> slot;
+  // Ops come in runs of one thread: the last thread's slot saves most lookups.
+  int64_t last_tid = 0;
+  size_t last_slot = SIZE_MAX;
   for (DeviceEventIdx idx : trace.cpu_ops) {
-    auto [it, inserted] = slot.try_emplace(trace[idx].tid, threads.size());
-    if (inserted) threads.emplace_back();
-    threads[it->second].push_back(idx);
+    const int64_t tid = trace[idx].tid;
+    if (last_slot == SIZE_MAX || tid != last_tid) {
+      auto [it, inserted] = slot.try_emplace(tid, threads.size());
+      if (inserted) threads.emplace_back();
+      last_tid = tid;
+      last_slot = it->second;
+    }
+    threads[last_slot].push_back(idx);
   }
   return threads;
 }
