@@ -79,9 +79,11 @@ class EtWriter {
   void write(const google::protobuf::MessageLite& message);
   // Appends one record whose bytes are already serialized.
   void write_raw(std::string_view serialized);
-  // Appends one record given whole: its length varint, then its bytes.
-  void write_record(std::string_view prefixed) {
-    out_.write(prefixed);
+  // Appends one record encoded in place: room for at most `n` bytes (its length varint, then its
+  // bytes), then keep_record with what was written.
+  char* record_room(size_t n) { return out_.room(n); }
+  void keep_record(size_t written) {
+    out_.keep(written);
     ++records_;
   }
   // Flushes and renames the file into place. Errors name the file.

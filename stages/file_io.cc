@@ -233,6 +233,8 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
     file_ = std::exchange(other.file_, nullptr);
     gz_ = std::exchange(other.gz_, nullptr);
     buffer_ = std::move(other.buffer_);
+    capacity_ = std::exchange(other.capacity_, 0);
+    used_ = std::exchange(other.used_, 0);
     bytes_written_ = other.bytes_written_;
     failed_ = other.failed_;
     other.temp_path_.clear();
@@ -273,12 +275,13 @@ StatusOr<OutputFile> OutputFile::open(const std::string& path, bool gzip) {
       return Status::errorf("{}: cannot open output stream", path);
     }
   }
-  out.buffer_.reserve(kFlushSize + 4096);
+  out.capacity_ = kFlushSize + 4096;
+  out.buffer_ = std::make_unique_for_overwrite<char[]>(out.capacity_);
   return out;
 }
 
 void OutputFile::write(std::string_view bytes) {
-  if (buffer_.size() + bytes.size() > kFlushSize) flush_buffer();
+  if (used_ + bytes.size() > kFlushSize) flush_buffer();
   if (bytes.size() > kFlushSize) {
     bytes_written_ += bytes.size();
     if (gz_) {
@@ -289,21 +292,31 @@ void OutputFile::write(std::string_view bytes) {
     }
     return;
   }
-  buffer_.append(bytes);
+  if (bytes.empty()) return;
+  std::memcpy(room(bytes.size()), bytes.data(), bytes.size());
+  used_ += bytes.size();
+}
+
+void OutputFile::make_room(size_t n) {
+  flush_buffer();
+  if (capacity_ >= n) return;
+  // A record larger than the buffer: a buffer that holds it (nothing is buffered now).
+  capacity_ = n;
+  buffer_ = std::make_unique_for_overwrite<char[]>(capacity_);
 }
 
 void OutputFile::flush_buffer() {
-  if (buffer_.empty()) return;
-  bytes_written_ += buffer_.size();
+  if (used_ == 0) return;
+  bytes_written_ += used_;
   if (gz_) {
-    failed_ |= gzwrite(static_cast<gzFile>(gz_), buffer_.data(),
-                       static_cast<unsigned>(buffer_.size())) != static_cast<int>(buffer_.size());
+    failed_ |= gzwrite(static_cast<gzFile>(gz_), buffer_.get(), static_cast<unsigned>(used_)) !=
+               static_cast<int>(used_);
   } else if (file_) {
-    failed_ |= std::fwrite(buffer_.data(), 1, buffer_.size(), file_) != buffer_.size();
+    failed_ |= std::fwrite(buffer_.get(), 1, used_, file_) != used_;
   } else {
     failed_ = true;
   }
-  buffer_.clear();
+  used_ = 0;
 }
 
 Status OutputFile::commit() {
@@ -345,7 +358,7 @@ void OutputFile::discard() {
     ::unlink(temp_path_.c_str());
     temp_path_.clear();
   }
-  buffer_.clear();
+  used_ = 0;
 }
 
 Status write_file_atomically(const std::string& path, std::string_view content) {

@@ -81,8 +81,19 @@ class OutputFile {
   // Buffered; errors are reported by commit().
   void write(std::string_view bytes);
   void write_byte(char c) {
-    if (buffer_.size() >= kFlushSize) flush_buffer();
-    buffer_.push_back(c);
+    *room(1) = c;
+    keep(1);
+  }
+  // For writers that know a bound of what they write: room for `n` bytes at the end of the
+  // buffer, to be written in place, then kept with keep(m), m <= n. Nothing else may be written
+  // in between.
+  char* room(size_t n) {
+    if (capacity_ - used_ < n) make_room(n);
+    return buffer_.get() + used_;
+  }
+  void keep(size_t m) {
+    used_ += m;
+    if (used_ >= kFlushSize) flush_buffer();
   }
   // Flushes, closes and renames the temporary file to the destination.
   Status commit();
@@ -95,12 +106,16 @@ class OutputFile {
  private:
   static constexpr size_t kFlushSize = 1 << 20;
   void flush_buffer();
+  void make_room(size_t n);
 
   std::string path_;
   std::string temp_path_;
   FILE* file_ = nullptr;
   void* gz_ = nullptr;  // gzFile
-  std::string buffer_;
+  // The bytes not yet written out: used_ of capacity_ (not zeroed: room() hands out the rest).
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;
+  size_t used_ = 0;
   uint64_t bytes_written_ = 0;
   bool failed_ = false;
 };

@@ -477,19 +477,20 @@ Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
   pb::GlobalMetadata md;
   fill_global_metadata(t, options, &md);
   writer.write(md);
-  // Each record: its length (a varint of at most 5 bytes, records being below 2 GiB), then the
-  // node, encoded after 5 bytes left for the length and moved up against it.
-  std::string record;
+  // Each record: its length (a varint), then the node, encoded in place in the output buffer.
+  // The length's size is guessed from the node's bound; when the node comes out shorter and its
+  // length takes fewer bytes (a node of fewer than 128 bytes, or just below a power of 128), the
+  // node moves up against it.
   for (const ChakraNodeRecord& rec : chakra.nodes) {
-    constexpr size_t kPrefix = 5;
-    const size_t bound = kPrefix + node_size_bound(t, rec);
-    if (record.size() < bound) record.resize(std::max(bound, 2 * record.size()));
-    char* body = record.data() + kPrefix;
+    const size_t bound = node_size_bound(t, rec);
+    const size_t guess = wire::varint_size(bound);
+    char* start = writer.record_room(guess + bound);
+    char* body = start + guess;
     const size_t size = static_cast<size_t>(encode_node_at(t, rec, body) - body);
     const size_t prefix = wire::varint_size(size);
-    char* start = body - prefix;
+    if (prefix < guess) std::memmove(start + prefix, body, size);
     wire::varint(start, size);
-    writer.write_record(std::string_view(start, prefix + size));
+    writer.keep_record(prefix + size);
   }
   return Status();
 }

@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <zlib.h>
 
+#include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "stages/host_et_loader.h"
@@ -27,6 +29,51 @@ TEST(FileIo, WritesPlainAndGzipAtomicallyAndReadsBack) {
   }
   // The .gz file really is compressed.
   EXPECT_LT(std::filesystem::file_size(dir.file("out.json.gz")), payload.size() / 2);
+}
+
+// The writers mix write(), write_byte() and room()/keep() (records encoded in place): pieces of
+// every size, across the 1 MB flushes, one larger than the buffer, room asked for and only
+// partly kept, and a moved OutputFile, in plain and gzip files.
+TEST(FileIo, WritesInPlaceThroughRoomAcrossFlushes) {
+  TempDir dir;
+  for (const char* name : {"mixed.bin", "mixed.bin.gz"}) {
+    std::string expected;
+    auto opened = OutputFile::open(dir.file(name));
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    OutputFile out = std::move(*opened);
+    uint64_t seed = 5;
+    auto next = [&seed] { return seed = seed * 6364136223846793005ULL + 1442695040888963407ULL; };
+    for (int piece = 0; piece < 3000; ++piece) {
+      const size_t size = piece == 1500 ? (3u << 20) : next() % 5000;  // one of 3 MB
+      std::string bytes(size, '\0');
+      for (char& c : bytes) c = static_cast<char>(next() >> 56);
+      switch (piece % 3) {
+        case 0:
+          out.write(bytes);
+          break;
+        case 1: {
+          char* at = out.room(size + 100);  // more room than kept
+          std::memcpy(at, bytes.data(), size);
+          out.keep(size);
+          break;
+        }
+        default:
+          for (char c : bytes.substr(0, 50)) out.write_byte(c);
+          bytes.resize(std::min<size_t>(size, 50));
+      }
+      expected += bytes;
+      if (piece == 2000) {
+        OutputFile moved = std::move(out);
+        out = std::move(moved);
+      }
+    }
+    EXPECT_LE(out.bytes_written(), expected.size());
+    ASSERT_TRUE(out.commit().ok());
+    auto back = read_input_file(dir.file(name));
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    ASSERT_EQ(back->size(), expected.size()) << name;
+    EXPECT_TRUE(*back == expected) << name;
+  }
 }
 
 TEST(FileIo, DiscardedOutputLeavesDirectoryUnchanged) {
