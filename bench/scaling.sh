@@ -30,20 +30,27 @@ measure() {  # measure OUT_PREFIX CMD...: runs CMD under /usr/bin/time -v; print
   echo "$wall $cpu $rss"
 }
 
-# measure_best REPS OUT_PREFIX CMD...: the smallest wall and CPU seconds over REPS runs and the
-# largest peak RSS; prints "wall cpu rss". The fastest run, not the mean: on a shared VM other
-# tenants only ever add time (runs of the same binary a minute apart differ by 30%), and time(1)
-# counts in 10 ms steps, so small inputs get more runs.
+# measure_best REPS BATCH OUT_PREFIX CMD...: the smallest wall and CPU seconds over REPS runs and
+# the largest peak RSS; prints "wall cpu rss". The fastest run, not the mean: on a shared VM other
+# tenants only ever add time (runs of the same binary a minute apart differ by 30%). time(1)
+# counts in 10 ms steps, so a small input is timed BATCH runs at a time, one after another under
+# one time(1), and the times divided by BATCH (the peak RSS is the largest run's).
 measure_best() {
-  local reps=$1 prefix=$2; shift 2
+  local reps=$1 batch=$2 prefix=$3; shift 3
   local wall_min="" cpu_min="" rss_max=0 w c r
   for ((i = 0; i < reps; ++i)); do
-    read -r w c r < <(measure "$prefix" "$@")
+    if [ "$batch" -gt 1 ]; then
+      read -r w c r < <(measure "$prefix" bash -c 'n=$1; shift; for ((k = 0; k < n; ++k)); do "$@" || exit 1; done' _ "$batch" "$@")
+      w=$(echo "$w / $batch" | bc -l)
+      c=$(echo "$c / $batch" | bc -l)
+    else
+      read -r w c r < <(measure "$prefix" "$@")
+    fi
     if [ -z "$cpu_min" ] || [ "$(echo "$c < $cpu_min" | bc -l)" = 1 ]; then cpu_min=$c; fi
     if [ -z "$wall_min" ] || [ "$(echo "$w < $wall_min" | bc -l)" = 1 ]; then wall_min=$w; fi
     [ "$r" -gt "$rss_max" ] && rss_max=$r
   done
-  printf '%.3f %.3f %s\n' "$wall_min" "$cpu_min" "$rss_max"
+  printf '%.4f %.4f %s\n' "$wall_min" "$cpu_min" "$rss_max"
 }
 
 rows=()
@@ -52,15 +59,15 @@ for s in "${scales[@]}"; do
   "$bin" synth --ranks 1 --iterations 2 --scale "$s" --out "$work/s$s" 2>/dev/null
   host="$work/s$s/rank0/host_et.json"; dev="$work/s$s/rank0/kineto.json"
   bytes=$(( $(stat -c %s "$host") + $(stat -c %s "$dev") ))
-  reps=$(( bytes < 200000000 ? 200000000 / bytes : 1 ))  # at least 200 MB of input per point
-  [ "$reps" -le 20 ] || reps=20
-  [ "$reps" -ge 5 ] || reps=5  # a shared VM disturbs single runs by 10-30%
+  reps=5  # a shared VM disturbs single runs by 10-30%
+  # Each timing at least 200 MB of input: 20 runs of the 10 MB rank, 2 of the 100 MB one.
+  batch=$(( bytes < 200000000 ? (200000000 + bytes - 1) / bytes : 1 ))
   sync  # the generated text is written out before anything is timed
-  read -r link_wall link_s link_rss < <(measure_best "$reps" "$work/link$s" "$bin" link --threads 1 --log-level ERROR \
+  read -r link_wall link_s link_rss < <(measure_best "$reps" "$batch" "$work/link$s" "$bin" link --threads 1 --log-level ERROR \
       --chakra-host-trace "$host" --chakra-device-trace "$dev" --output-file "$work/s$s/et_plus.json")
   conv_wall=0; conv_s=0; conv_rss=0
   if [ "$has_convert" = 1 ]; then
-    read -r conv_wall conv_s conv_rss < <(measure_best "$reps" "$work/conv$s" "$bin" convert --input "$work/s$s/et_plus.json" \
+    read -r conv_wall conv_s conv_rss < <(measure_best "$reps" "$batch" "$work/conv$s" "$bin" convert --input "$work/s$s/et_plus.json" \
         --output "$work/s$s/trace.0.et")
   fi
   sync
@@ -69,7 +76,7 @@ for s in "${scales[@]}"; do
   # One process: link, then convert the linked rank in memory (no ET+ written or parsed).
   printf 'inputs:\n  host: %s\n  device: %s\n  ranks: [0]\nstages: [link, convert]\noutputs:\n  dir: %s\nrun:\n  threads: 1\n' \
     "$work/s$s/rank{rank}/host_et.json" "$work/s$s/rank{rank}/kineto.json" "$work/s$s/run" > "$work/s$s/run.yaml"
-  read -r run_wall run_s run_rss < <(measure_best "$reps" "$work/run$s" "$bin" run --quiet "$work/s$s/run.yaml")
+  read -r run_wall run_s run_rss < <(measure_best "$reps" "$batch" "$work/run$s" "$bin" run --quiet "$work/s$s/run.yaml")
   cmp -s "$work/s$s/run/trace.0.et" "$work/s$s/trace.0.et" || { echo "scale $s: run and link + convert wrote different .et" >&2; exit 1; }
   run_mbps=$(echo "$bytes / 1000000 / $run_s" | bc -l)
   printf 'scale %-4s input %8.1f MB  run (link + convert) %6.3f s cpu (%6.0f MB RSS, %.2fx) %6.1f MB/s per core | separately: link %6.3f s (%6.0f MB)  convert %6.3f s (%6.0f MB)  %6.1f MB/s\n' \

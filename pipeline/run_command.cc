@@ -8,6 +8,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <optional>
@@ -177,6 +179,16 @@ StatusOr<std::vector<RankRow>> parse_rows(std::string_view blob) {
   return rows;
 }
 
+}  // namespace
+
+bool malloc_huge_pages() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  return tunables != nullptr && (std::strstr(tunables, "glibc.malloc.hugetlb=1") != nullptr ||
+                                 std::strstr(tunables, "glibc.malloc.hugetlb=2") != nullptr);
+}
+
+namespace {
+
 std::string summary_json(const RunConfig& cfg, const std::vector<RankRow>& rows, double seconds,
                          uint64_t in_flight, int processes) {
   std::string out = "{\n";
@@ -187,8 +199,9 @@ std::string summary_json(const RunConfig& cfg, const std::vector<RankRow>& rows,
       std::count_if(rows.begin(), rows.end(), [](const RankRow& r) { return r.failed; }),
       std::count_if(rows.begin(), rows.end(), [](const RankRow& r) { return r.skipped; }));
   out += fmt::format(
-      "  \"seconds\": {:.3f},\n  \"processes\": {},\n  \"ranks_in_flight\": {},\n  \"ranks\": [\n",
-      seconds, processes, in_flight);
+      "  \"seconds\": {:.3f},\n  \"processes\": {},\n  \"ranks_in_flight\": {},\n"
+      "  \"malloc_huge_pages\": {},\n  \"ranks\": [\n",
+      seconds, processes, in_flight, malloc_huge_pages());
   for (size_t i = 0; i < rows.size(); ++i) {
     out += "    ";
     out += rows[i].json;

@@ -159,6 +159,30 @@ TEST_F(RunBatch, AFailingRankIsReportedAndTheOthersFinish) {
   EXPECT_GT(int64_t(ranks.at(0)["et_nodes"]), 0);
 }
 
+// The process re-executes itself with malloc's huge pages for ranks whose inputs reach 16 MB
+// (judged by the first rank's), not for small ones, where zeroing 2 MB pages costs more than it
+// saves; CHAKRAFLOW_HUGE_PAGES=0 keeps them off. summary.json says which.
+TEST_F(RunBatch, HugePagesOnlyForBigRanks) {
+  std::string version;
+  run_command("CHAKRAFLOW_HUGE_PAGES=1 " + kBin + " --version", &version);
+  if (version.find("malloc huge pages: on") == std::string::npos) {
+    GTEST_SKIP() << "this build or machine never turns them on: " << version;
+  }
+  auto huge_pages = [&](const std::string& env) {
+    std::string out;
+    run_command(env + kBin + " run --quiet " + dir_.file("run.yaml"), &out);  // rank 1 fails
+    simdjson::dom::parser p;
+    simdjson::dom::element summary = testing::load_json(p, dir_.file("out/summary.json"));
+    return bool(summary["malloc_huge_pages"]);
+  };
+  EXPECT_FALSE(huge_pages(""));  // 0.2 MB ranks
+  // Rank 0's host ET grown past 16 MB with trailing whitespace: still the same trace.
+  const std::string host0 = dir_.file("traces/rank0/host_et.json");
+  testing::write_text(host0, testing::read_text(host0) + std::string(size_t{17} << 20, ' '));
+  EXPECT_TRUE(huge_pages(""));
+  EXPECT_FALSE(huge_pages("CHAKRAFLOW_HUGE_PAGES=0 "));
+}
+
 TEST_F(RunBatch, ResumeSkipsRanksWhoseOutputsAreNewer) {
   std::string out;
   run_command(kBin + " run " + dir_.file("run.yaml"), &out);
