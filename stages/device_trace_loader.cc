@@ -396,7 +396,7 @@ class DeviceParser {
       keys.clear();
       keys.reserve(list.size());
       for (DeviceEventIdx i : list) keys.emplace_back(ev[i.value].ts, i.value);
-      std::sort(keys.begin(), keys.end());
+      if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());
       for (size_t k = 0; k < keys.size(); ++k) list[k] = DeviceEventIdx{keys[k].second};
     };
     sort_by_ts(t_.cpu_ops);
