@@ -205,8 +205,10 @@ class NodeReader final : public HostFieldVisitor {
         if (v.get_object().get(io)) return bad("is malformed");
         for (auto io_field_result : io) {
           od::field io_field;
-          std::string_view io_key;
-          if (std::move(io_field_result).get(io_field) || json::unescaped_key(io_field, &io_key))
+          if (std::move(io_field_result).get(io_field)) return bad("is malformed");
+          std::string_view io_key = json::raw_key(io_field);  // as for attrs' keys
+          if (!json::equals(io_key, "values") && !json::equals(io_key, "shapes") &&
+              !json::equals(io_key, "types") && json::unescaped_key(io_field, &io_key))
             return bad("is malformed");
           int f = json::equals(io_key, "values")   ? 0
                   : json::equals(io_key, "shapes") ? 1
@@ -427,8 +429,12 @@ class NodeReader final : public HostFieldVisitor {
       bool have_name = false, have_value = false, name_first = false;
       for (auto field_result : entry) {
         od::field field;
-        std::string_view key;
-        if (std::move(field_result).get(field) || json::unescaped_key(field, &key)) {
+        if (std::move(field_result).get(field)) return node_error(h, "malformed \"attrs\" entry");
+        // The keys PyTorch writes are taken as they are; only another key is looked at for an
+        // escape ("n\u0061me" is "name").
+        std::string_view key = json::raw_key(field);
+        if (!json::equals(key, "name") && !json::equals(key, "value") &&
+            !json::equals(key, "type") && json::unescaped_key(field, &key)) {
           return node_error(h, "malformed \"attrs\" entry");
         }
         // A second "name" or "value" would replace the first unchecked (the on-demand parser only

@@ -527,6 +527,39 @@ TEST(pytorch_converter, MalformedNodesAreErrorsNamingTheNode) {
       << c2.status().message();
 }
 
+// The reader takes the keys of attrs entries and of IOInfo objects as written when they are the
+// ones PyTorch writes, and unescapes any other: escaped spellings of the same keys convert alike.
+TEST(pytorch_converter, EscapedAttrAndIoKeysReadAsTheirText) {
+  const std::string plain = worked_example();
+  std::string escaped = plain;
+  auto replace_all = [&escaped](const std::string& from, const std::string& to) {
+    size_t count = 0;
+    for (size_t at = escaped.find(from); at != std::string::npos; at = escaped.find(from, at)) {
+      escaped.replace(at, from.size(), to);
+      at += to.size();
+      ++count;
+    }
+    return count;
+  };
+  // `{"name": ` opens only attrs entries (a node's name follows its id).
+  ASSERT_GT(replace_all(R"({"name": )", R"({"n\u0061me": )"), 0u);
+  ASSERT_GT(replace_all(R"("value": )", R"("v\u0061lue": )"), 0u);
+  ASSERT_GT(replace_all(R"("values": )", R"("v\u0061lues": )"), 0u);
+  ASSERT_GT(replace_all(R"("shapes": )", R"("sh\u0061pes": )"), 0u);
+  ASSERT_GT(replace_all(R"("types": )", R"("typ\u0065s": )"), 0u);
+  for (Compat compat : {Compat::kChakra, Compat::kDefault}) {
+    auto a = convert_text(plain, compat);
+    auto b = convert_text(escaped, compat);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    ASSERT_EQ(a->nodes.size(), b->nodes.size());
+    for (const auto& [id, n] : a->nodes) {
+      ASSERT_TRUE(b->nodes.count(id)) << id;
+      EXPECT_EQ(n.SerializeAsString(), b->nodes.at(id).SerializeAsString()) << "node " << id;
+    }
+  }
+}
+
 TEST(pytorch_converter, OutputIsDeterministic) {
   testing::TempDir tmp;
   testing::write_text(tmp.file("in.json"), worked_example());
