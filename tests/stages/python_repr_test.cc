@@ -110,27 +110,20 @@ TEST(python_repr, MalformedJsonIsAnErrorWithTheOffset) {
 // The writer makes room for the worst case of most tokens at once: floats and strings that need
 // decoding can write more than twice their input, and must make room for themselves.
 TEST(python_repr, AppendsAfterWhatTheStringHoldsWhateverTheOutputGrowth) {
-  std::string many_floats = "[";
-  std::string floats_repr = "[";
-  for (int i = 0; i < 3000; ++i) {
-    many_floats += i ? ",1e5" : "1e5";
-    floats_repr += i ? ", 100000.0" : "100000.0";
-  }
-  many_floats += ",1e15]";
-  floats_repr += ", 1000000000000000.0]";
-  EXPECT_EQ(repr(many_floats), floats_repr);
+  // `n` times `element` in a list: `sep` between them, "[" + `last` + "]" around.
+  auto list = [](const std::string& element, const std::string& sep, int n,
+                 const std::string& last = "") {
+    std::string out = "[";
+    for (int i = 0; i < n; ++i) out += (i ? sep : "") + element;
+    return out + last + "]";
+  };
+  const std::string many_floats = list("1e5", ",", 3000, ",1e15");
+  EXPECT_EQ(repr(many_floats), list("100000.0", ", ", 3000, ", 1000000000000000.0"));
   EXPECT_EQ(repr("1e15"), "1000000000000000.0");  // 4 bytes in, 18 out, no container
 
   // Compact JSON: every ',' and ':' writes two characters.
-  std::string compact = "[";
-  std::string compact_repr = "[";
-  for (int i = 0; i < 3000; ++i) {
-    compact += i ? ",{\"a\":[7,8]}" : "{\"a\":[7,8]}";
-    compact_repr += i ? ", {'a': [7, 8]}" : "{'a': [7, 8]}";
-  }
-  compact += "]";
-  compact_repr += "]";
-  EXPECT_EQ(repr(compact), compact_repr);
+  const std::string compact = list(R"({"a":[7,8]})", ",", 3000);
+  EXPECT_EQ(repr(compact), list("{'a': [7, 8]}", ", ", 3000));
 
   // Each byte of invalid UTF-8 gives six characters (\udcXX).
   std::string bad_bytes = "[\"" + std::string(500, '\xff') + "\"]";
