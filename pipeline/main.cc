@@ -85,8 +85,8 @@ bool run_inputs_are_big(int argc, char** argv, int verb) {
 // ranks with such inputs. Below that they cost: `run` of a 10 MB rank takes 13% longer with them,
 // of a 30 MB rank as long, of a 100 MB rank 7% less (docs/performance.md).
 [[maybe_unused]] bool worth_huge_pages(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "run") return run_inputs_are_big(argc, argv, 1);
   for (int i = 1; i < argc; ++i) {
-    if (std::string_view(argv[i]) == "run") return run_inputs_are_big(argc, argv, i);
     if (is_big_file(argv[i])) return true;
   }
   return false;
