@@ -110,12 +110,14 @@ RankRow render_row(const RankRecord& r) {
     out += fmt::format(
         ", \"input_file_bytes\": {}, \"input_text_bytes\": {}, \"output_bytes\": {}, \"mode\": "
         "\"{}\", "
-        "\"host_ops\": {}, \"host_ops_linked\": {}, \"gpu_ops\": {}, \"gpu_ops_linked\": {}, "
+        "\"host_nodes\": {}, \"host_ops\": {}, \"host_ops_linked\": {}, \"gpu_ops\": {}, "
+        "\"gpu_ops_linked\": {}, "
         "\"et_plus_nodes\": {}, \"et_nodes\": {}, \"sync_deps\": {}, \"link_seconds\": {:.3f}, "
         "\"convert_seconds\": {:.3f}, \"warnings\": {{",
         r.input_file_bytes, r.link.input_bytes, r.output_bytes, s.mode, s.host_nodes,
-        s.host_ops_linked, s.gpu_ops, s.gpu_ops_linked, s.et_plus_nodes, r.convert.output_nodes,
-        s.sync.host_deps + s.sync.gpu_deps, r.link.seconds, r.link.after_seconds);
+        s.host_op_candidates, s.host_ops_linked, s.gpu_ops, s.gpu_ops_linked, s.et_plus_nodes,
+        r.convert.output_nodes, s.sync.host_deps + s.sync.gpu_deps, r.link.seconds,
+        r.link.after_seconds);
     bool first = true;
     LinkStats all = r.link.stats;
     all.merge(r.convert.stats);
@@ -136,7 +138,7 @@ RankRow render_row(const RankRecord& r) {
     for (const auto& [k, e] : r.convert.stats.entries()) warnings += e.count;
     row.table = fmt::format("{:>6}  {:<8}  {:>9.1f}  {:>14}  {:>14}  {:>9.2f}  {}", r.rank,
                             r.error.empty() ? "ok" : "FAILED", r.link.input_bytes / 1e6,
-                            fmt::format("{}/{}", s.host_ops_linked, s.host_nodes),
+                            fmt::format("{}/{}", s.host_ops_linked, s.host_op_candidates),
                             fmt::format("{}/{}", s.gpu_ops_linked, s.gpu_ops),
                             r.link.seconds + r.link.after_seconds, warnings);
   }

@@ -155,7 +155,10 @@ TEST_F(RunBatch, AFailingRankIsReportedAndTheOthersFinish) {
   EXPECT_EQ(std::string_view(ranks.at(1)["status"]), "failed");
   EXPECT_NE(std::string_view(ranks.at(1)["error"]).find("kineto.json"), std::string_view::npos);
   EXPECT_EQ(std::string_view(ranks.at(0)["status"]), "ok");
-  EXPECT_EQ(int64_t(ranks.at(0)["host_ops_linked"]), int64_t(ranks.at(0)["host_ops"]) - 3);
+  // host_ops counts the ops the mode can link (with an rf_id here), not the thread and process
+  // roots among the host nodes: all of them are linked.
+  EXPECT_EQ(int64_t(ranks.at(0)["host_ops_linked"]), int64_t(ranks.at(0)["host_ops"]));
+  EXPECT_LT(int64_t(ranks.at(0)["host_ops"]), int64_t(ranks.at(0)["host_nodes"]));
   EXPECT_GT(int64_t(ranks.at(0)["et_nodes"]), 0);
 }
 
