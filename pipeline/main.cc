@@ -130,6 +130,7 @@ void reexec_with_huge_pages(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   reexec_with_huge_pages(argc, argv);
+  chakraflow::keep_freed_memory();
   std::string_view self = argv[0];
   if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
   for (const auto& c : kCommands) {

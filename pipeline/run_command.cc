@@ -4,6 +4,9 @@
 #include <oneapi/tbb/global_control.h>
 #include <unistd.h>
 #include <zlib.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <atomic>
 #include <chrono>
@@ -11,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <mutex>
 #include <optional>
 
@@ -187,6 +191,24 @@ bool malloc_huge_pages() {
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   return tunables != nullptr && (std::strstr(tunables, "glibc.malloc.hugetlb=1") != nullptr ||
                                  std::strstr(tunables, "glibc.malloc.hugetlb=2") != nullptr);
+}
+
+void keep_freed_memory() {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  const char* set = std::getenv("GLIBC_TUNABLES");
+  if (set != nullptr && (std::strstr(set, "glibc.malloc.mmap_") != nullptr ||
+                         std::strstr(set, "glibc.malloc.trim_threshold") != nullptr)) {
+    return;
+  }
+  mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+#endif
+}
+
+void release_freed_memory() {
+#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+  malloc_trim(0);
+#endif
 }
 
 namespace {
@@ -460,6 +482,7 @@ int run_run_command(int argc, char** argv, int first) {
   }
   hooks.on_done = [&](size_t seq, const LinkJobResult& r) {
     host_fields[seq].reset();  // a rank that failed before conversion
+    if (in_flight > 1) release_freed_memory();
     std::lock_guard<std::mutex> lock(progress_mutex);
     RankRecord& rec = records[record_of_job[seq]];
     ++done;

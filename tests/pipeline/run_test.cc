@@ -11,6 +11,11 @@
 #include <cstring>
 #include <filesystem>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+#include "pipeline/commands.h"
 #include "pipeline/mpi_world.h"
 #include "pipeline/run_config.h"
 #include "stages/file_io.h"
@@ -231,6 +236,41 @@ std::string summary_without_timings(std::string text) {
   size_t p = text.find("  \"processes\": ");
   if (p != std::string::npos) text.erase(p, text.find('\n', p) + 1 - p);
   return text;
+}
+
+// keep_freed_memory (main's first call): a big block comes from the heap, not from a mapping of
+// its own, and once freed it stays there for the next block instead of going back to the kernel,
+// whose fresh pages would be zeroed again. release_freed_memory gives it back. (Each test runs in
+// a process of its own: the policy stays with this one.)
+TEST(MallocPolicy, AFreedBlockStaysForTheNextOne) {
+#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "glibc's own malloc only (the sanitizers bring theirs)";
+#else
+  if (const char* t = std::getenv("GLIBC_TUNABLES"); t != nullptr && std::strstr(t, "malloc.")) {
+    GTEST_SKIP() << "GLIBC_TUNABLES sets malloc tunables: " << t;
+  }
+  keep_freed_memory();
+  constexpr size_t kBig = size_t{48} << 20;
+  static char* volatile block;  // volatile: the compiler may not elide the allocations
+  const struct mallinfo2 before = mallinfo2();
+  block = static_cast<char*>(std::malloc(kBig));
+  ASSERT_NE(block, nullptr);
+  std::memset(block, 1, kBig);
+  const struct mallinfo2 held = mallinfo2();
+  EXPECT_EQ(held.hblks, before.hblks);  // no mapping of its own
+  EXPECT_GE(held.arena, before.arena + kBig);
+  std::free(block);
+  const struct mallinfo2 freed = mallinfo2();
+  EXPECT_EQ(freed.arena, held.arena);  // kept
+  EXPECT_GE(freed.fordblks, kBig);
+  block = static_cast<char*>(std::malloc(kBig / 2));
+  ASSERT_NE(block, nullptr);
+  std::memset(block, 2, kBig / 2);
+  EXPECT_EQ(mallinfo2().arena, held.arena);  // the next block took the freed one's place
+  std::free(block);
+  release_freed_memory();
+  EXPECT_LT(mallinfo2().arena, held.arena - kBig / 2);  // given back
+#endif
 }
 
 TEST(RunMpi, TwoProcessesWriteTheSameBytesAsOne) {
