@@ -133,7 +133,7 @@ class DeviceParser {
       // deviceProperties etc. are skipped; a second traceEvents is left to the whole parse.
       return json::string_literal(field.key().raw(), p_.end()) != kEventsKey;
     }
-    bool element(od::document& doc, od::value value, const char* start) override {
+    bool element(od::document& doc, od::value& value, const char* start) override {
       p_.last_offset_ = json::offset_in(p_.text_, start);
       if (!p_.read_event(doc, value, index_).ok()) return false;
       ++index_;
@@ -146,7 +146,7 @@ class DeviceParser {
   };
 
   // The event at last_offset_: kept, or counted when it is an ac2g flow event.
-  Status read_event(od::document& doc, od::value value, size_t index) {
+  Status read_event(od::document& doc, od::value& value, size_t index) {
     od::object obj;
     if (auto err = value.get_object().get(obj)) {
       return fail(doc, err, fmt::format("traceEvents[{}] is not an object", index));
@@ -180,7 +180,7 @@ class DeviceParser {
     return Status::errorf("{}: byte {}: traceEvents[{}]: {}", t_.path, e.byte_offset, index, what);
   }
 
-  Status read_literal(od::value v, const DeviceEvent& e, size_t index, std::string_view what,
+  Status read_literal(od::value& v, const DeviceEvent& e, size_t index, std::string_view what,
                       std::string_view* literal, std::string_view* unescaped) {
     // The literal ends where the structural index says its token ends (no scan for the quote).
     const std::string_view token = json::token(v);
@@ -206,7 +206,7 @@ class DeviceParser {
   }
 
   // Integer-like id fields: numbers, integral doubles, or strings.
-  bool read_id(od::value v, int64_t* out) {
+  bool read_id(od::value& v, int64_t* out) {
     od::json_type type;
     if (v.type().get(type)) return false;
     if (type == od::json_type::number) {
@@ -227,7 +227,7 @@ class DeviceParser {
     return false;
   }
 
-  Status read_time(od::value v, const DeviceEvent& e, size_t index, std::string_view what,
+  Status read_time(od::value& v, const DeviceEvent& e, size_t index, std::string_view what,
                    TimeNs* out, bool* fractional) {
     od::json_type type{};  // read below even when type() failed
     if (v.type().get(type) || type != od::json_type::number) {
@@ -252,10 +252,10 @@ class DeviceParser {
     std::string_view cat;
     bool has_ts = false;
     for (auto field_result : obj) {
-      od::field field;
-      if (std::move(field_result).get(field)) return event_error(e, index, "invalid field");
+      if (field_result.error()) return event_error(e, index, "invalid field");
+      od::field& field = field_result.value_unsafe();  // a reference: copies of it stall
       const std::string_view key = json::raw_key(field);
-      od::value v = field.value();
+      od::value& v = field.value();
       if (json::equals(key, "ph")) {
         std::string_view lit, s;
         CF_RETURN_IF_ERROR(read_literal(v, e, index, "ph", &lit, &s));
@@ -320,10 +320,10 @@ class DeviceParser {
 
   Status parse_args(od::object args, size_t index, DeviceEvent& e) {
     for (auto field_result : args) {
-      od::field field;
-      if (std::move(field_result).get(field)) return event_error(e, index, "invalid \"args\"");
+      if (field_result.error()) return event_error(e, index, "invalid \"args\"");
+      od::field& field = field_result.value_unsafe();
       const std::string_view key = json::raw_key(field);
-      od::value v = field.value();
+      od::value& v = field.value();
       int64_t id = 0;
       if (json::equals(key, "External id")) {
         if (read_id(v, &id)) {

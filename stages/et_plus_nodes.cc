@@ -171,12 +171,12 @@ class NodeReader final : public HostFieldVisitor {
     return end_node(h);
   }
 
-  Status field(HostNode& h, std::string_view key, od::value v) override {
+  Status field(HostNode& h, std::string_view key, od::value& v) override {
     return read_field(h, link_fields_ ? &h : nullptr, key, v);
   }
 
   // `link`: where the loader's fields go (keep_nodes), or nullptr.
-  Status read_field(const HostNode& h, HostNode* link, std::string_view key, od::value v) {
+  Status read_field(const HostNode& h, HostNode* link, std::string_view key, od::value& v) {
     EtPlusNode& n = cur_;
     auto bad = [&](std::string_view what) {
       return node_error(h, fmt::format("\"{}\" {}", key, what));
@@ -204,8 +204,8 @@ class NodeReader final : public HostFieldVisitor {
         od::object io;
         if (v.get_object().get(io)) return bad("is malformed");
         for (auto io_field_result : io) {
-          od::field io_field;
-          if (std::move(io_field_result).get(io_field)) return bad("is malformed");
+          if (io_field_result.error()) return bad("is malformed");
+          od::field& io_field = io_field_result.value_unsafe();
           std::string_view io_key = json::raw_key(io_field);  // as for attrs' keys
           if (!json::equals(io_key, "values") && !json::equals(io_key, "shapes") &&
               !json::equals(io_key, "types") && json::unescaped_key(io_field, &io_key))
@@ -215,11 +215,11 @@ class NodeReader final : public HostFieldVisitor {
                   : json::equals(io_key, "types")  ? 2
                                                    : -1;
           if (f < 0) continue;  // "strides" (schema 1.1.1) is not converted, as in Chakra
-          if (json::raw_value(io_field.value()).get(raw_io_[base + f])) return bad("is malformed");
+          if (json::raw_value(io_field.value(), &raw_io_[base + f])) return bad("is malformed");
         }
       } else {
         // Flat layout (schema 1.0.1): the values list itself.
-        if (json::raw_value(v).get(raw_io_[base])) return bad("is malformed");
+        if (json::raw_value(v, &raw_io_[base])) return bad("is malformed");
       }
     } else if (json::equals(key, "input_shapes") || json::equals(key, "input_types") ||
                json::equals(key, "output_shapes") || json::equals(key, "output_types")) {
@@ -227,7 +227,7 @@ class NodeReader final : public HostFieldVisitor {
               : json::equals(key, "input_types")   ? kInTypes
               : json::equals(key, "output_shapes") ? kOutShapes
                                                    : kOutTypes;
-      if (json::raw_value(v).get(raw_io_[f])) return bad("is malformed");
+      if (json::raw_value(v, &raw_io_[f])) return bad("is malformed");
     } else if (json::equals(key, "exclusive_dur")) {
       if (is_null(v)) return Status();
       if (v.get_double().get(n.exclusive_dur)) return bad("is not a number");
@@ -382,7 +382,7 @@ class NodeReader final : public HostFieldVisitor {
   }
 
   // A JSON string value (unescaped), as a view into the trace text or t_.arena.
-  bool read_string(od::value v, std::string_view* out) {
+  bool read_string(od::value& v, std::string_view* out) {
     const std::string_view literal = json::token(v);
     if (literal.size() < 2 || literal.front() != '"' || literal.back() != '"') return false;
     // Consume the value: the parser skips a value left unread without checking what follows
@@ -417,7 +417,7 @@ class NodeReader final : public HostFieldVisitor {
   }
 
   // With `link`, the loader's reading too: it takes an attr's value only after its name.
-  Status read_attrs(od::value v, const HostNode& h, HostNode* link, AttrValues& attrs) {
+  Status read_attrs(od::value& v, const HostNode& h, HostNode* link, AttrValues& attrs) {
     od::array list;
     if (v.get_array().get(list)) return node_error(h, "\"attrs\" is not a list");
     for (auto entry_result : list) {
@@ -428,8 +428,8 @@ class NodeReader final : public HostFieldVisitor {
       std::string_view name, value_raw;
       bool have_name = false, have_value = false, name_first = false;
       for (auto field_result : entry) {
-        od::field field;
-        if (std::move(field_result).get(field)) return node_error(h, "malformed \"attrs\" entry");
+        if (field_result.error()) return node_error(h, "malformed \"attrs\" entry");
+        od::field& field = field_result.value_unsafe();
         // The keys PyTorch writes are taken as they are; only another key is looked at for an
         // escape ("n\u0061me" is "name").
         std::string_view key = json::raw_key(field);
@@ -449,7 +449,7 @@ class NodeReader final : public HostFieldVisitor {
           }
           have_name = true;
         } else if (json::equals(key, "value")) {
-          if (json::raw_value(field.value()).get(value_raw)) {
+          if (json::raw_value(field.value(), &value_raw)) {
             return node_error(h, "malformed \"attrs\" value");
           }
           have_value = true;
@@ -909,7 +909,7 @@ HostNodeFields::HostNodeFields(HostNodeFields&&) noexcept = default;
 HostNodeFields& HostNodeFields::operator=(HostNodeFields&&) noexcept = default;
 HostNodeFields::~HostNodeFields() = default;
 
-Status HostNodeFields::field(HostNode& node, std::string_view key, od::value value) {
+Status HostNodeFields::field(HostNode& node, std::string_view key, od::value& value) {
   return impl_->reader.field(node, key, value);
 }
 Status HostNodeFields::end_node(const HostNode& node) {

@@ -98,7 +98,7 @@ class HostNodeFields final : public HostFieldVisitor {
   ~HostNodeFields() override;
 
   bool keep_nodes() const override { return true; }
-  Status field(HostNode& node, std::string_view key, simdjson::ondemand::value value) override;
+  Status field(HostNode& node, std::string_view key, simdjson::ondemand::value& value) override;
   Status end_node(const HostNode& node) override;
   bool can_take_back() const override;
   void drop_node() override;

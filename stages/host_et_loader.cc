@@ -140,7 +140,7 @@ class HostParser {
   // A field of the root object other than "nodes".
   Status read_top_field(od::field& field, std::string_view key_literal) {
     std::string_view raw;
-    if (auto err = json::raw_value(field.value()).get(raw)) {
+    if (auto err = json::raw_value(field.value(), &raw)) {
       return fail(err, fmt::format("invalid value of top-level key {}", key_literal));
     }
     if (key_literal == "\"schema\"") {
@@ -171,7 +171,7 @@ class HostParser {
   }
 
   // The node that starts at `start`, the index-th of the array.
-  Status read_node(od::document& doc, od::value value, const char* start, size_t index) {
+  Status read_node(od::document& doc, od::value& value, const char* start, size_t index) {
     last_offset_ = json::offset_in(text_, start);
     od::object obj;
     if (auto err = value.get_object().get(obj)) {
@@ -197,7 +197,7 @@ class HostParser {
       return p_.read_top_field(field, key_literal).ok();
     }
     void before_elements() override { p_.t_.top_level.push_back({kNodesKey, {}, true}); }
-    bool element(od::document& doc, od::value value, const char* start) override {
+    bool element(od::document& doc, od::value& value, const char* start) override {
       if (!p_.read_node(doc, value, start, index_).ok()) {
         if (p_.visitor_ != nullptr) p_.visitor_->drop_node();
         return false;
@@ -226,12 +226,12 @@ class HostParser {
     bool has_id = false;
     bool has_name = false;
     for (auto field_result : obj) {
-      od::field field;
-      simdjson::error_code err;
-      if ((err = std::move(field_result).get(field)))
+      if (simdjson::error_code err = field_result.error()) {
         return fail(err, fmt::format("node #{}", index));
+      }
+      od::field& field = field_result.value_unsafe();
       const std::string_view key = json::raw_key(field);
-      od::value v = field.value();
+      od::value& v = field.value();
       if (json::equals(key, "id")) {
         std::string_view token = json::token(v);
         if (!json::get_uint64(v, &n.id))
@@ -274,7 +274,7 @@ class HostParser {
     return Status();
   }
 
-  Status read_string(od::document& doc, od::value v, const HostNode& n, size_t index,
+  Status read_string(od::document& doc, od::value& v, const HostNode& n, size_t index,
                      std::string_view what, std::string_view* out, std::string_view* literal_out) {
     // The literal ends where the structural index says its token ends (no scan for the quote).
     const std::string_view literal = json::token(v);
@@ -297,7 +297,7 @@ class HostParser {
            json::equals(key, "fw_tid");
   }
 
-  Status read_int_attr(od::value v, std::string_view key, HostNode& n, size_t index) {
+  Status read_int_attr(od::value& v, std::string_view key, HostNode& n, size_t index) {
     od::json_type type;
     if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) return Status();
     int64_t value = 0;
@@ -319,7 +319,7 @@ class HostParser {
     return Status();
   }
 
-  Status parse_attrs(od::document& doc, od::value v, HostNode& n, size_t index) {
+  Status parse_attrs(od::document& doc, od::value& v, HostNode& n, size_t index) {
     od::array attrs;
     if (v.get_array().get(attrs)) return node_error(n, index, "\"attrs\" is not an array");
     for (auto attr_result : attrs) {
@@ -330,11 +330,10 @@ class HostParser {
       std::string_view attr_name;
       bool have_name = false;
       for (auto field_result : attr) {
-        od::field field;
-        if (std::move(field_result).get(field))
-          return node_error(n, index, "invalid \"attrs\" entry");
+        if (field_result.error()) return node_error(n, index, "invalid \"attrs\" entry");
+        od::field& field = field_result.value_unsafe();
         const std::string_view key = json::raw_key(field);
-        od::value value = field.value();
+        od::value& value = field.value();
         if (json::equals(key, "name")) {
           std::string_view literal;
           CF_RETURN_IF_ERROR(

@@ -37,7 +37,7 @@ class HostFieldVisitor {
   virtual ~HostFieldVisitor() = default;
   virtual bool keep_nodes() const { return false; }
   // `node` has its byte_offset and file_index, and id and name when they came before this field.
-  virtual Status field(HostNode& node, std::string_view key, simdjson::ondemand::value value) = 0;
+  virtual Status field(HostNode& node, std::string_view key, simdjson::ondemand::value& value) = 0;
   // After the node's last field: `node` is complete (id, name, raw, byte_offset).
   virtual Status end_node(const HostNode& node) = 0;
 

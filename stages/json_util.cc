@@ -63,11 +63,8 @@ std::string_view string_literal(const char* after_quote, const char* limit) {
   return {};
 }
 
-std::optional<std::string_view> unescape_literal(std::string_view literal,
+std::optional<std::string_view> unescape_escaped(std::string_view body,
                                                  std::deque<std::string>& arena) {
-  if (literal.size() < 2) return std::nullopt;
-  std::string_view body = literal.substr(1, literal.size() - 2);
-  if (body.find('\\') == std::string_view::npos) return body;
   std::string out;
   out.reserve(body.size());
   for (size_t i = 0; i < body.size(); ++i) {
@@ -200,27 +197,33 @@ std::string_view token(od::value& v) {
   return t;
 }
 
-simdjson::simdjson_result<std::string_view> raw_value(od::value v) {
+simdjson::error_code raw_value(od::value& v, std::string_view* out) {
   od::json_type type;
   auto err = v.type().get(type);
   if (err) return err;
   if (type == od::json_type::object) {
     od::object o;
     if ((err = v.get_object().get(o))) return err;
-    return o.raw_json();
+    return o.raw_json().get(*out);
   }
   if (type == od::json_type::array) {
     od::array a;
     if ((err = v.get_array().get(a))) return err;
-    return a.raw_json();
+    return a.raw_json().get(*out);
   }
-  std::string_view text = token(v);
+  *out = token(v);
   // Consume a string: the parser skips a string left unread as if it were a key when a ':'
   // follows, so `"a": "b": 1` would pass unnoticed. (Other scalars are skipped safely.)
   if (type == od::json_type::string) {
     od::raw_json_string consumed;
     if ((err = v.get_raw_json_string().get(consumed))) return err;
   }
+  return simdjson::SUCCESS;
+}
+
+simdjson::simdjson_result<std::string_view> raw_value(od::value& v) {
+  std::string_view text;
+  if (auto err = raw_value(v, &text)) return err;
   return text;
 }
 
@@ -420,7 +423,7 @@ uint64_t current_offset(od::document& doc, std::string_view text) {
   return offset_in(text, p);
 }
 
-bool get_int64(od::value v, int64_t* out) {
+bool get_int64(od::value& v, int64_t* out) {
   if (v.get_int64().get(*out) == simdjson::SUCCESS) return true;  // the common case
   od::number_type nt;
   if (v.get_number_type().get(nt)) return false;
@@ -439,7 +442,7 @@ bool get_int64(od::value v, int64_t* out) {
   return true;
 }
 
-bool get_uint64(od::value v, uint64_t* out) {
+bool get_uint64(od::value& v, uint64_t* out) {
   if (v.get_uint64().get(*out) == simdjson::SUCCESS) return true;  // the common case
   od::number_type nt;
   if (v.get_number_type().get(nt)) return false;

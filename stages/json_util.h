@@ -82,10 +82,22 @@ inline simdjson::error_code unescaped_key(od::field& field, std::string_view* ou
 // view if no closing quote is found before `limit`.
 std::string_view string_literal(const char* after_quote, const char* limit);
 
+// The escaped case of unescape_literal: `body` (the literal without its quotes) holds a backslash.
+std::optional<std::string_view> unescape_escaped(std::string_view body,
+                                                 std::deque<std::string>& arena);
+
 // Unescapes the JSON string literal `literal` (with quotes). When it holds no escape the result
 // views the literal itself; otherwise it is stored in `arena`. Returns nullopt for a bad escape.
-std::optional<std::string_view> unescape_literal(std::string_view literal,
-                                                 std::deque<std::string>& arena);
+// Inline: a std::optional<std::string_view> returned from a call goes through memory, written
+// as two words and read back as one 16-byte copy, which the CPU cannot forward from the stores
+// (a stall of a dozen cycles per string read).
+inline std::optional<std::string_view> unescape_literal(std::string_view literal,
+                                                        std::deque<std::string>& arena) {
+  if (literal.size() < 2) return std::nullopt;
+  std::string_view body = literal.substr(1, literal.size() - 2);
+  if (body.find('\\') == std::string_view::npos) return body;
+  return unescape_escaped(body, arena);
+}
 
 // Appends the UTF-8 encoding of code point `cp` (a lone surrogate is encoded as it is).
 void append_utf8(std::string& out, uint32_t cp);
@@ -106,7 +118,10 @@ void append_int(std::string& out, int64_t v);
 std::string_view token(od::value& v);
 
 // Raw text of the value `v` (object, array or scalar), trailing whitespace removed. Consumes `v`.
-simdjson::simdjson_result<std::string_view> raw_value(od::value v);
+simdjson::simdjson_result<std::string_view> raw_value(od::value& v);
+// The same into `*out` (for the hot paths: a simdjson_result returned through memory and copied
+// out of it stalls as unescape_literal's optional would).
+simdjson::error_code raw_value(od::value& v, std::string_view* out);
 
 // Reads the decimal digits at s[i...], at most 19 of them (the most that fit in 64 bits), eight
 // at a time where it can. Returns how many it read: it stops at the first byte that is not a digit.
@@ -216,7 +231,7 @@ class ArrayWindowReader {
   // One element of the array, which starts at `start`; the reader reads all of it (an element cut
   // by a window's end then fails). False: the element is not read (nothing of it may be kept); it
   // is read again at the start of the next window.
-  virtual bool element(od::document& doc, od::value value, const char* start) = 0;
+  virtual bool element(od::document& doc, od::value& value, const char* start) = 0;
 };
 
 // Reads the array that is the value of the first occurrence of `key_literal` (the key with its
@@ -231,7 +246,7 @@ size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t
                              ArrayWindowReader& reader);
 
 // Reads an integer value (accepts integral doubles such as 3.0). Returns false otherwise.
-bool get_int64(od::value v, int64_t* out);
-bool get_uint64(od::value v, uint64_t* out);
+bool get_int64(od::value& v, int64_t* out);
+bool get_uint64(od::value& v, uint64_t* out);
 
 }  // namespace chakraflow::json
