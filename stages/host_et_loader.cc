@@ -1,6 +1,7 @@
 #include "stages/host_et_loader.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "stages/file_io.h"
 #include "stages/json_util.h"
@@ -177,13 +178,14 @@ class HostParser {
     if (auto err = value.get_object().get(obj)) {
       return fail(err, fmt::format("node #{} is not an object", index));
     }
-    HostNode node;
+    // Read where it stays when it is kept (no copy of it), taken back if it fails.
+    HostNode& node = keep_nodes_ ? t_.nodes.emplace_back() : *std::construct_at(&scratch_);
     node.byte_offset = last_offset_;
     node.file_index = static_cast<uint32_t>(index);
     node.raw = std::string_view(start, 0);  // spans are taken from here
-    CF_RETURN_IF_ERROR(parse_node(doc, obj, start, index, node));
-    if (keep_nodes_) t_.nodes.push_back(node);
-    return Status();
+    Status read = parse_node(doc, obj, start, index, node);
+    if (!read.ok() && keep_nodes_) t_.nodes.pop_back();
+    return read;
   }
 
   // The nodes read a window at a time (the whole document's parse reports what they refuse).
@@ -357,6 +359,7 @@ class HostParser {
   std::string_view text_;
   HostFieldVisitor* visitor_ = nullptr;
   bool keep_nodes_ = true;
+  HostNode scratch_;  // the node being read when the nodes are not kept
   size_t window_bytes_;
 };
 
