@@ -1,11 +1,16 @@
 #include "pipeline/mpi_world.h"
 
+#include <dlfcn.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string_view>
 
-#ifdef CHAKRAFLOW_HAVE_MPI
-#include <mpi.h>
-#endif
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "pipeline/mpi_plugin.h"
 
 namespace chakraflow {
 namespace {
@@ -23,28 +28,92 @@ int launcher_world_size() {
   return std::getenv("PMIX_RANK") != nullptr ? 1 : 0;
 }
 
+// Where the plugin may be: CHAKRAFLOW_MPI_PLUGIN, else next to the binary (the build tree), else
+// in lib/chakraflow/ beside the binary's bin/ (an installation).
+// `exe`: the binary (empty: this process's).
+std::vector<std::string> plugin_candidates(std::string exe) {
+  if (const char* set = std::getenv("CHAKRAFLOW_MPI_PLUGIN"); set != nullptr && *set != '\0') {
+    return {set};
+  }
+  if (exe.empty()) {
+    exe.assign(4096, '\0');
+    ssize_t n = ::readlink("/proc/self/exe", exe.data(), exe.size());
+    if (n <= 0 || static_cast<size_t>(n) >= exe.size()) return {};
+    exe.resize(static_cast<size_t>(n));
+  }
+  const std::string dir = exe.substr(0, exe.rfind('/') + 1);
+  return {dir + kMpiPluginFile, dir + "../lib/chakraflow/" + kMpiPluginFile};
+}
+
+// Loads the plugin once (never unloaded: MPI libraries do not survive it). nullptr, with the
+// reason in *why, when there is none or it does not load.
+const ChakraflowMpi* load_plugin(std::string* why) {
+  static const ChakraflowMpi* table = nullptr;
+  static std::string failure;
+  static bool tried = false;
+  if (!tried) {
+    tried = true;
+    const std::vector<std::string> candidates = plugin_candidates("");
+    for (const std::string& path : candidates) {
+      struct stat st;
+      if (::stat(path.c_str(), &st) != 0) continue;
+      // RTLD_GLOBAL: MPI's own components (loaded by MPI_Init) resolve symbols of libmpi.
+      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+      if (handle == nullptr) {
+        const char* err = ::dlerror();
+        failure = fmt::format("{} does not load: {}", path, err != nullptr ? err : "?");
+        break;
+      }
+      auto entry = reinterpret_cast<const ChakraflowMpi* (*)()>(::dlsym(handle, kMpiPluginSymbol));
+      const ChakraflowMpi* t = entry != nullptr ? entry() : nullptr;
+      if (t == nullptr || t->abi != kMpiPluginAbi) {
+        failure = fmt::format("{} is not this chakraflow's MPI plugin (abi {}, expected {})", path,
+                              t != nullptr ? t->abi : -1, kMpiPluginAbi);
+        break;
+      }
+      table = t;
+      break;
+    }
+    if (table == nullptr && failure.empty()) {
+      failure = candidates.empty()
+                    ? std::string("no path to look for it")
+                    : fmt::format("no {} in {}", kMpiPluginFile, fmt::join(candidates, " or "));
+    }
+  }
+  if (table == nullptr && why != nullptr) *why = failure;
+  return table;
+}
+
 }  // namespace
 
-bool MpiWorld::available() {
+bool MpiWorld::available(const std::string& binary) {
 #ifdef CHAKRAFLOW_HAVE_MPI
-  return true;
+  for (const std::string& path : plugin_candidates(binary)) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0) return true;
+  }
 #else
-  return false;
+  (void)binary;
 #endif
+  return false;
 }
 
 StatusOr<MpiWorld> MpiWorld::join() {
   int announced = launcher_world_size();
-  if (announced == 0) return MpiWorld(0, 1, false);
+  if (announced == 0) return MpiWorld(0, 1, nullptr);
 #ifdef CHAKRAFLOW_HAVE_MPI
-  int provided = 0;
-  if (MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
-    return Status::error("MPI_Init_thread failed");
+  std::string why;
+  const ChakraflowMpi* mpi = load_plugin(&why);
+  if (mpi == nullptr && announced > 1) {
+    return Status::errorf(
+        "started by an MPI launcher with {} processes, but chakraflow's MPI plugin is missing "
+        "({}; CHAKRAFLOW_MPI_PLUGIN names another): every process would run every rank",
+        announced, why);
   }
+  if (mpi == nullptr) return MpiWorld(0, 1, nullptr);  // one process: no need of MPI
   int process = 0, processes = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &process);
-  MPI_Comm_size(MPI_COMM_WORLD, &processes);
-  return MpiWorld(process, processes, true);
+  if (mpi->init(&process, &processes) != 0) return Status::error("MPI_Init_thread failed");
+  return MpiWorld(process, processes, mpi);
 #else
   if (announced > 1) {
     return Status::errorf(
@@ -53,29 +122,26 @@ StatusOr<MpiWorld> MpiWorld::join() {
         "would run every rank",
         announced);
   }
-  return MpiWorld(0, 1, false);
+  return MpiWorld(0, 1, nullptr);
 #endif
 }
 
 MpiWorld::MpiWorld(MpiWorld&& other) noexcept
-    : process_(other.process_), processes_(other.processes_), initialized_(other.initialized_) {
-  other.initialized_ = false;
+    : process_(other.process_), processes_(other.processes_), mpi_(other.mpi_) {
+  other.mpi_ = nullptr;
 }
 
 MpiWorld::~MpiWorld() {
-#ifdef CHAKRAFLOW_HAVE_MPI
-  if (initialized_) MPI_Finalize();
-#endif
+  if (mpi_ != nullptr) mpi_->finalize();
 }
 
 std::vector<std::string> MpiWorld::gather(const std::string& blob) const {
-  if (!initialized_) return {blob};
-#ifdef CHAKRAFLOW_HAVE_MPI
-  // Sizes first, then the bytes in one MPI_Gatherv. Blobs are summaries (kilobytes per rank), far
+  if (mpi_ == nullptr) return {blob};
+  // Sizes first, then the bytes in one gather. Blobs are summaries (kilobytes per rank), far
   // below MPI's int counts.
   int size = static_cast<int>(blob.size());
   std::vector<int> sizes(process_ == 0 ? processes_ : 0);
-  MPI_Gather(&size, 1, MPI_INT, sizes.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  mpi_->gather_int(size, sizes.data());
   std::vector<int> offsets(sizes.size());
   int total = 0;
   for (size_t p = 0; p < sizes.size(); ++p) {
@@ -83,21 +149,14 @@ std::vector<std::string> MpiWorld::gather(const std::string& blob) const {
     total += sizes[p];
   }
   std::string all(static_cast<size_t>(total), '\0');
-  MPI_Gatherv(blob.data(), size, MPI_CHAR, all.data(), sizes.data(), offsets.data(), MPI_CHAR, 0,
-              MPI_COMM_WORLD);
+  mpi_->gather_bytes(blob.data(), size, all.data(), sizes.data(), offsets.data());
   std::vector<std::string> out;
   for (size_t p = 0; p < sizes.size(); ++p) out.push_back(all.substr(offsets[p], sizes[p]));
   return out;
-#else
-  return {blob};
-#endif
 }
 
 int MpiWorld::broadcast(int value) const {
-#ifdef CHAKRAFLOW_HAVE_MPI
-  if (initialized_) MPI_Bcast(&value, 1, MPI_INT, 0, MPI_COMM_WORLD);
-#endif
-  return value;
+  return mpi_ != nullptr ? mpi_->broadcast_int(value) : value;
 }
 
 }  // namespace chakraflow

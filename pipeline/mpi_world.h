@@ -1,9 +1,10 @@
 // The processes of an `mpirun -n K chakraflow run ...` job, or a world of one.
 //
 // MPI is optional at build time (CHAKRAFLOW_MPI, on when CMake finds an MPI library) and at run
-// time: MPI is initialised only when the process was started by a launcher (mpirun, srun) that
-// says so in the environment, so a plain `chakraflow run` never touches MPI. A binary built without
-// MPI refuses to run under a launcher with K > 1, rather than run every rank K times.
+// time: MPI is loaded (the plugin of pipeline/mpi_plugin.h) and initialised only when the process
+// was started by a launcher (mpirun, srun) that says so in the environment, so a plain
+// `chakraflow run` never touches MPI, nor links it. A binary built without MPI, or whose plugin
+// cannot be loaded, refuses to run under a launcher with K > 1, rather than run every rank K times.
 //
 // Not thread safe: call from the main thread only (MPI is initialised with MPI_THREAD_FUNNELED;
 // the flow graph's worker threads never talk to MPI).
@@ -13,6 +14,8 @@
 #include <vector>
 
 #include "stages/status.h"
+
+struct ChakraflowMpi;  // pipeline/mpi_plugin.h
 
 namespace chakraflow {
 
@@ -35,15 +38,16 @@ class MpiWorld {
   // Collective: process 0's value on every process.
   int broadcast(int value) const;
 
-  // Whether this binary was built with MPI support.
-  static bool available();
+  // Whether chakraflow was built with MPI support and the plugin is where `binary` (this process's
+  // when empty) looks for it.
+  static bool available(const std::string& binary = "");
 
  private:
-  MpiWorld(int process, int processes, bool initialized)
-      : process_(process), processes_(processes), initialized_(initialized) {}
+  MpiWorld(int process, int processes, const ChakraflowMpi* mpi)
+      : process_(process), processes_(processes), mpi_(mpi) {}
   int process_ = 0;
   int processes_ = 1;
-  bool initialized_ = false;
+  const ChakraflowMpi* mpi_ = nullptr;  // set when this object initialised MPI
 };
 
 }  // namespace chakraflow

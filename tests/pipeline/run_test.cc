@@ -216,7 +216,7 @@ std::string mpirun(int processes) {
 
 #define CF_REQUIRE_MPI()                                                                    \
   do {                                                                                      \
-    if (!MpiWorld::available() || std::string(CHAKRAFLOW_MPIEXEC).empty()) {                \
+    if (!MpiWorld::available(kBin) || std::string(CHAKRAFLOW_MPIEXEC).empty()) {            \
       GTEST_SKIP() << "SKIPPED: chakraflow was built without MPI (install libopenmpi-dev)"; \
     }                                                                                       \
   } while (0)
@@ -271,6 +271,34 @@ TEST(MallocPolicy, AFreedBlockStaysForTheNextOne) {
   release_freed_memory();
   EXPECT_LT(mallinfo2().keepcost, size_t{1} << 20);  // given back: no free top of the heap left
 #endif
+}
+
+// Under a launcher that announces two processes, a binary whose MPI plugin cannot be found
+// refuses to run (each process would run every rank) and says where it looked; a plain run of the
+// same binary does not look for the plugin at all.
+TEST_F(RunBatch, UnderALauncherWithoutTheMpiPluginItRefusesAndSaysWhereItLooked) {
+  std::string out;
+  const std::string missing = dir_.file("no/libchakraflow_mpi.so");
+  EXPECT_NE(run_command("OMPI_COMM_WORLD_SIZE=2 CHAKRAFLOW_MPI_PLUGIN=" + missing + " " + kBin +
+                            " run --quiet " + dir_.file("run.yaml"),
+                        &out),
+            0)
+      << out;
+  EXPECT_NE(out.find("2 processes"), std::string::npos) << out;
+  if (MpiWorld::available(kBin)) {
+    EXPECT_NE(out.find("MPI plugin is missing"), std::string::npos) << out;
+    EXPECT_NE(out.find(missing), std::string::npos) << out;
+  } else {
+    EXPECT_NE(out.find("built without MPI"), std::string::npos) << out;
+  }
+  EXPECT_FALSE(fs::exists(dir_.file("out/trace.0.et")));
+  // Without a launcher the plugin is not needed (rank 1 is the fixture's broken one).
+  EXPECT_EQ(run_command("CHAKRAFLOW_MPI_PLUGIN=" + missing + " " + kBin + " run --quiet " +
+                            dir_.file("run.yaml"),
+                        &out),
+            1)
+      << out;
+  EXPECT_TRUE(fs::exists(dir_.file("out/trace.0.et")));
 }
 
 TEST(RunMpi, TwoProcessesWriteTheSameBytesAsOne) {
