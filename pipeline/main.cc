@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -59,59 +60,62 @@ void print_usage() {
 #endif
 
 constexpr const char* kHugePageTunable = "glibc.malloc.hugetlb=1";
+// keep_freed_memory (pipeline/commands.h) as tunables, for a process that re-executes itself.
+constexpr const char* kKeepFreedTunables =
+    "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647";
 
-constexpr off_t kBigFile = off_t{16} << 20;
-
-bool is_big_file(const std::string& path) {
+off_t file_size(const std::string& path) {
   struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= kBigFile;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : 0;
 }
 
-// `run CONFIG`: whether its ranks are big, judged by the first rank's inputs. A config that does
-// not load says no (the run itself reports it).
-bool run_inputs_are_big(int argc, char** argv, int verb) {
-  for (int i = verb + 1; i < argc; ++i) {
-    if (argv[i][0] == '-') continue;  // run's flags take no value
-    auto cfg = chakraflow::load_run_config(argv[i]);
-    if (!cfg.ok() || !chakraflow::discover_ranks(*cfg).ok() || cfg->ranks.empty()) return false;
-    const int rank = cfg->ranks.front();
-    return is_big_file(cfg->host_path(rank)) || is_big_file(cfg->device_path(rank));
+// The size of the largest input the command names: for `run CONFIG`, the first rank's host ET or
+// device trace (a config that does not load gives 0: the run itself reports it); otherwise the
+// largest file among the arguments.
+off_t largest_input(int argc, char** argv) {
+  if (argc > 1 && std::string_view(argv[1]) == "run") {
+    for (int i = 2; i < argc; ++i) {
+      if (argv[i][0] == '-') continue;  // run's flags take no value
+      auto cfg = chakraflow::load_run_config(argv[i]);
+      if (!cfg.ok() || !chakraflow::discover_ranks(*cfg).ok() || cfg->ranks.empty()) return 0;
+      const int rank = cfg->ranks.front();
+      return std::max(file_size(cfg->host_path(rank)), file_size(cfg->device_path(rank)));
+    }
+    return 0;
   }
-  return false;
+  off_t largest = 0;
+  for (int i = 1; i < argc; ++i) largest = std::max(largest, file_size(argv[i]));
+  return largest;
 }
 
-// Whether the command will handle enough data for huge pages to pay for a second start (about
-// 3 ms) and for zeroing 2 MB pages whole: an argument naming a file of 16 MB or more, or `run` of
-// ranks with such inputs. Below that they cost: `run` of a 10 MB rank takes 13% longer with them,
-// of a 30 MB rank as long, of a 100 MB rank 7% less (docs/performance.md).
-[[maybe_unused]] bool worth_huge_pages(int argc, char** argv) {
-  if (argc > 1 && std::string_view(argv[1]) == "run") return run_inputs_are_big(argc, argv, 1);
-  for (int i = 1; i < argc; ++i) {
-    if (is_big_file(argv[i])) return true;
-  }
-  return false;
-}
+// Huge pages pay for a second start (about 3 ms) and for zeroing 2 MB pages whole from inputs of
+// 16 MiB: `run` of a 10 MB rank takes 13% longer with them, of a 30 MB rank as long, of a 100 MB
+// rank 7% less (docs/performance.md).
+constexpr off_t kHugePagesFrom = off_t{16} << 20;
+// Keeping freed blocks pays from inputs of 128 MiB: below, the blocks that are freed and then
+// allocated again are under glibc's own mmap threshold (at most 32 MiB), and glibc reuses them
+// already; keeping the others costs up to 10 MB of peak RSS for nothing.
+constexpr off_t kKeepFreedFrom = off_t{128} << 20;
 
 // Big traces spend a fifth of their CPU time in the kernel faulting in 4 KiB pages of freshly
 // allocated buffers (text, parser index, records). With transparent huge pages in "madvise" mode
 // (Debian's default), glibc asks for them only when GLIBC_TUNABLES says so, and reads it only at
-// start-up: so the process re-executes itself once with the tunable added, when the inputs are
-// big enough. Off with CHAKRAFLOW_HUGE_PAGES=0 (on for any input with 1), under sanitizers
-// (their allocator ignores it), and where the kernel would not honour it. docs/performance.md has
-// the measurements.
-void reexec_with_huge_pages(int argc, char** argv) {
+// start-up: so the process re-executes itself once with the tunable added (and with
+// keep_freed_memory's as tunables when `keep_freed`), when the inputs are big enough. Off with
+// CHAKRAFLOW_HUGE_PAGES=0 (on for any input with 1), under sanitizers (their allocator ignores
+// it), and where the kernel would not honour it. Returns when it does not re-execute.
+void reexec_with_huge_pages(char** argv, off_t input, bool keep_freed) {
 #if defined(__GLIBC__) && !defined(CHAKRAFLOW_SANITIZED)
-  const char* set = std::getenv("GLIBC_TUNABLES");
-  if (set != nullptr && std::strstr(set, "glibc.malloc.hugetlb") != nullptr) return;  // the user's
   const char* opt = std::getenv("CHAKRAFLOW_HUGE_PAGES");
   if (opt != nullptr && std::string_view(opt) == "0") return;
-  if ((opt == nullptr || std::string_view(opt) != "1") && !worth_huge_pages(argc, argv)) return;
+  if ((opt == nullptr || std::string_view(opt) != "1") && input < kHugePagesFrom) return;
   std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string mode;
   if (!std::getline(thp, mode) || mode.find("[madvise]") == std::string::npos) return;
   const char* old = std::getenv("GLIBC_TUNABLES");
-  std::string value = old != nullptr && *old != '\0' ? std::string(old) + ":" + kHugePageTunable
-                                                     : std::string(kHugePageTunable);
+  std::string value = old != nullptr && *old != '\0' ? std::string(old) + ":" : std::string();
+  value += kHugePageTunable;
+  if (keep_freed) value = value + ":" + kKeepFreedTunables;
   if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
   execv("/proc/self/exe", argv);
   // exec failed (no /proc): go on without, and do not leave the variable to child processes.
@@ -121,16 +125,28 @@ void reexec_with_huge_pages(int argc, char** argv) {
     unsetenv("GLIBC_TUNABLES");
   }
 #else
-  (void)argc;
   (void)argv;
+  (void)input;
+  (void)keep_freed;
 #endif
+}
+
+// Sets up malloc for the command's inputs (huge pages, freed blocks kept). A process that sees
+// glibc.malloc.hugetlb in GLIBC_TUNABLES was re-executed by this, or was set up by its user: it
+// leaves malloc as the tunables say.
+void set_up_malloc(int argc, char** argv) {
+  const char* set = std::getenv("GLIBC_TUNABLES");
+  if (set != nullptr && std::strstr(set, "glibc.malloc.hugetlb") != nullptr) return;
+  const off_t input = largest_input(argc, argv);
+  const bool keep_freed = input >= kKeepFreedFrom;
+  reexec_with_huge_pages(argv, input, keep_freed);
+  if (keep_freed) chakraflow::keep_freed_memory();
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  reexec_with_huge_pages(argc, argv);
-  chakraflow::keep_freed_memory();
+  set_up_malloc(argc, argv);
   std::string_view self = argv[0];
   if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
   for (const auto& c : kCommands) {
