@@ -32,5 +32,8 @@ bool malloc_huge_pages();
 // rank's peak.
 void keep_freed_memory();
 void release_freed_memory();
+// Whether this process keeps freed blocks (keep_freed_memory ran, or GLIBC_TUNABLES turns glibc's
+// mmap off). run's summary.json says so.
+bool malloc_keeps_freed_blocks();
 
 }  // namespace chakraflow

@@ -193,6 +193,10 @@ bool malloc_huge_pages() {
                                  std::strstr(tunables, "glibc.malloc.hugetlb=2") != nullptr);
 }
 
+namespace {
+bool keeps_freed_blocks = false;  // set by keep_freed_memory
+}  // namespace
+
 void keep_freed_memory() {
 #if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
   const char* set = std::getenv("GLIBC_TUNABLES");
@@ -202,7 +206,14 @@ void keep_freed_memory() {
   }
   mallopt(M_MMAP_MAX, 0);
   mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
+  keeps_freed_blocks = true;
 #endif
+}
+
+bool malloc_keeps_freed_blocks() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  return keeps_freed_blocks ||
+         (tunables != nullptr && std::strstr(tunables, "glibc.malloc.mmap_max=0") != nullptr);
 }
 
 void release_freed_memory() {
@@ -224,8 +235,8 @@ std::string summary_json(const RunConfig& cfg, const std::vector<RankRow>& rows,
       std::count_if(rows.begin(), rows.end(), [](const RankRow& r) { return r.skipped; }));
   out += fmt::format(
       "  \"seconds\": {:.3f},\n  \"processes\": {},\n  \"ranks_in_flight\": {},\n"
-      "  \"malloc_huge_pages\": {},\n  \"ranks\": [\n",
-      seconds, processes, in_flight, malloc_huge_pages());
+      "  \"malloc_huge_pages\": {},\n  \"malloc_keeps_freed_blocks\": {},\n  \"ranks\": [\n",
+      seconds, processes, in_flight, malloc_huge_pages(), malloc_keeps_freed_blocks());
   for (size_t i = 0; i < rows.size(); ++i) {
     out += "    ";
     out += rows[i].json;

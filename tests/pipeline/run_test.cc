@@ -176,19 +176,26 @@ TEST_F(RunBatch, HugePagesOnlyForBigRanks) {
   if (version.find("malloc huge pages: on") == std::string::npos) {
     GTEST_SKIP() << "this build or machine never turns them on: " << version;
   }
-  auto huge_pages = [&](const std::string& env) {
+  // summary.json's "malloc_huge_pages" and "malloc_keeps_freed_blocks".
+  auto malloc_setup = [&](const std::string& env) {
     std::string out;
     run_command(env + kBin + " run --quiet " + dir_.file("run.yaml"), &out);  // rank 1 fails
     simdjson::dom::parser p;
     simdjson::dom::element summary = testing::load_json(p, dir_.file("out/summary.json"));
-    return bool(summary["malloc_huge_pages"]);
+    return std::pair<bool, bool>(summary["malloc_huge_pages"],
+                                 summary["malloc_keeps_freed_blocks"]);
   };
-  EXPECT_FALSE(huge_pages(""));  // 0.2 MB ranks
+  EXPECT_EQ(malloc_setup(""), std::pair(false, false));  // 0.2 MB ranks
   // Rank 0's host ET grown past 16 MB with trailing whitespace: still the same trace.
   const std::string host0 = dir_.file("traces/rank0/host_et.json");
   testing::write_text(host0, testing::read_text(host0) + std::string(size_t{17} << 20, ' '));
-  EXPECT_TRUE(huge_pages(""));
-  EXPECT_FALSE(huge_pages("CHAKRAFLOW_HUGE_PAGES=0 "));
+  EXPECT_EQ(malloc_setup(""), std::pair(true, false));
+  EXPECT_EQ(malloc_setup("CHAKRAFLOW_HUGE_PAGES=0 "), std::pair(false, false));
+  // Past 128 MiB freed blocks are kept too, with or without huge pages. (Rank 0's file, grown
+  // with zero bytes, no longer parses: the decision is the size's.)
+  fs::resize_file(host0, size_t{130} << 20);
+  EXPECT_EQ(malloc_setup(""), std::pair(true, true));
+  EXPECT_EQ(malloc_setup("CHAKRAFLOW_HUGE_PAGES=0 "), std::pair(false, true));
 }
 
 TEST_F(RunBatch, ResumeSkipsRanksWhoseOutputsAreNewer) {
