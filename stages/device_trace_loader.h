@@ -18,10 +18,10 @@
 namespace chakraflow {
 
 // traceEvents are parsed this many bytes of text at a time when the text is more than twice as
-// large (json::read_array_in_windows): simdjson's structural index, 4 bytes per structural
-// character of what it parses, then stays about 1 MB instead of a third of the text's size. A text
-// the windows cannot read is parsed whole, which reports its errors.
-inline constexpr size_t kDeviceWindowBytes = size_t{1} << 20;
+// large (json::read_array_in_windows): simdjson's structural index, which the parser sizes at
+// 4 bytes per byte of what it parses, then stays about 1 MB (see kHostWindowBytes) instead of four
+// times the text's size. A text the windows cannot read is parsed whole, which reports its errors.
+inline constexpr size_t kDeviceWindowBytes = size_t{256} << 10;
 
 StatusOr<DeviceTrace> load_device_trace(const std::string& path);
 

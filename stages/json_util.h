@@ -211,8 +211,9 @@ std::string_view builtin_kernel();
 uint64_t locate_document_error(std::string_view text, simdjson::error_code err);
 
 // Reads the elements of an array that is a value of the root object, one window of about
-// `window_bytes` of text at a time, with one reused parser: simdjson's structural index (4 bytes
-// per structural character) then stays the size of a window instead of the size of the text. Each
+// `window_bytes` of text at a time, with one reused parser: simdjson's structural index (which
+// the parser sizes at 4 bytes per byte parsed) then stays four times the size of a window instead
+// of four times the size of the text. Each
 // window is parsed in place: a few bytes around it are patched for its parse and restored after it,
 // so every view the reader takes points into `data`, which is left as it was.
 //
