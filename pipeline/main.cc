@@ -60,9 +60,6 @@ void print_usage() {
 #endif
 
 constexpr const char* kHugePageTunable = "glibc.malloc.hugetlb=1";
-// keep_freed_memory (pipeline/commands.h) as tunables, for a process that re-executes itself.
-constexpr const char* kKeepFreedTunables =
-    "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=2147483647";
 
 off_t file_size(const std::string& path) {
   struct stat st {};
@@ -92,22 +89,17 @@ off_t largest_input(int argc, char** argv) {
 // 16 MiB: `run` of a 10 MB rank takes 13% longer with them, of a 30 MB rank as long, of a 100 MB
 // rank 7% less (docs/performance.md).
 constexpr off_t kHugePagesFrom = off_t{16} << 20;
-// Keeping freed blocks pays from inputs of 128 MiB: below, the blocks that are freed and then
-// allocated again are under glibc's own mmap threshold (at most 32 MiB), and glibc reuses them
-// already; keeping the others costs up to 10 MB of peak RSS for nothing.
-constexpr off_t kKeepFreedFrom = off_t{128} << 20;
 
 // Big traces spend a fifth of their CPU time in the kernel faulting in 4 KiB pages of freshly
 // allocated buffers (text, parser index, records). With transparent huge pages in "madvise" mode
 // (Debian's default), glibc asks for them only when GLIBC_TUNABLES says so, and reads it only at
-// start-up: so the process re-executes itself once with the tunable added (and with
-// keep_freed_memory's as tunables when `keep_freed`), when the inputs are big enough. Off with
-// CHAKRAFLOW_HUGE_PAGES=0 (on for any input with 1), under sanitizers (their allocator ignores
-// it), and where the kernel would not honour it. Returns when it does not re-execute.
-void reexec_with_huge_pages(char** argv, off_t input, bool keep_freed) {
+// start-up: so the process re-executes itself once with the tunable added, when the inputs are
+// big enough. Off with CHAKRAFLOW_HUGE_PAGES=0 (on for any input with 1), under sanitizers (their
+// allocator ignores it), and where the kernel would not honour it. Returns when it does not
+// re-execute.
+void reexec_with_huge_pages(char** argv, off_t input) {
 #if defined(__GLIBC__) && !defined(CHAKRAFLOW_SANITIZED)
   const char* opt = std::getenv("CHAKRAFLOW_HUGE_PAGES");
-  if (opt != nullptr && std::string_view(opt) == "0") return;
   if ((opt == nullptr || std::string_view(opt) != "1") && input < kHugePagesFrom) return;
   std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
   std::string mode;
@@ -115,7 +107,6 @@ void reexec_with_huge_pages(char** argv, off_t input, bool keep_freed) {
   const char* old = std::getenv("GLIBC_TUNABLES");
   std::string value = old != nullptr && *old != '\0' ? std::string(old) + ":" : std::string();
   value += kHugePageTunable;
-  if (keep_freed) value = value + ":" + kKeepFreedTunables;
   if (setenv("GLIBC_TUNABLES", value.c_str(), 1) != 0) return;
   execv("/proc/self/exe", argv);
   // exec failed (no /proc): go on without, and do not leave the variable to child processes.
@@ -127,26 +118,24 @@ void reexec_with_huge_pages(char** argv, off_t input, bool keep_freed) {
 #else
   (void)argv;
   (void)input;
-  (void)keep_freed;
 #endif
 }
 
-// Sets up malloc for the command's inputs (huge pages, freed blocks kept). A process that sees
+// Sets up malloc for the command's inputs (huge pages for big ones). A process that sees
 // glibc.malloc.hugetlb in GLIBC_TUNABLES was re-executed by this, or was set up by its user: it
 // leaves malloc as the tunables say.
-void set_up_malloc(int argc, char** argv) {
+void set_up_malloc(char** argv, int argc) {
   const char* set = std::getenv("GLIBC_TUNABLES");
   if (set != nullptr && std::strstr(set, "glibc.malloc.hugetlb") != nullptr) return;
-  const off_t input = largest_input(argc, argv);
-  const bool keep_freed = input >= kKeepFreedFrom;
-  reexec_with_huge_pages(argv, input, keep_freed);
-  if (keep_freed) chakraflow::keep_freed_memory();
+  const char* opt = std::getenv("CHAKRAFLOW_HUGE_PAGES");
+  if (opt != nullptr && std::string_view(opt) == "0") return;
+  reexec_with_huge_pages(argv, largest_input(argc, argv));
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  set_up_malloc(argc, argv);
+  set_up_malloc(argv, argc);
   std::string_view self = argv[0];
   if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
   for (const auto& c : kCommands) {

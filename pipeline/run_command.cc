@@ -4,9 +4,6 @@
 #include <oneapi/tbb/global_control.h>
 #include <unistd.h>
 #include <zlib.h>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 #include <atomic>
 #include <chrono>
@@ -14,7 +11,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <limits>
 #include <mutex>
 #include <optional>
 
@@ -194,35 +190,6 @@ bool malloc_huge_pages() {
 }
 
 namespace {
-bool keeps_freed_blocks = false;  // set by keep_freed_memory
-}  // namespace
-
-void keep_freed_memory() {
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  const char* set = std::getenv("GLIBC_TUNABLES");
-  if (set != nullptr && (std::strstr(set, "glibc.malloc.mmap_") != nullptr ||
-                         std::strstr(set, "glibc.malloc.trim_threshold") != nullptr)) {
-    return;
-  }
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max());
-  keeps_freed_blocks = true;
-#endif
-}
-
-bool malloc_keeps_freed_blocks() {
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  return keeps_freed_blocks ||
-         (tunables != nullptr && std::strstr(tunables, "glibc.malloc.mmap_max=0") != nullptr);
-}
-
-void release_freed_memory() {
-#if defined(__GLIBC__) && !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-  malloc_trim(0);
-#endif
-}
-
-namespace {
 
 std::string summary_json(const RunConfig& cfg, const std::vector<RankRow>& rows, double seconds,
                          uint64_t in_flight, int processes) {
@@ -235,8 +202,8 @@ std::string summary_json(const RunConfig& cfg, const std::vector<RankRow>& rows,
       std::count_if(rows.begin(), rows.end(), [](const RankRow& r) { return r.skipped; }));
   out += fmt::format(
       "  \"seconds\": {:.3f},\n  \"processes\": {},\n  \"ranks_in_flight\": {},\n"
-      "  \"malloc_huge_pages\": {},\n  \"malloc_keeps_freed_blocks\": {},\n  \"ranks\": [\n",
-      seconds, processes, in_flight, malloc_huge_pages(), malloc_keeps_freed_blocks());
+      "  \"malloc_huge_pages\": {},\n  \"ranks\": [\n",
+      seconds, processes, in_flight, malloc_huge_pages());
   for (size_t i = 0; i < rows.size(); ++i) {
     out += "    ";
     out += rows[i].json;
@@ -493,7 +460,6 @@ int run_run_command(int argc, char** argv, int first) {
   }
   hooks.on_done = [&](size_t seq, const LinkJobResult& r) {
     host_fields[seq].reset();  // a rank that failed before conversion
-    if (in_flight > 1) release_freed_memory();
     std::lock_guard<std::mutex> lock(progress_mutex);
     RankRecord& rec = records[record_of_job[seq]];
     ++done;

@@ -11,10 +11,6 @@
 #include <cstring>
 #include <filesystem>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
 #include "pipeline/commands.h"
 #include "pipeline/mpi_world.h"
 #include "pipeline/run_config.h"
@@ -176,26 +172,19 @@ TEST_F(RunBatch, HugePagesOnlyForBigRanks) {
   if (version.find("malloc huge pages: on") == std::string::npos) {
     GTEST_SKIP() << "this build or machine never turns them on: " << version;
   }
-  // summary.json's "malloc_huge_pages" and "malloc_keeps_freed_blocks".
-  auto malloc_setup = [&](const std::string& env) {
+  auto huge_pages = [&](const std::string& env) {
     std::string out;
     run_command(env + kBin + " run --quiet " + dir_.file("run.yaml"), &out);  // rank 1 fails
     simdjson::dom::parser p;
     simdjson::dom::element summary = testing::load_json(p, dir_.file("out/summary.json"));
-    return std::pair<bool, bool>(summary["malloc_huge_pages"],
-                                 summary["malloc_keeps_freed_blocks"]);
+    return bool(summary["malloc_huge_pages"]);
   };
-  EXPECT_EQ(malloc_setup(""), std::pair(false, false));  // 0.2 MB ranks
+  EXPECT_FALSE(huge_pages(""));  // 0.2 MB ranks
   // Rank 0's host ET grown past 16 MB with trailing whitespace: still the same trace.
   const std::string host0 = dir_.file("traces/rank0/host_et.json");
   testing::write_text(host0, testing::read_text(host0) + std::string(size_t{17} << 20, ' '));
-  EXPECT_EQ(malloc_setup(""), std::pair(true, false));
-  EXPECT_EQ(malloc_setup("CHAKRAFLOW_HUGE_PAGES=0 "), std::pair(false, false));
-  // Past 128 MiB freed blocks are kept too, with or without huge pages. (Rank 0's file, grown
-  // with zero bytes, no longer parses: the decision is the size's.)
-  fs::resize_file(host0, size_t{130} << 20);
-  EXPECT_EQ(malloc_setup(""), std::pair(true, true));
-  EXPECT_EQ(malloc_setup("CHAKRAFLOW_HUGE_PAGES=0 "), std::pair(false, true));
+  EXPECT_TRUE(huge_pages(""));
+  EXPECT_FALSE(huge_pages("CHAKRAFLOW_HUGE_PAGES=0 "));
 }
 
 TEST_F(RunBatch, ResumeSkipsRanksWhoseOutputsAreNewer) {
@@ -243,41 +232,6 @@ std::string summary_without_timings(std::string text) {
   size_t p = text.find("  \"processes\": ");
   if (p != std::string::npos) text.erase(p, text.find('\n', p) + 1 - p);
   return text;
-}
-
-// keep_freed_memory (main's first call): a big block comes from the heap, not from a mapping of
-// its own, and once freed it stays there for the next block instead of going back to the kernel,
-// whose fresh pages would be zeroed again. release_freed_memory gives it back. (Each test runs in
-// a process of its own: the policy stays with this one.)
-TEST(MallocPolicy, AFreedBlockStaysForTheNextOne) {
-#if !defined(__GLIBC__) || defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  GTEST_SKIP() << "glibc's own malloc only (the sanitizers bring theirs)";
-#else
-  if (const char* t = std::getenv("GLIBC_TUNABLES"); t != nullptr && std::strstr(t, "malloc.")) {
-    GTEST_SKIP() << "GLIBC_TUNABLES sets malloc tunables: " << t;
-  }
-  keep_freed_memory();
-  constexpr size_t kBig = size_t{48} << 20;
-  static char* volatile block;  // volatile: the compiler may not elide the allocations
-  const struct mallinfo2 before = mallinfo2();
-  block = static_cast<char*>(std::malloc(kBig));
-  ASSERT_NE(block, nullptr);
-  std::memset(block, 1, kBig);
-  const struct mallinfo2 held = mallinfo2();
-  EXPECT_EQ(held.hblks, before.hblks);  // no mapping of its own
-  std::free(block);
-  const struct mallinfo2 freed = mallinfo2();
-  EXPECT_EQ(freed.arena, held.arena);  // kept
-  EXPECT_GE(freed.fordblks, kBig);
-  block = static_cast<char*>(std::malloc(kBig / 2));
-  ASSERT_NE(block, nullptr);
-  std::memset(block, 2, kBig / 2);
-  EXPECT_EQ(mallinfo2().arena, held.arena);  // the next block took the freed one's place
-  std::free(block);
-  EXPECT_GE(mallinfo2().fordblks, kBig);
-  release_freed_memory();
-  EXPECT_LT(mallinfo2().keepcost, size_t{1} << 20);  // given back: no free top of the heap left
-#endif
 }
 
 // Under a launcher that announces two processes, a binary whose MPI plugin cannot be found
