@@ -314,14 +314,21 @@ class NodeReader final : public HostFieldVisitor {
     if (attrs_.pg_name) n.pg_name = *attrs_.pg_name;
     n.pg_name_from_attr = attrs_.pg_name.has_value();
     if (attrs_.collective_name) n.collective_name = *attrs_.collective_name;
-    // The strings written to the .et.
+    // The strings written to the .et. One that lies in the node's text, as written (no escape),
+    // is valid: the loader's parse checked that text (or repaired it); only an unescaped copy
+    // (which an escaped lone surrogate makes invalid) needs the check.
     auto where = [&n] { return fmt::format("node {}", n.id); };
-    n.name = valid_utf8(n.name, t_.arena, t_.stats, where);
+    auto checked = [&](std::string_view s) {
+      const bool in_text =
+          s.data() >= h.raw.data() && s.data() + s.size() <= h.raw.data() + h.raw.size();
+      return in_text ? s : valid_utf8(s, t_.arena, t_.stats, where);
+    };
+    n.name = checked(n.name);
     const std::string_view op_schema = n.op_schema;
-    n.op_schema = valid_utf8(n.op_schema, t_.arena, t_.stats, where);
+    n.op_schema = checked(n.op_schema);
     n.op_schema_repaired = n.op_schema.data() != op_schema.data();
     const std::string_view pg_name = n.pg_name;
-    n.pg_name = valid_utf8(n.pg_name, t_.arena, t_.stats, where);
+    n.pg_name = checked(n.pg_name);
     n.pg_name_repaired = n.pg_name.data() != pg_name.data();
 
     if (n.name.find("process_group:init") != std::string_view::npos) {
@@ -700,21 +707,24 @@ LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTra
     const DeviceEventIdx e = linked.ops[i].device_event;
     if (e.valid()) f.host_op[i] = {device[e].dur, device[e].ts};
   }
-  std::unordered_map<std::string_view, std::string_view> interned;
-  auto intern = [&](std::string_view s) -> std::string_view {
+  // Each distinct string copied once, and checked for UTF-8 once.
+  std::unordered_map<std::string_view, bool> interned;  // copy -> valid UTF-8
+  auto intern = [&](std::string_view s, bool* utf8) -> std::string_view {
     auto it = interned.find(s);
-    if (it != interned.end()) return it->second;
-    std::string_view copy = f.arena.emplace_back(s);
-    interned.emplace(copy, copy);
-    return copy;
+    if (it == interned.end()) {
+      std::string_view copy = f.arena.emplace_back(s);
+      it = interned.emplace(copy, simdjson::validate_utf8(copy.data(), copy.size())).first;
+    }
+    *utf8 = it->second;
+    return it->first;
   };
   f.gpu_op.reserve(linked.gpu_events.size());
   for (DeviceEventIdx idx : linked.gpu_events) {
     const DeviceEvent& g = device[idx];
     LinkedDeviceFacts::GpuOp op;
-    op.name = intern(g.name);
+    op.name = intern(g.name, &op.name_utf8);
     if (!g.pg_name.empty() && g.name.find("ncclDevKernel") != std::string_view::npos) {
-      op.pg_name = intern(g.pg_name);
+      op.pg_name = intern(g.pg_name, &op.pg_name_utf8);
     }
     op.dur = g.dur;
     op.ts = g.ts;
@@ -831,7 +841,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder
       n.id = linked.gpu_new_id(op, k - op.gpu_begin);
       n.file_position = position++;
       auto where = [&n] { return fmt::format("node {}", n.id); };
-      n.name = valid_utf8(g.name, t.arena, t.stats, where);
+      n.name = g.name_utf8 ? g.name : valid_utf8(g.name, t.arena, t.stats, where);
       n.kind = n.name.find("process_group:init") != std::string_view::npos ? OpKind::kMetadata
                                                                            : OpKind::kGpu;
       if (n.op_schema_repaired) t.stats.add(std::string(kNotUtf8), where());
@@ -847,7 +857,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder
         n.has_stream = false;
       }
       if (!n.pg_name_from_attr && !g.pg_name.empty()) {
-        n.pg_name = valid_utf8(g.pg_name, t.arena, t.stats, where);
+        n.pg_name = g.pg_name_utf8 ? g.pg_name : valid_utf8(g.pg_name, t.arena, t.stats, where);
       } else if (n.pg_name_repaired) {
         t.stats.add(std::string(kNotUtf8), where());
       }

@@ -67,12 +67,16 @@ struct LinkedDeviceFacts {
     TimeNs ts = 0;
   };
   struct GpuOp {
-    std::string_view name;     // unescaped, as in DeviceEvent (not yet checked for UTF-8)
+    std::string_view name;     // unescaped, as in DeviceEvent
     std::string_view pg_name;  // empty unless an ncclDevKernel names its process group
     TimeNs dur = 0;
     TimeNs ts = 0;
     int64_t stream = 0;
     bool has_stream = false;
+    // Whether name and pg_name are valid UTF-8 (checked once per distinct string; one that is
+    // not is repaired and counted per node by read_linked_nodes).
+    bool name_utf8 = true;
+    bool pg_name_utf8 = true;
   };
   std::vector<Timing> host_op;  // per LinkedTrace::ops entry (zeros where no device event)
   std::vector<GpuOp> gpu_op;    // per LinkedTrace::gpu_events entry
