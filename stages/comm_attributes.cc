@@ -190,9 +190,12 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record) {
 
   const EtPlusNode* parent = n.parent != kNoNode ? &t_.nodes[n.parent] : nullptr;
   std::string_view pg_name = n.pg_name;
-  const bool sendrecv = contains(n.name, "ncclDevKernel_SendRecv") ||
-                        (!chakra && contains(n.name, "ncclKernel_SendRecv"));
-  const bool comm_kernel = contains(n.name, "ncclKernel") || contains(n.name, "ncclDevKernel");
+  // Every name below contains "nccl": one scan rules the four out for the other kernels.
+  const bool nccl = contains(n.name, "nccl");
+  const bool sendrecv = nccl && (contains(n.name, "ncclDevKernel_SendRecv") ||
+                                 (!chakra && contains(n.name, "ncclKernel_SendRecv")));
+  const bool comm_kernel =
+      nccl && (contains(n.name, "ncclKernel") || contains(n.name, "ncclDevKernel"));
   const EtPlusNode* rpc = nullptr;  // the launching record_param_comms node
   std::optional<ChakraNodeType> type;
   if (sendrecv && parent != nullptr) {
