@@ -124,7 +124,7 @@ void reexec_with_huge_pages(char** argv, off_t input) {
 // Sets up malloc for the command's inputs (huge pages for big ones). A process that sees
 // glibc.malloc.hugetlb in GLIBC_TUNABLES was re-executed by this, or was set up by its user: it
 // leaves malloc as the tunables say.
-void set_up_malloc(char** argv, int argc) {
+void set_up_malloc(int argc, char** argv) {
   const char* set = std::getenv("GLIBC_TUNABLES");
   if (set != nullptr && std::strstr(set, "glibc.malloc.hugetlb") != nullptr) return;
   const char* opt = std::getenv("CHAKRAFLOW_HUGE_PAGES");
@@ -135,7 +135,7 @@ void set_up_malloc(char** argv, int argc) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  set_up_malloc(argv, argc);
+  set_up_malloc(argc, argv);
   std::string_view self = argv[0];
   if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);
   for (const auto& c : kCommands) {

@@ -155,10 +155,8 @@ class DeviceParser {
     DeviceEvent& e = t_.events.emplace_back();
     e.byte_offset = last_offset_;
     Status read = parse_event(doc, obj, index, e);
-    if (read.ok() && e.cat == DeviceCategory::kAc2g) {
-      ++t_.flow_events;  // checked, counted, not kept: no stage reads them
-      t_.events.pop_back();
-    } else if (!read.ok()) {
+    if (!read.ok() || e.cat == DeviceCategory::kAc2g) {
+      if (read.ok()) ++t_.flow_events;  // checked, counted, not kept: no stage reads them
       t_.events.pop_back();
     }
     return read;

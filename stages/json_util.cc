@@ -221,11 +221,6 @@ simdjson::error_code raw_value(od::value& v, std::string_view* out) {
   return simdjson::SUCCESS;
 }
 
-simdjson::simdjson_result<std::string_view> raw_value(od::value& v) {
-  std::string_view text;
-  if (auto err = raw_value(v, &text)) return err;
-  return text;
-}
 
 bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional) {
   *fractional = false;

@@ -117,10 +117,9 @@ void append_int(std::string& out, int64_t v);
 // trailing whitespace removed. Does not consume `v`.
 std::string_view token(od::value& v);
 
-// Raw text of the value `v` (object, array or scalar), trailing whitespace removed. Consumes `v`.
-simdjson::simdjson_result<std::string_view> raw_value(od::value& v);
-// The same into `*out` (for the hot paths: a simdjson_result returned through memory and copied
-// out of it stalls as unescape_literal's optional would).
+// Raw text of the value `v` (object, array or scalar) into `*out`, trailing whitespace removed.
+// Consumes `v`. (Not a simdjson_result<std::string_view>: returned through memory and copied out
+// of it, it stalls as unescape_literal's optional would.)
 simdjson::error_code raw_value(od::value& v, std::string_view* out);
 
 // Reads the decimal digits at s[i...], at most 19 of them (the most that fit in 64 bits), eight
@@ -213,9 +212,9 @@ uint64_t locate_document_error(std::string_view text, simdjson::error_code err);
 // Reads the elements of an array that is a value of the root object, one window of about
 // `window_bytes` of text at a time, with one reused parser: simdjson's structural index (which
 // the parser sizes at 4 bytes per byte parsed) then stays four times the size of a window instead
-// of four times the size of the text. Each
-// window is parsed in place: a few bytes around it are patched for its parse and restored after it,
-// so every view the reader takes points into `data`, which is left as it was.
+// of four times the size of the text. Each window is parsed in place: a few bytes around it are
+// patched for its parse and restored after it, so every view the reader takes points into
+// `data`, which is left as it was.
 //
 // The boundaries come from the parse itself. A window ends at a `},` near its target size, or
 // before the opening quote of a string it would cut. The element that does not parse at a window's

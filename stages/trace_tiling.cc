@@ -116,7 +116,7 @@ class TileParser {
         continue;
       }
       std::string_view raw;
-      if ((err = json::raw_value(field.value()).get(raw))) {
+      if ((err = json::raw_value(field.value(), &raw))) {
         return fail(err, fmt::format("invalid value of top-level key \"{}\"", key));
       }
       t_.top_level.push_back({key_literal, raw, false});
