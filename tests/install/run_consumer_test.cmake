@@ -21,6 +21,11 @@ foreach(f include/chakraflow/compat/et_feeder.h include/chakraflow/compat/et_fee
     message(FATAL_ERROR "not installed: ${prefix}/${f}")
   endif()
 endforeach()
+# The MPI plugin goes where an installed binary looks for it (bin/../lib/chakraflow/).
+if(EXISTS "${BUILD_DIR}/libchakraflow_mpi.so" AND
+   NOT EXISTS "${prefix}/lib/chakraflow/libchakraflow_mpi.so")
+  message(FATAL_ERROR "not installed: ${prefix}/lib/chakraflow/libchakraflow_mpi.so")
+endif()
 file(GLOB_RECURSE config "${prefix}/*/chakraflowConfig.cmake")
 file(GLOB_RECURSE library "${prefix}/*/libchakraflow_feeder.a")
 if(NOT config OR NOT library)
