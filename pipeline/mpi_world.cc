@@ -28,6 +28,7 @@ int launcher_world_size() {
   return std::getenv("PMIX_RANK") != nullptr ? 1 : 0;
 }
 
+#ifdef CHAKRAFLOW_HAVE_MPI
 // Where the plugin may be: CHAKRAFLOW_MPI_PLUGIN, else next to the binary (the build tree), else
 // in lib/chakraflow/ beside the binary's bin/ (an installation).
 // `exe`: the binary (empty: this process's).
@@ -45,57 +46,56 @@ std::vector<std::string> plugin_candidates(std::string exe) {
   return {dir + kMpiPluginFile, dir + "../lib/chakraflow/" + kMpiPluginFile};
 }
 
-// Loads the plugin once (never unloaded: MPI libraries do not survive it). nullptr, with the
-// reason in *why, when there is none or it does not load.
-const ChakraflowMpi* load_plugin(std::string* why) {
-  static const ChakraflowMpi* table = nullptr;
-  static std::string failure;
-  static bool tried = false;
-  if (!tried) {
-    tried = true;
-    const std::vector<std::string> candidates = plugin_candidates("");
-    for (const std::string& path : candidates) {
-      struct stat st;
-      if (::stat(path.c_str(), &st) != 0) continue;
-      // RTLD_GLOBAL: MPI's own components (loaded by MPI_Init) resolve symbols of libmpi.
-      void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
-      if (handle == nullptr) {
-        const char* err = ::dlerror();
-        failure = fmt::format("{} does not load: {}", path, err != nullptr ? err : "?");
-        break;
-      }
-      auto entry = reinterpret_cast<const ChakraflowMpi* (*)()>(::dlsym(handle, kMpiPluginSymbol));
-      const ChakraflowMpi* t = entry != nullptr ? entry() : nullptr;
-      if (t == nullptr || t->abi != kMpiPluginAbi) {
-        failure = fmt::format("{} is not this chakraflow's MPI plugin (abi {}, expected {})", path,
-                              t != nullptr ? t->abi : -1, kMpiPluginAbi);
-        break;
-      }
-      table = t;
-      break;
-    }
-    if (table == nullptr && failure.empty()) {
-      failure = candidates.empty()
-                    ? std::string("no path to look for it")
-                    : fmt::format("no {} in {}", kMpiPluginFile, fmt::join(candidates, " or "));
-    }
+// The first of plugin_candidates(exe) that exists, or "".
+std::string find_plugin(const std::string& exe, std::vector<std::string>* candidates) {
+  *candidates = plugin_candidates(exe);
+  for (const std::string& path : *candidates) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) == 0) return path;
   }
-  if (table == nullptr && why != nullptr) *why = failure;
+  return "";
+}
+
+// Loads this binary's plugin (join calls it once; never unloaded: MPI libraries do not survive
+// it). nullptr, with the reason in *why, when there is none or it does not load.
+const ChakraflowMpi* load_plugin(std::string* why) {
+  std::vector<std::string> candidates;
+  const std::string path = find_plugin("", &candidates);
+  if (path.empty()) {
+    *why = candidates.empty()
+               ? std::string("no path to look for it")
+               : fmt::format("no {} in {}", kMpiPluginFile, fmt::join(candidates, " or "));
+    return nullptr;
+  }
+  // RTLD_GLOBAL: MPI's own components (loaded by MPI_Init) resolve symbols of libmpi.
+  void* handle = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+  if (handle == nullptr) {
+    const char* err = ::dlerror();
+    *why = fmt::format("{} does not load: {}", path, err != nullptr ? err : "?");
+    return nullptr;
+  }
+  auto entry = reinterpret_cast<const ChakraflowMpi* (*)()>(::dlsym(handle, kMpiPluginSymbol));
+  const ChakraflowMpi* table = entry != nullptr ? entry() : nullptr;
+  if (table == nullptr || table->abi != kMpiPluginAbi) {
+    *why = fmt::format("{} is not this chakraflow's MPI plugin (abi {}, expected {})", path,
+                       table != nullptr ? table->abi : -1, kMpiPluginAbi);
+    return nullptr;
+  }
   return table;
 }
+
+#endif  // CHAKRAFLOW_HAVE_MPI
 
 }  // namespace
 
 bool MpiWorld::available(const std::string& binary) {
 #ifdef CHAKRAFLOW_HAVE_MPI
-  for (const std::string& path : plugin_candidates(binary)) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) == 0) return true;
-  }
+  std::vector<std::string> candidates;
+  return !find_plugin(binary, &candidates).empty();
 #else
   (void)binary;
-#endif
   return false;
+#endif
 }
 
 StatusOr<MpiWorld> MpiWorld::join() {
