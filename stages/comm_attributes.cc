@@ -177,7 +177,7 @@ std::optional<int64_t> CommTyper::p2p_peer(const EtPlusNode& rpc) {
   return peer;
 }
 
-void CommTyper::assign(uint32_t index, ChakraNodeRecord& record) {
+void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<CommAttrs>& comm) {
   const EtPlusNode& n = t_.nodes[index];
   const bool chakra = options_.compat == Compat::kChakra;
   record.is_cpu_op = n.kind != OpKind::kGpu;
@@ -227,8 +227,8 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record) {
   if (!chakra && parent != nullptr && rpc == nullptr &&
       contains(parent->name, "record_param_comms"))
     rpc = parent;
+  std::optional<CollectiveType> coll;
   if (*type == ChakraNodeType::kCommColl) {
-    std::optional<CollectiveType> coll;
     if (chakra) {
       coll = chakra_collective_type(n.name);
       if (!coll) {
@@ -266,9 +266,11 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record) {
       stats_.add("unknown collective kernel (written as COMP_NODE)", std::string(n.name));
       return;
     }
-    if (coll) record.comm_type = coll;
   }
   record.type = *type;
+  record.comm = static_cast<uint32_t>(comm.size());
+  CommAttrs& attrs = comm.emplace_back();
+  attrs.comm_type = coll;
 
   std::optional<int64_t> size;
   if (chakra) {
@@ -279,8 +281,8 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record) {
     }
   }
   if (!size) size = comm_size(n.inputs_values_raw, n.inputs_types_raw, false);
-  record.comm_size = size.value_or(0);
-  if (!pg_name.empty()) record.pg_name = pg_name;
+  attrs.comm_size = size.value_or(0);
+  if (!pg_name.empty()) attrs.pg_name = pg_name;
 
   const bool p2p =
       record.type == ChakraNodeType::kCommSend || record.type == ChakraNodeType::kCommRecv;
@@ -288,11 +290,11 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record) {
     if (std::optional<int64_t> peer = rpc ? p2p_peer(*rpc) : std::nullopt;
         peer && *peer >= INT32_MIN && *peer <= INT32_MAX) {
       if (record.type == ChakraNodeType::kCommSend) {
-        record.comm_dst = static_cast<int32_t>(*peer);
+        attrs.comm_dst = static_cast<int32_t>(*peer);
       } else {
-        record.comm_src = static_cast<int32_t>(*peer);
+        attrs.comm_src = static_cast<int32_t>(*peer);
       }
-      record.comm_tag = 0;
+      attrs.comm_tag = 0;
     } else {
       stats_.add("send/recv node without a recorded peer rank (no comm_src/comm_dst)",
                  fmt::format("node {}", n.id));

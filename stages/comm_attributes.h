@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 #include "stages/convert_model.h"
 #include "stages/status.h"
@@ -48,8 +49,9 @@ class CommTyper {
   CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, LinkStats& stats);
   ~CommTyper();
 
-  // Sets record.type, record.is_cpu_op and the communication attributes of node `index`.
-  void assign(uint32_t index, ChakraNodeRecord& record);
+  // Sets record.type, record.is_cpu_op and the communication attributes of node `index` (appended
+  // to `comm`, record.comm their index).
+  void assign(uint32_t index, ChakraNodeRecord& record, std::vector<CommAttrs>& comm);
 
   // The bytes of the tensors among a node's inputs, given the raw JSON of inputs.values and
   // inputs.types. chakra_rules: Chakra's computation (nullopt where Python would raise);

@@ -65,9 +65,9 @@ struct EtPlusNode {
   uint64_t parent_id = 0;
 
   // Node-level fields of ET+ (after attrs overrode them, in Chakra mode).
-  double exclusive_dur = 0;  // µs
-  double inclusive_dur = 0;  // µs (the measured step's end, stages/pytorch_converter.h)
-  double ts = 0;             // µs
+  double exclusive_dur = 0;       // µs
+  double inclusive_dur = 0;       // µs (the measured step's end, stages/pytorch_converter.h)
+  double ts = 0;                  // µs
   uint64_t inter_thread_dep = 0;  // 0 = none (Chakra tests truthiness)
   int64_t stream = 0;
   int64_t device = -1;  // "device", when the node has one (GPU nodes of some linkers)
@@ -131,7 +131,7 @@ struct EtPlusTrace {
   std::vector<uint32_t> file_order;  // indices of nodes in the order of the input file
   std::string io_text;               // the IOInfo strings, concatenated
   std::vector<uint64_t> sync_dep_ids;
-  std::deque<std::string> arena;  // unescaped strings that differ from their raw text
+  std::deque<std::string> arena;         // unescaped strings that differ from their raw text
   std::deque<std::string> device_arena;  // GPU names and pg_names (read_linked_nodes)
   // Schema 1.0.1 ET+ written by Chakra: `parent` held pre-renumbering ids and was mapped back.
   bool parents_renumbered = false;
@@ -253,30 +253,56 @@ class DepList {
   };
 };
 
-// One node of the Chakra output.
-struct ChakraNodeRecord {
-  uint32_t source = kNoNode;  // the EtPlusNode it comes from
-  ChakraNodeType type = ChakraNodeType::kComp;
-  bool is_cpu_op = true;
-  uint32_t ctrl_dep = kNoNode;
-  DepList data_deps;  // indices into EtPlusTrace::nodes, in Chakra's order
-  uint64_t duration_micros = 0;
-  std::optional<uint64_t> start_time_micros;  // default mode only
-  std::optional<int64_t> stream;              // the "stream" attr
-
-  // Communication attributes.
+// The communication attributes of a COMM node. In a side table (ChakraTrace::comm): a few nodes
+// in a thousand have them, and every record carrying them took 72 bytes more.
+struct CommAttrs {
   std::optional<CollectiveType> comm_type;
   std::optional<int64_t> comm_size;
   std::string_view pg_name;  // written when not empty
   std::optional<int32_t> comm_src, comm_dst, comm_tag;
 };
 
+// One node of the Chakra output: 64 bytes (a conversion holds one per node, and the dependency
+// walks read them in turn).
+struct ChakraNodeRecord {
+  // What the conversion knew of the node when it made the record, so that the walks need not
+  // read the node again.
+  enum Flags : uint8_t {
+    kHasStart = 1,        // start_time_micros is set (default mode only)
+    kHasStream = 2,       // the "stream" attr is written
+    kThreadRoot = 4,      // a thread root: the dependency walk starts from it
+    kInterThreadDep = 8,  // the node has an inter_thread_dep
+    kSyncDeps = 16,       // the node has sync deps
+    kStreamOrdered = 32,  // a GPU node with a stream and a start time (chained per stream)
+  };
+
+  uint32_t source = kNoNode;  // the EtPlusNode it comes from
+  uint32_t ctrl_dep = kNoNode;
+  uint32_t comm = kNoNode;  // index into the trace's CommAttrs, kNoNode if none
+  ChakraNodeType type = ChakraNodeType::kComp;
+  bool is_cpu_op = true;
+  uint8_t flags = 0;
+  DepList data_deps;  // indices into EtPlusTrace::nodes, in Chakra's order
+  uint64_t duration_micros = 0;
+  uint64_t start_time_micros = 0;  // when kHasStart
+  int64_t stream = 0;              // when kHasStream
+
+  bool has(Flags f) const { return (flags & f) != 0; }
+  void set(Flags f) { flags |= f; }
+};
+static_assert(sizeof(ChakraNodeRecord) <= 64, "ChakraNodeRecord grew: a trace holds millions");
+
 struct ChakraTrace {
   // The converted nodes, sorted by id; only the nodes that are written.
   std::vector<ChakraNodeRecord> nodes;
+  std::vector<CommAttrs> comm;  // ChakraNodeRecord::comm
   uint64_t removed_dangling = 0;
   uint64_t gpu_stream_edges = 0;  // default mode: GPU op → previous op of its stream
   uint64_t sync_edges = 0;        // default mode: sync dependencies emitted
+
+  const CommAttrs* comm_of(const ChakraNodeRecord& r) const {
+    return r.comm == kNoNode ? nullptr : &comm[r.comm];
+  }
 };
 
 }  // namespace chakraflow

@@ -69,9 +69,11 @@ std::vector<uint32_t> dependency_ranks(const EtPlusTrace& t, const ConversionGra
 void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
                          ConversionGraph& graph, LinkStats& stats, DependencyStats* out) {
   const size_t n = t.nodes.size();
+  // The records carry what the walks ask of their nodes (ChakraNodeRecord::Flags): the walks
+  // read a node only for the few fields they use, and only where a flag says it has them.
   std::vector<uint32_t> roots;
   for (const ChakraNodeRecord& r : graph.records) {
-    if (is_thread_root_name(t.nodes[r.source].name)) roots.push_back(r.source);
+    if (r.has(ChakraNodeRecord::kThreadRoot)) roots.push_back(r.source);
   }
   roots.insert(roots.end(), graph.extra_roots.begin(), graph.extra_roots.end());
 
@@ -92,12 +94,12 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
       visited[i] = walk;
       reached[i] = 1;
       ChakraNodeRecord& rec = *graph.record_of(i);
-      const EtPlusNode& node = t.nodes[i];
-      if (node.kind == OpKind::kGpu) {
+      if (!rec.is_cpu_op) {  // a GPU node
         if (last_any != kNoNode) add_dep(rec, last_any);
         last_any = last_cpu;
       } else {
-        if (node.inter_thread_dep != 0) {
+        if (rec.has(ChakraNodeRecord::kInterThreadDep)) {
+          const EtPlusNode& node = t.nodes[i];
           const uint32_t dep = t.index_of(node.inter_thread_dep);
           if (dep == i) {
             stats.add("inter_thread_dep on the node itself (dropped)",
@@ -135,8 +137,8 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
 
   // Sync dependencies: the node waited for these GPU ops (trace_link's sync_dep).
   for (ChakraNodeRecord& rec : graph.records) {
+    if (!rec.has(ChakraNodeRecord::kSyncDeps) || !reached[rec.source]) continue;
     const EtPlusNode& node = t.nodes[rec.source];
-    if (node.sync_dep_count == 0 || !reached[rec.source]) continue;
     const uint64_t* ids = t.sync_deps(node);
     for (uint32_t k = 0; k < node.sync_dep_count; ++k) {
       const uint32_t dep = t.index_of(ids[k]);
@@ -164,9 +166,8 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
   };
   std::vector<GpuKey> keys;
   for (const ChakraNodeRecord& rec : graph.records) {
-    const EtPlusNode& node = t.nodes[rec.source];
-    if (node.kind == OpKind::kGpu && reached[rec.source] && node.stream_given && node.has_stream &&
-        node.has_ts) {
+    if (rec.has(ChakraNodeRecord::kStreamOrdered) && reached[rec.source]) {
+      const EtPlusNode& node = t.nodes[rec.source];
       keys.push_back({node.device, node.stream, node.ts, rec.source});
     }
   }
@@ -224,6 +225,7 @@ ChakraTrace remove_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& op
   move_to_targets(graph.records, target, m);
   graph.records.resize(kept);
   out.nodes = std::move(graph.records);
+  out.comm = std::move(graph.comm);
   if (options.compat == Compat::kDefault) {
     std::vector<uint8_t> kept(n, 0);
     for (const ChakraNodeRecord& r : out.nodes) kept[r.source] = 1;

@@ -31,6 +31,7 @@ namespace chakraflow {
 // The converted nodes, in Chakra's conversion order (its protobuf_node_map), with the call tree.
 struct ConversionGraph {
   std::vector<ChakraNodeRecord> records;  // in conversion order
+  std::vector<CommAttrs> comm;            // ChakraNodeRecord::comm
   std::vector<uint32_t> slot;             // EtPlusTrace index → records index, kNoNode if absent
   // Children of every EtPlusTrace node in the call tree the walk follows, in ascending id order:
   // children[child_begin[i] .. child_begin[i + 1]).

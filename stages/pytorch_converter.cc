@@ -160,16 +160,28 @@ StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions
     if (chakra && parent[i] != kNoNode && graph.slot[parent[i]] != kNoNode)
       rec.ctrl_dep = parent[i];
     rec.duration_micros = duration_micros(node, options, stats);
-    typer.assign(i, rec);
+    typer.assign(i, rec, graph.comm);
+    const bool gpu_stream = node.kind == OpKind::kGpu && node.stream_given && node.has_stream;
     if (chakra) {
-      if (node.has_stream) rec.stream = node.stream;  // CPU nodes: Chakra's default 0
-    } else {
-      if (node.kind == OpKind::kGpu && node.stream_given && node.has_stream)
+      if (node.has_stream) {  // CPU nodes: Chakra's default 0
         rec.stream = node.stream;
+        rec.set(ChakraNodeRecord::kHasStream);
+      }
+    } else {
+      if (gpu_stream) {
+        rec.stream = node.stream;
+        rec.set(ChakraNodeRecord::kHasStream);
+      }
       if (node.has_ts && node.ts >= 0 && node.ts < 1.8e19) {
         rec.start_time_micros = static_cast<uint64_t>(std::llround(node.ts));
+        rec.set(ChakraNodeRecord::kHasStart);
       }
     }
+    // What the dependency walks ask of the node, while it is at hand.
+    if (is_thread_root_name(node.name)) rec.set(ChakraNodeRecord::kThreadRoot);
+    if (node.inter_thread_dep != 0) rec.set(ChakraNodeRecord::kInterThreadDep);
+    if (node.sync_dep_count != 0) rec.set(ChakraNodeRecord::kSyncDeps);
+    if (gpu_stream && node.has_ts) rec.set(ChakraNodeRecord::kStreamOrdered);
     graph.slot[i] = static_cast<uint32_t>(graph.records.size());
     graph.records.push_back(std::move(rec));
   };
@@ -256,7 +268,8 @@ std::optional<MeasuredStep> measured_step(const EtPlusTrace& t) {
   return step;
 }
 
-void fill_node(const EtPlusTrace& t, const ChakraNodeRecord& rec, pb::Node* node) {
+void fill_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNodeRecord& rec,
+               pb::Node* node) {
   node->Clear();
   const EtPlusNode& src = t.nodes[rec.source];
   node->set_id(src.id);
@@ -264,7 +277,7 @@ void fill_node(const EtPlusTrace& t, const ChakraNodeRecord& rec, pb::Node* node
   node->set_type(static_cast<pb::NodeType>(rec.type));
   if (rec.ctrl_dep != kNoNode) node->add_ctrl_deps(t.nodes[rec.ctrl_dep].id);
   for (uint32_t d : rec.data_deps) node->add_data_deps(t.nodes[d].id);
-  if (rec.start_time_micros) node->set_start_time_micros(*rec.start_time_micros);
+  if (rec.has(ChakraNodeRecord::kHasStart)) node->set_start_time_micros(rec.start_time_micros);
   node->set_duration_micros(rec.duration_micros);
   pb::IOInfo* in = node->mutable_inputs();
   in->set_values(std::string(t.io(src, kInValues)));
@@ -287,15 +300,17 @@ void fill_node(const EtPlusTrace& t, const ChakraNodeRecord& rec, pb::Node* node
   add("fw_tid")->set_int64_val(src.fw_tid);
   add("op_schema")->set_string_val(std::string(src.op_schema));
   add("is_cpu_op")->set_bool_val(rec.is_cpu_op);
-  if (rec.stream) add("stream")->set_int64_val(*rec.stream);
-  if (rec.type == ChakraNodeType::kCommColl && rec.comm_type) {
-    add("comm_type")->set_int64_val(static_cast<int64_t>(*rec.comm_type));
+  if (rec.has(ChakraNodeRecord::kHasStream)) add("stream")->set_int64_val(rec.stream);
+  const CommAttrs* c = chakra.comm_of(rec);
+  if (c == nullptr) return;
+  if (rec.type == ChakraNodeType::kCommColl && c->comm_type) {
+    add("comm_type")->set_int64_val(static_cast<int64_t>(*c->comm_type));
   }
-  if (rec.comm_size) add("comm_size")->set_int64_val(*rec.comm_size);
-  if (!rec.pg_name.empty()) add("pg_name")->set_string_val(std::string(rec.pg_name));
-  if (rec.comm_src) add("comm_src")->set_int32_val(*rec.comm_src);
-  if (rec.comm_dst) add("comm_dst")->set_int32_val(*rec.comm_dst);
-  if (rec.comm_tag) add("comm_tag")->set_int32_val(*rec.comm_tag);
+  if (c->comm_size) add("comm_size")->set_int64_val(*c->comm_size);
+  if (!c->pg_name.empty()) add("pg_name")->set_string_val(std::string(c->pg_name));
+  if (c->comm_src) add("comm_src")->set_int32_val(*c->comm_src);
+  if (c->comm_dst) add("comm_dst")->set_int32_val(*c->comm_dst);
+  if (c->comm_tag) add("comm_tag")->set_int32_val(*c->comm_tag);
 }
 
 namespace {
@@ -341,9 +356,13 @@ inline char* bytes(char* p, uint32_t field, std::string_view s) {
   p = varint(p, s.size());
   return copy(p, s);
 }
-size_t bytes_size(std::string_view s) { return kTagSize + varint_size(s.size()) + s.size(); }
+size_t bytes_size(std::string_view s) {
+  return kTagSize + varint_size(s.size()) + s.size();
+}
 // int32 and int64 values: negative ones as 64-bit two's complement (10 bytes), as protobuf does.
-uint64_t signed_bits(int64_t v) { return static_cast<uint64_t>(v); }
+uint64_t signed_bits(int64_t v) {
+  return static_cast<uint64_t>(v);
+}
 
 // AttributeProto fields.
 constexpr uint32_t kAttrName = 1, kInt32Val = 7, kInt64Val = 9, kBoolVal = 27, kStringVal = 29;
@@ -357,7 +376,9 @@ inline char* attr_header(char* p, std::string_view name, size_t value_size) {
   return bytes(p, kAttrName, name);
 }
 // The value's tag: two bytes for field numbers 16 and above.
-inline char* value_tag(char* p, uint32_t field, uint32_t type) { return varint(p, (field << 3) | type); }
+inline char* value_tag(char* p, uint32_t field, uint32_t type) {
+  return varint(p, (field << 3) | type);
+}
 inline char* attr_varint(char* p, std::string_view name, uint32_t field, uint64_t v) {
   p = attr_header(p, name, varint_size(field << 3) + varint_size(v));
   p = value_tag(p, field, kVarint);
@@ -388,21 +409,22 @@ inline char* io_info(char* p, uint32_t field, const std::string_view (&s)[3]) {
 }  // namespace wire
 
 // An upper bound of the size of the node's encoding.
-size_t node_size_bound(const EtPlusTrace& t, const ChakraNodeRecord& rec) {
+size_t node_size_bound(const EtPlusTrace& t, const ChakraNodeRecord& rec, const CommAttrs* c) {
   const EtPlusNode& src = t.nodes[rec.source];
-  constexpr size_t kStringOverhead = 1 + 5;  // a tag and a length
-  size_t bound = 4 * (1 + wire::kMaxVarint)                    // id, type, start, duration
-                 + 2 * (1 + 5) + 1 + 5 + wire::kMaxVarint       // IOInfo headers, ctrl_deps
+  constexpr size_t kStringOverhead = 1 + 5;                         // a tag and a length
+  size_t bound = 4 * (1 + wire::kMaxVarint)                         // id, type, start, duration
+                 + 2 * (1 + 5) + 1 + 5 + wire::kMaxVarint           // IOInfo headers, ctrl_deps
                  + 1 + 5 + rec.data_deps.size() * wire::kMaxVarint  // data_deps
-                 + kStringOverhead + src.name.size()            //
-                 + 15 * (wire::kAttrOverhead + 16)              // attributes (names below 16)
-                 + src.op_schema.size() + rec.pg_name.size() + 2 * kStringOverhead;
+                 + kStringOverhead + src.name.size()                //
+                 + 15 * (wire::kAttrOverhead + 16)                  // attributes (names below 16)
+                 + src.op_schema.size() + (c ? c->pg_name.size() : 0) + 2 * kStringOverhead;
   for (int f = 0; f < kIoFieldCount; ++f) bound += kStringOverhead + src.io_len[f];
   return bound;
 }
 
 // Writes the node's encoding at `p` (node_size_bound bytes available); returns its end.
-char* encode_node_at(const EtPlusTrace& t, const ChakraNodeRecord& rec, char* p) {
+char* encode_node_at(const EtPlusTrace& t, const ChakraNodeRecord& rec, const CommAttrs* c,
+                     char* p) {
   using namespace wire;
   const EtPlusNode& src = t.nodes[rec.source];
   if (src.id != 0) {
@@ -427,9 +449,9 @@ char* encode_node_at(const EtPlusTrace& t, const ChakraNodeRecord& rec, char* p)
     p = varint(p, size);
     for (uint32_t d : rec.data_deps) p = varint(p, t.nodes[d].id);
   }
-  if (rec.start_time_micros && *rec.start_time_micros != 0) {
+  if (rec.has(ChakraNodeRecord::kHasStart) && rec.start_time_micros != 0) {
     p = tag(p, 6, kVarint);
-    p = varint(p, *rec.start_time_micros);
+    p = varint(p, rec.start_time_micros);
   }
   if (rec.duration_micros != 0) {
     p = tag(p, 7, kVarint);
@@ -452,23 +474,28 @@ char* encode_node_at(const EtPlusTrace& t, const ChakraNodeRecord& rec, char* p)
   p = attr_varint(p, "fw_tid", kInt64Val, signed_bits(src.fw_tid));
   p = attr_string(p, "op_schema", src.op_schema);
   p = attr_varint(p, "is_cpu_op", kBoolVal, rec.is_cpu_op ? 1 : 0);
-  if (rec.stream) p = attr_varint(p, "stream", kInt64Val, signed_bits(*rec.stream));
-  if (rec.type == ChakraNodeType::kCommColl && rec.comm_type) {
-    p = attr_varint(p, "comm_type", kInt64Val, static_cast<uint64_t>(*rec.comm_type));
+  if (rec.has(ChakraNodeRecord::kHasStream)) {
+    p = attr_varint(p, "stream", kInt64Val, signed_bits(rec.stream));
   }
-  if (rec.comm_size) p = attr_varint(p, "comm_size", kInt64Val, signed_bits(*rec.comm_size));
-  if (!rec.pg_name.empty()) p = attr_string(p, "pg_name", rec.pg_name);
-  if (rec.comm_src) p = attr_varint(p, "comm_src", kInt32Val, signed_bits(*rec.comm_src));
-  if (rec.comm_dst) p = attr_varint(p, "comm_dst", kInt32Val, signed_bits(*rec.comm_dst));
-  if (rec.comm_tag) p = attr_varint(p, "comm_tag", kInt32Val, signed_bits(*rec.comm_tag));
+  if (c == nullptr) return p;
+  if (rec.type == ChakraNodeType::kCommColl && c->comm_type) {
+    p = attr_varint(p, "comm_type", kInt64Val, static_cast<uint64_t>(*c->comm_type));
+  }
+  if (c->comm_size) p = attr_varint(p, "comm_size", kInt64Val, signed_bits(*c->comm_size));
+  if (!c->pg_name.empty()) p = attr_string(p, "pg_name", c->pg_name);
+  if (c->comm_src) p = attr_varint(p, "comm_src", kInt32Val, signed_bits(*c->comm_src));
+  if (c->comm_dst) p = attr_varint(p, "comm_dst", kInt32Val, signed_bits(*c->comm_dst));
+  if (c->comm_tag) p = attr_varint(p, "comm_tag", kInt32Val, signed_bits(*c->comm_tag));
   return p;
 }
 
 }  // namespace
 
-void encode_node(const EtPlusTrace& t, const ChakraNodeRecord& rec, std::string& out) {
-  out.resize(node_size_bound(t, rec));
-  char* end = encode_node_at(t, rec, out.data());
+void encode_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNodeRecord& rec,
+                 std::string& out) {
+  const CommAttrs* c = chakra.comm_of(rec);
+  out.resize(node_size_bound(t, rec, c));
+  char* end = encode_node_at(t, rec, c, out.data());
   out.resize(static_cast<size_t>(end - out.data()));
 }
 
@@ -482,11 +509,12 @@ Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
   // length takes fewer bytes (a node of fewer than 128 bytes, or just below a power of 128), the
   // node moves up against it.
   for (const ChakraNodeRecord& rec : chakra.nodes) {
-    const size_t bound = node_size_bound(t, rec);
+    const CommAttrs* c = chakra.comm_of(rec);
+    const size_t bound = node_size_bound(t, rec, c);
     const size_t guess = wire::varint_size(bound);
     char* start = writer.record_room(guess + bound);
     char* body = start + guess;
-    const size_t size = static_cast<size_t>(encode_node_at(t, rec, body) - body);
+    const size_t size = static_cast<size_t>(encode_node_at(t, rec, c, body) - body);
     const size_t prefix = wire::varint_size(size);
     if (prefix < guess) std::memmove(start + prefix, body, size);
     wire::varint(start, size);

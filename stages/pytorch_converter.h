@@ -64,11 +64,13 @@ std::optional<MeasuredStep> measured_step(const EtPlusTrace& trace);
 // The messages Chakra writes for the trace (default mode adds the measured step).
 void fill_global_metadata(const EtPlusTrace& trace, const ConvertOptions& options,
                           ChakraProtoMsg::GlobalMetadata* metadata);
-void fill_node(const EtPlusTrace& trace, const ChakraNodeRecord& record,
+// `record` is one of `chakra`'s nodes (its communication attributes are in `chakra`).
+void fill_node(const EtPlusTrace& trace, const ChakraTrace& chakra, const ChakraNodeRecord& record,
                ChakraProtoMsg::Node* node);
 // The serialized bytes of fill_node's message, encoded directly (what write_chakra_trace writes:
 // no message objects per node). Replaces `out`.
-void encode_node(const EtPlusTrace& trace, const ChakraNodeRecord& record, std::string& out);
+void encode_node(const EtPlusTrace& trace, const ChakraTrace& chakra,
+                 const ChakraNodeRecord& record, std::string& out);
 
 // Writes the GlobalMetadata then every node (in id order) to `writer` (not committed).
 Status write_chakra_trace(const EtPlusTrace& trace, const ChakraTrace& chakra,

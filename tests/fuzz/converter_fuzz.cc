@@ -70,7 +70,7 @@ std::optional<std::string> convert(const EtPlusTrace& trace, const ConvertOption
   uint64_t last_id = 0;
   for (const chakraflow::ChakraNodeRecord& rec : chakra->nodes) {
     if (rec.source >= trace.nodes.size()) __builtin_trap();
-    chakraflow::fill_node(trace, rec, &node);
+    chakraflow::fill_node(trace, *chakra, rec, &node);
     if (!written.empty() && node.id() <= last_id) __builtin_trap();  // sorted, unique
     last_id = node.id();
     written.insert(node.id());

@@ -65,9 +65,9 @@ StatusOr<Converted> convert_text(const std::string& text, Compat compat) {
   std::string encoded;
   for (const ChakraNodeRecord& r : out.chakra.nodes) {
     pb::Node n;
-    fill_node(t, r, &n);
+    fill_node(t, out.chakra, r, &n);
     // What the writer writes: the same bytes, encoded without the message.
-    encode_node(t, r, encoded);
+    encode_node(t, out.chakra, r, encoded);
     EXPECT_TRUE(encoded == n.SerializeAsString()) << "node " << n.id() << " encoded differently";
     out.nodes.emplace(n.id(), std::move(n));
   }
