@@ -160,8 +160,9 @@ std::optional<int64_t> CommTyper::comm_size(std::string_view values_raw, std::st
 }
 
 std::optional<int64_t> CommTyper::p2p_peer(const EtPlusNode& rpc) {
-  if (rpc.inputs_values_raw.empty()) return std::nullopt;
-  simdjson::padded_string values_text(rpc.inputs_values_raw);
+  const std::string_view values_raw = t_.raw_io(rpc, kInValues);
+  if (values_raw.empty()) return std::nullopt;
+  simdjson::padded_string values_text(values_raw);
   simdjson::dom::array values;
   if (impl_->values_parser.parse(values_text).get_array().get(values) || values.size() < 5) {
     return std::nullopt;
@@ -274,13 +275,13 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
 
   std::optional<int64_t> size;
   if (chakra) {
-    size = comm_size(n.inputs_values_raw, n.inputs_types_raw, true);
+    size = comm_size(t_.raw_io(n, kInValues), t_.raw_io(n, kInTypes), true);
     if (!size) {
       stats_.add("comm_size Chakra 1.0.0 cannot compute (it aborts); computed as in default mode",
                  fmt::format("node {}", n.id));
     }
   }
-  if (!size) size = comm_size(n.inputs_values_raw, n.inputs_types_raw, false);
+  if (!size) size = comm_size(t_.raw_io(n, kInValues), t_.raw_io(n, kInTypes), false);
   attrs.comm_size = size.value_or(0);
   if (!pg_name.empty()) attrs.pg_name = pg_name;
 

@@ -80,23 +80,24 @@ struct EtPlusNode {
   int64_t tid = 0;
   int64_t fw_tid = 0;
 
-  // The IOInfo strings: io_text[io_offset + ...], lengths in io_len.
-  uint64_t io_offset = 0;
   uint64_t byte_offset = 0;  // of the node object in the input (decompressed)
 
   std::string_view name;
   std::string_view pg_name;  // node-level pg_name, or the pg_name attr
   std::string_view op_schema;
   std::string_view collective_name;  // the attr of record_param_comms (schema 1.1.0+), if any
-  // Raw JSON of inputs.values and inputs.types (flat layout: inputs and input_types), for
-  // comm_size and point-to-point peers. Views into the HostTrace text.
-  std::string_view inputs_values_raw;
-  std::string_view inputs_types_raw;
 
   // The parent after resolution (index into EtPlusTrace::nodes); kNoNode when it is missing, or
   // is the node itself (the process root).
   uint32_t parent = kNoNode;
   uint32_t sync_dep_begin = 0, sync_dep_count = 0;  // into EtPlusTrace::sync_dep_ids
+  // The IOInfo lists (inputs.values ..., flat layout: inputs, input_shapes ...) as raw JSON in
+  // the host text: io_len[f] bytes from io_at[f] bytes past the node's first byte
+  // (EtPlusTrace::raw_io). The writer renders them (Python's str()) as it writes the node: kept
+  // rendered, they took as much memory as half the input. io_at kIoMissing: the list was
+  // missing (written as []). GPU nodes share their launcher's.
+  static constexpr uint32_t kIoMissing = UINT32_MAX;
+  uint32_t io_at[kIoFieldCount] = {};
   uint32_t io_len[kIoFieldCount] = {};
   uint32_t file_position = 0;  // position of the node in the input's "nodes" array
 
@@ -112,7 +113,7 @@ struct EtPlusNode {
   bool op_schema_repaired = false;  // op_schema was not valid UTF-8 (bytes replaced)
   bool pg_name_repaired = false;    // so was pg_name
 };
-static_assert(sizeof(EtPlusNode) <= 280, "EtPlusNode grew: keep its fields ordered by size");
+static_assert(sizeof(EtPlusNode) <= 264, "EtPlusNode grew: keep its fields ordered by size");
 
 struct EtPlusMetadata {
   std::optional<std::string> schema;
@@ -129,7 +130,6 @@ struct EtPlusTrace {
   EtPlusMetadata metadata;
   std::vector<EtPlusNode> nodes;     // sorted by id (host->nodes order)
   std::vector<uint32_t> file_order;  // indices of nodes in the order of the input file
-  std::string io_text;               // the IOInfo strings, concatenated
   std::vector<uint64_t> sync_dep_ids;
   std::deque<std::string> arena;         // unescaped strings that differ from their raw text
   std::deque<std::string> device_arena;  // GPU names and pg_names (read_linked_nodes)
@@ -139,11 +139,8 @@ struct EtPlusTrace {
 
   // Index of the node with this id, or kNoNode.
   uint32_t index_of(uint64_t id) const;
-  std::string_view io(const EtPlusNode& n, IoField f) const {
-    uint64_t begin = n.io_offset;
-    for (int k = 0; k < f; ++k) begin += n.io_len[k];
-    return std::string_view(io_text).substr(begin, n.io_len[f]);
-  }
+  // The raw JSON of one of the node's IOInfo lists; empty if it was missing.
+  std::string_view raw_io(const EtPlusNode& n, IoField f) const;
   const uint64_t* sync_deps(const EtPlusNode& n) const {
     return sync_dep_ids.data() + n.sync_dep_begin;
   }

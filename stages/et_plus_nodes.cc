@@ -14,7 +14,6 @@
 #include "stages/host_et_loader.h"
 #include "stages/json_util.h"
 #include "stages/move_to_targets.h"
-#include "stages/python_repr.h"
 
 namespace chakraflow {
 namespace {
@@ -140,7 +139,6 @@ class NodeReader final : public HostFieldVisitor {
   void drop_all() override {
     drop_node();
     t_.nodes.clear();
-    t_.io_text.clear();
     t_.sync_dep_ids.clear();
     t_.arena.clear();
     t_.stats = stats_at_start_;
@@ -344,28 +342,23 @@ class NodeReader final : public HostFieldVisitor {
       n.parent_id = *parent_;
       n.has_parent_id = true;
     }
-    n.inputs_values_raw = raw_io_[kInValues];
-    n.inputs_types_raw = raw_io_[kInTypes];
-
-    // The IOInfo strings: Python's str() of each list. A missing list is written as [] (Chakra
-    // would stop with a KeyError) and counted.
-    n.io_offset = t_.io_text.size();
+    // The IOInfo lists, where they lie in the node's text (the writer renders them). A missing
+    // list is written as [] (Chakra would stop with a KeyError) and counted.
     bool missing = false;
     for (int f = 0; f < kIoFieldCount; ++f) {
-      const size_t begin = t_.io_text.size();
-      if (raw_io_[f].empty()) {
-        t_.io_text += "[]";
+      const std::string_view raw = raw_io_[f];
+      if (raw.empty()) {
+        n.io_at[f] = EtPlusNode::kIoMissing;
+        n.io_len[f] = 0;
         missing = true;
-      } else {
-        Status s = pyrepr::append_json_value(t_.io_text, raw_io_[f]);
-        if (!s.ok()) {
-          static constexpr const char* kFieldNames[] = {"inputs.values",  "inputs.shapes",
-                                                        "inputs.types",   "outputs.values",
-                                                        "outputs.shapes", "outputs.types"};
-          return node_error(h, fmt::format("{}: {}", kFieldNames[f], s.message()));
-        }
+        continue;
       }
-      n.io_len[f] = static_cast<uint32_t>(t_.io_text.size() - begin);
+      if (raw.data() < h.raw.data() || raw.data() + raw.size() > h.raw.data() + h.raw.size() ||
+          h.raw.size() >= EtPlusNode::kIoMissing) {
+        return node_error(h, "inputs/outputs outside the node's text (internal error)");
+      }
+      n.io_at[f] = static_cast<uint32_t>(raw.data() - h.raw.data());
+      n.io_len[f] = static_cast<uint32_t>(raw.size());
     }
     if (missing) {
       t_.stats.add("node without inputs/outputs lists (written as [])",
@@ -646,6 +639,11 @@ bool is_process_root_name(std::string_view name) {
          json::equals(name, "[pytorch|profiler|execution_graph|process]");
 }
 
+std::string_view EtPlusTrace::raw_io(const EtPlusNode& n, IoField f) const {
+  if (n.io_len[f] == 0 || n.io_at[f] == EtPlusNode::kIoMissing || host == nullptr) return {};
+  return std::string_view(host->text.data() + n.byte_offset + n.io_at[f], n.io_len[f]);
+}
+
 uint32_t EtPlusTrace::index_of(uint64_t id) const {
   // Ids are usually dense (a linked rank's are): try the node where a dense id would be.
   if (!nodes.empty() && id >= nodes.front().id && id - nodes.front().id < nodes.size()) {
@@ -762,7 +760,7 @@ void place_nodes(const HostTrace& host, ReadOrder order, const std::vector<uint3
   move_to_targets(nodes, target, total);
 }
 
-// read_linked_nodes, from the nodes as read (`t.nodes`, with their io_text, sync deps, strings
+// read_linked_nodes, from the nodes as read (`t.nodes`, with their sync deps, strings
 // and data problems in `t`).
 StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder order,
                                  LinkedDeviceFacts device, const LinkedTrace& linked,
@@ -895,7 +893,6 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts
                                         const ConvertOptions& options) {
   EtPlusTrace t;
   t.path = host.path;
-  t.io_text.reserve(host.text.size() / 2);
   NodeReader reader(t);
   CF_RETURN_IF_ERROR(reader.read_all(host, linked.node_count));
   return link_nodes(host, std::move(t), ReadOrder::kById, std::move(device), linked, link_options,
@@ -908,7 +905,6 @@ struct HostNodeFields::Impl {
     std::error_code ec;
     const uintmax_t size = std::filesystem::file_size(path, ec);
     if (!ec) {
-      trace.io_text.reserve(static_cast<size_t>(size / 2));
       // Room for the GPU ops' nodes too, which link_nodes adds in place (the untouched part of
       // a reservation costs no memory).
       trace.nodes.reserve(static_cast<size_t>(size / 300));
@@ -951,7 +947,6 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, HostNodeFields fi
 StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOptions& options) {
   EtPlusTrace t;
   t.path = host.path;
-  t.io_text.reserve(host.text.size() / 2);
   NodeReader reader(t);
   CF_RETURN_IF_ERROR(reader.read_all(host, host.nodes.size()));
   finish_trace(host, options, FileOrder::kByteOffset, t);
@@ -962,12 +957,9 @@ StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions&
                                   size_t window_bytes) {
   EtPlusFile file;
   file.trace.path = path;
-  // As read_et_plus_nodes: the IOInfo strings take about half the text (a .gz file's size is a
-  // lower bound; the string grows past it).
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(path, ec);
   if (!ec) {
-    file.trace.io_text.reserve(static_cast<size_t>(size / 2));
     // Nodes take 500 to 1,000 bytes of JSON: reserve for the smaller, rather than grow by copying.
     file.trace.nodes.reserve(static_cast<size_t>(size / 500));
   }

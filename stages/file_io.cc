@@ -194,8 +194,8 @@ StatusOr<InputText> InputText::read(const std::string& path) {
       // the file over its start.
       void* base = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (base != MAP_FAILED) {
-        void* file = ::mmap(base, file_len, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE,
-                            fd, 0);
+        void* file =
+            ::mmap(base, file_len, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, 0);
         if (file != MAP_FAILED) {
           ::close(fd);
           InputText text;

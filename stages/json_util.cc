@@ -221,7 +221,6 @@ simdjson::error_code raw_value(od::value& v, std::string_view* out) {
   return simdjson::SUCCESS;
 }
 
-
 bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional) {
   *fractional = false;
   if (token.empty()) return false;

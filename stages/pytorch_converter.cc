@@ -13,6 +13,7 @@
 #include "stages/et_io.h"
 #include "stages/et_plus_nodes.h"
 #include "stages/host_et_loader.h"
+#include "stages/python_repr.h"
 
 namespace chakraflow {
 namespace {
@@ -268,10 +269,38 @@ std::optional<MeasuredStep> measured_step(const EtPlusTrace& t) {
   return step;
 }
 
-void fill_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNodeRecord& rec,
-               pb::Node* node) {
+Status render_io(const EtPlusTrace& t, const EtPlusNode& n, RenderedIo& out) {
+  static constexpr const char* kFieldNames[] = {"inputs.values",  "inputs.shapes",
+                                                "inputs.types",   "outputs.values",
+                                                "outputs.shapes", "outputs.types"};
+  out.text.clear();
+  size_t end[kIoFieldCount];
+  for (int f = 0; f < kIoFieldCount; ++f) {
+    if (n.io_at[f] == EtPlusNode::kIoMissing) {
+      out.text += "[]";
+    } else if (const std::string_view raw = t.raw_io(n, static_cast<IoField>(f)); !raw.empty()) {
+      Status s = pyrepr::append_json_value(out.text, raw);
+      if (!s.ok()) {
+        return Status::errorf("{}: byte {}: node id {}: {}: {}", t.path, n.byte_offset, n.id,
+                              kFieldNames[f], s.message());
+      }
+    }
+    end[f] = out.text.size();
+  }
+  size_t begin = 0;
+  for (int f = 0; f < kIoFieldCount; ++f) {
+    out.io[f] = std::string_view(out.text).substr(begin, end[f] - begin);
+    begin = end[f];
+  }
+  return Status();
+}
+
+Status fill_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNodeRecord& rec,
+                 pb::Node* node) {
   node->Clear();
   const EtPlusNode& src = t.nodes[rec.source];
+  RenderedIo io;
+  CF_RETURN_IF_ERROR(render_io(t, src, io));
   node->set_id(src.id);
   node->set_name(src.name.data(), src.name.size());
   node->set_type(static_cast<pb::NodeType>(rec.type));
@@ -280,13 +309,13 @@ void fill_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNode
   if (rec.has(ChakraNodeRecord::kHasStart)) node->set_start_time_micros(rec.start_time_micros);
   node->set_duration_micros(rec.duration_micros);
   pb::IOInfo* in = node->mutable_inputs();
-  in->set_values(std::string(t.io(src, kInValues)));
-  in->set_shapes(std::string(t.io(src, kInShapes)));
-  in->set_types(std::string(t.io(src, kInTypes)));
+  in->set_values(std::string(io.io[kInValues]));
+  in->set_shapes(std::string(io.io[kInShapes]));
+  in->set_types(std::string(io.io[kInTypes]));
   pb::IOInfo* out = node->mutable_outputs();
-  out->set_values(std::string(t.io(src, kOutValues)));
-  out->set_shapes(std::string(t.io(src, kOutShapes)));
-  out->set_types(std::string(t.io(src, kOutTypes)));
+  out->set_values(std::string(io.io[kOutValues]));
+  out->set_shapes(std::string(io.io[kOutShapes]));
+  out->set_types(std::string(io.io[kOutTypes]));
   auto add = [&](const char* name) {
     pb::AttributeProto* a = node->add_attr();
     a->set_name(name);
@@ -302,7 +331,7 @@ void fill_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNode
   add("is_cpu_op")->set_bool_val(rec.is_cpu_op);
   if (rec.has(ChakraNodeRecord::kHasStream)) add("stream")->set_int64_val(rec.stream);
   const CommAttrs* c = chakra.comm_of(rec);
-  if (c == nullptr) return;
+  if (c == nullptr) return Status();
   if (rec.type == ChakraNodeType::kCommColl && c->comm_type) {
     add("comm_type")->set_int64_val(static_cast<int64_t>(*c->comm_type));
   }
@@ -311,6 +340,7 @@ void fill_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNode
   if (c->comm_src) add("comm_src")->set_int32_val(*c->comm_src);
   if (c->comm_dst) add("comm_dst")->set_int32_val(*c->comm_dst);
   if (c->comm_tag) add("comm_tag")->set_int32_val(*c->comm_tag);
+  return Status();
 }
 
 namespace {
@@ -409,7 +439,8 @@ inline char* io_info(char* p, uint32_t field, const std::string_view (&s)[3]) {
 }  // namespace wire
 
 // An upper bound of the size of the node's encoding.
-size_t node_size_bound(const EtPlusTrace& t, const ChakraNodeRecord& rec, const CommAttrs* c) {
+size_t node_size_bound(const EtPlusTrace& t, const ChakraNodeRecord& rec, const CommAttrs* c,
+                       const RenderedIo& io) {
   const EtPlusNode& src = t.nodes[rec.source];
   constexpr size_t kStringOverhead = 1 + 5;                         // a tag and a length
   size_t bound = 4 * (1 + wire::kMaxVarint)                         // id, type, start, duration
@@ -418,13 +449,13 @@ size_t node_size_bound(const EtPlusTrace& t, const ChakraNodeRecord& rec, const 
                  + kStringOverhead + src.name.size()                //
                  + 15 * (wire::kAttrOverhead + 16)                  // attributes (names below 16)
                  + src.op_schema.size() + (c ? c->pg_name.size() : 0) + 2 * kStringOverhead;
-  for (int f = 0; f < kIoFieldCount; ++f) bound += kStringOverhead + src.io_len[f];
+  for (std::string_view s : io.io) bound += kStringOverhead + s.size();
   return bound;
 }
 
 // Writes the node's encoding at `p` (node_size_bound bytes available); returns its end.
 char* encode_node_at(const EtPlusTrace& t, const ChakraNodeRecord& rec, const CommAttrs* c,
-                     char* p) {
+                     const RenderedIo& rendered, char* p) {
   using namespace wire;
   const EtPlusNode& src = t.nodes[rec.source];
   if (src.id != 0) {
@@ -457,13 +488,7 @@ char* encode_node_at(const EtPlusTrace& t, const ChakraNodeRecord& rec, const Co
     p = tag(p, 7, kVarint);
     p = varint(p, rec.duration_micros);
   }
-  // The six IOInfo strings lie one after another in io_text.
-  std::string_view io[kIoFieldCount];
-  const char* at = t.io_text.data() + src.io_offset;
-  for (int f = 0; f < kIoFieldCount; ++f) {
-    io[f] = std::string_view(at, src.io_len[f]);
-    at += src.io_len[f];
-  }
+  const std::string_view(&io)[kIoFieldCount] = rendered.io;
   p = io_info(p, 8, {io[kInValues], io[kInShapes], io[kInTypes]});
   p = io_info(p, 9, {io[kOutValues], io[kOutShapes], io[kOutTypes]});
   p = attr_varint(p, "rf_id", kInt64Val, signed_bits(src.rf_id));
@@ -491,12 +516,15 @@ char* encode_node_at(const EtPlusTrace& t, const ChakraNodeRecord& rec, const Co
 
 }  // namespace
 
-void encode_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNodeRecord& rec,
-                 std::string& out) {
+Status encode_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNodeRecord& rec,
+                   std::string& out) {
   const CommAttrs* c = chakra.comm_of(rec);
-  out.resize(node_size_bound(t, rec, c));
-  char* end = encode_node_at(t, rec, c, out.data());
+  RenderedIo io;
+  CF_RETURN_IF_ERROR(render_io(t, t.nodes[rec.source], io));
+  out.resize(node_size_bound(t, rec, c, io));
+  char* end = encode_node_at(t, rec, c, io, out.data());
   out.resize(static_cast<size_t>(end - out.data()));
+  return Status();
 }
 
 Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
@@ -508,13 +536,27 @@ Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
   // The length's size is guessed from the node's bound; when the node comes out shorter and its
   // length takes fewer bytes (a node of fewer than 128 bytes, or just below a power of 128), the
   // node moves up against it.
+  // The IOInfo strings are rendered per node into one buffer; a GPU node shares its launcher's
+  // lists (the same text), rendered once for both.
+  RenderedIo io;
+  const EtPlusNode* rendered = nullptr;
+  auto same_io = [](const EtPlusNode& a, const EtPlusNode& b) {
+    return a.byte_offset == b.byte_offset &&
+           std::equal(a.io_at, a.io_at + kIoFieldCount, b.io_at) &&
+           std::equal(a.io_len, a.io_len + kIoFieldCount, b.io_len);
+  };
   for (const ChakraNodeRecord& rec : chakra.nodes) {
+    const EtPlusNode& src = t.nodes[rec.source];
+    if (rendered == nullptr || !same_io(*rendered, src)) {
+      CF_RETURN_IF_ERROR(render_io(t, src, io));
+      rendered = &src;
+    }
     const CommAttrs* c = chakra.comm_of(rec);
-    const size_t bound = node_size_bound(t, rec, c);
+    const size_t bound = node_size_bound(t, rec, c, io);
     const size_t guess = wire::varint_size(bound);
     char* start = writer.record_room(guess + bound);
     char* body = start + guess;
-    const size_t size = static_cast<size_t>(encode_node_at(t, rec, c, body) - body);
+    const size_t size = static_cast<size_t>(encode_node_at(t, rec, c, io, body) - body);
     const size_t prefix = wire::varint_size(size);
     if (prefix < guess) std::memmove(start + prefix, body, size);
     wire::varint(start, size);

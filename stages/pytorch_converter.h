@@ -64,13 +64,24 @@ std::optional<MeasuredStep> measured_step(const EtPlusTrace& trace);
 // The messages Chakra writes for the trace (default mode adds the measured step).
 void fill_global_metadata(const EtPlusTrace& trace, const ConvertOptions& options,
                           ChakraProtoMsg::GlobalMetadata* metadata);
-// `record` is one of `chakra`'s nodes (its communication attributes are in `chakra`).
-void fill_node(const EtPlusTrace& trace, const ChakraTrace& chakra, const ChakraNodeRecord& record,
-               ChakraProtoMsg::Node* node);
+// A node's six IOInfo strings (Python's str() of each list, stages/python_repr.h), rendered from
+// the raw JSON the node points at (EtPlusTrace::raw_io); a missing list is "[]".
+struct RenderedIo {
+  std::string text;
+  std::string_view io[kIoFieldCount];  // into text
+};
+// Fails, naming the file, the node's byte offset and id, and the list, on a list that is not
+// well-formed JSON (the loader only checks that its brackets balance).
+Status render_io(const EtPlusTrace& trace, const EtPlusNode& node, RenderedIo& out);
+
+// `record` is one of `chakra`'s nodes (its communication attributes are in `chakra`). Fails as
+// render_io.
+Status fill_node(const EtPlusTrace& trace, const ChakraTrace& chakra,
+                 const ChakraNodeRecord& record, ChakraProtoMsg::Node* node);
 // The serialized bytes of fill_node's message, encoded directly (what write_chakra_trace writes:
 // no message objects per node). Replaces `out`.
-void encode_node(const EtPlusTrace& trace, const ChakraTrace& chakra,
-                 const ChakraNodeRecord& record, std::string& out);
+Status encode_node(const EtPlusTrace& trace, const ChakraTrace& chakra,
+                   const ChakraNodeRecord& record, std::string& out);
 
 // Writes the GlobalMetadata then every node (in id order) to `writer` (not committed).
 Status write_chakra_trace(const EtPlusTrace& trace, const ChakraTrace& chakra,

@@ -70,7 +70,11 @@ std::optional<std::string> convert(const EtPlusTrace& trace, const ConvertOption
   uint64_t last_id = 0;
   for (const chakraflow::ChakraNodeRecord& rec : chakra->nodes) {
     if (rec.source >= trace.nodes.size()) __builtin_trap();
-    chakraflow::fill_node(trace, *chakra, rec, &node);
+    if (chakraflow::Status s = chakraflow::fill_node(trace, *chakra, rec, &node); !s.ok()) {
+      // A list that is not well-formed JSON: named in the error, as every failure is.
+      if (s.message().find(path) == std::string::npos) __builtin_trap();
+      return std::nullopt;
+    }
     if (!written.empty() && node.id() <= last_id) __builtin_trap();  // sorted, unique
     last_id = node.id();
     written.insert(node.id());

@@ -125,8 +125,8 @@ Both convert_both_ways(const HostTrace& host, const DeviceTrace& device,
     size_t differ = 0;
     std::vector<std::string> expected;  // the node records protobuf would write
     for (const ChakraNodeRecord& rec : chakra->nodes) {
-      fill_node(*trace, *chakra, rec, &node);
-      encode_node(*trace, *chakra, rec, encoded);
+      EXPECT_TRUE(fill_node(*trace, *chakra, rec, &node).ok());
+      EXPECT_TRUE(encode_node(*trace, *chakra, rec, encoded).ok());
       expected.push_back(node.SerializeAsString());
       differ += encoded != expected.back();
     }

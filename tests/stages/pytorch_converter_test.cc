@@ -65,9 +65,9 @@ StatusOr<Converted> convert_text(const std::string& text, Compat compat) {
   std::string encoded;
   for (const ChakraNodeRecord& r : out.chakra.nodes) {
     pb::Node n;
-    fill_node(t, out.chakra, r, &n);
+    CF_RETURN_IF_ERROR(fill_node(t, out.chakra, r, &n));
     // What the writer writes: the same bytes, encoded without the message.
-    encode_node(t, out.chakra, r, encoded);
+    CF_RETURN_IF_ERROR(encode_node(t, out.chakra, r, encoded));
     EXPECT_TRUE(encoded == n.SerializeAsString()) << "node " << n.id() << " encoded differently";
     out.nodes.emplace(n.id(), std::move(n));
   }
@@ -519,12 +519,26 @@ TEST(pytorch_converter, MalformedNodesAreErrorsNamingTheNode) {
   EXPECT_NE(c.status().message().find("node id 2"), std::string::npos) << c.status().message();
   EXPECT_NE(c.status().message().find("exclusive_dur"), std::string::npos);
 
-  const std::string bad_inputs =
-      trace({node(1, "aten::a", 1, 1, "", R"({"values": ["\q"], "shapes": [], "types": []})")});
+  // An IOInfo list is rendered (and so checked past its brackets) as its node is written: a bad
+  // one stops the conversion, named like any other problem.
+  const std::string bad_inputs = trace({
+      node(1, "[pytorch|profiler|execution_trace|thread]", 1, 1),
+      node(2, "aten::a", 1, 1, "", R"({"values": ["\q"], "shapes": [], "types": []})"),
+      node(3, "aten::b", 1, 1),
+  });
   auto c2 = convert_text(bad_inputs, Compat::kDefault);
   ASSERT_FALSE(c2.ok());
-  EXPECT_NE(c2.status().message().find("inputs.values"), std::string::npos)
-      << c2.status().message();
+  const std::string m = c2.status().message();
+  EXPECT_NE(m.find("test.json: byte "), std::string::npos) << m;
+  EXPECT_NE(m.find("node id 2: inputs.values: byte 1 of the value: invalid string escape"),
+            std::string::npos)
+      << m;
+  // The same list in a node that is not written (dangling: nothing depends on it) is not read.
+  const std::string dropped =
+      trace({node(1, "aten::a", 1, 1, "", R"({"values": ["\q"], "shapes": [], "types": []})")});
+  auto c3 = convert_text(dropped, Compat::kDefault);
+  ASSERT_TRUE(c3.ok()) << c3.status().message();
+  EXPECT_TRUE(c3->nodes.empty());
 }
 
 // The reader takes the keys of attrs entries and of IOInfo objects as written when they are the
