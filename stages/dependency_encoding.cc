@@ -25,8 +25,7 @@ void add_dep(ChakraNodeRecord& record, uint32_t dep) {
 // the order agree with the GPU streams and sync waits even where ids do not (a kernel launched
 // later from another thread may run earlier). Nodes on a cycle get no rank (UINT32_MAX); the cycle
 // check reports them.
-std::vector<uint32_t> dependency_ranks(const EtPlusTrace& t, const ConversionGraph& graph) {
-  const size_t n = t.nodes.size();
+std::vector<uint32_t> dependency_ranks(const ConversionGraph& graph, size_t n) {
   std::vector<uint32_t> rank(n, UINT32_MAX);
   std::vector<uint32_t> indegree(n, 0), dependent_begin(n + 1, 0), dependents;
   for (const ChakraNodeRecord& r : graph.records) {
@@ -39,13 +38,9 @@ std::vector<uint32_t> dependency_ranks(const EtPlusTrace& t, const ConversionGra
   for (const ChakraNodeRecord& r : graph.records) {
     for (uint32_t d : r.data_deps) dependents[fill[d]++] = r.source;
   }
-  // The start times, copied out of the nodes once: the queue's keys come from all over the trace,
-  // and a dense array keeps them off the nodes' cache lines.
-  std::vector<double> start(n);
-  for (size_t i = 0; i < n; ++i) {
-    const EtPlusNode& node = t.nodes[i];
-    start[i] = node.has_ts ? node.ts : -std::numeric_limits<double>::infinity();
-  }
+  // The start times, copied out of the nodes as they were converted: the queue's keys come from
+  // all over the trace.
+  const std::vector<double>& start = graph.start;
   using Key = std::pair<double, uint32_t>;  // (start time, index)
   auto key = [&](uint32_t i) { return Key(start[i], i); };
   std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
@@ -65,6 +60,30 @@ std::vector<uint32_t> dependency_ranks(const EtPlusTrace& t, const ConversionGra
 }
 
 }  // namespace
+
+void prepare_walk_facts(const ConvertOptions& options, size_t n, ConversionGraph& graph) {
+  graph.inter_thread_dep.assign(n, kNoNode);
+  if (options.compat == Compat::kDefault) {
+    graph.start.assign(n, -std::numeric_limits<double>::infinity());
+  }
+}
+
+void note_walk_facts(const EtPlusTrace& t, const ConvertOptions& options, uint32_t index,
+                     ChakraNodeRecord& rec, ConversionGraph& graph) {
+  const EtPlusNode& node = t.nodes[index];
+  if (is_thread_root_name(node.name)) rec.set(ChakraNodeRecord::kThreadRoot);
+  if (node.inter_thread_dep != 0) {
+    rec.set(ChakraNodeRecord::kInterThreadDep);
+    graph.inter_thread_dep[index] = t.index_of(node.inter_thread_dep);
+  }
+  if (node.sync_dep_count != 0) rec.set(ChakraNodeRecord::kSyncDeps);
+  if (options.compat != Compat::kDefault) return;
+  if (node.has_ts) graph.start[index] = node.ts;
+  if (node.kind == OpKind::kGpu && node.stream_given && node.has_stream && node.has_ts) {
+    rec.set(ChakraNodeRecord::kStreamOrdered);
+    graph.stream_keys.push_back({node.device, node.stream, node.ts, index});
+  }
+}
 
 void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
                          ConversionGraph& graph, LinkStats& stats, DependencyStats* out) {
@@ -99,8 +118,8 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
         last_any = last_cpu;
       } else {
         if (rec.has(ChakraNodeRecord::kInterThreadDep)) {
-          const EtPlusNode& node = t.nodes[i];
-          const uint32_t dep = t.index_of(node.inter_thread_dep);
+          const uint32_t dep = graph.inter_thread_dep[i];
+          const EtPlusNode& node = t.nodes[i];  // read for a message only
           if (dep == i) {
             stats.add("inter_thread_dep on the node itself (dropped)",
                       fmt::format("node {}", node.id));
@@ -130,7 +149,7 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
     return;
   }
 
-  const std::vector<uint32_t> rank = dependency_ranks(t, graph);
+  const std::vector<uint32_t> rank = dependency_ranks(graph, n);
   auto can_depend = [&](uint32_t node, uint32_t dep) {
     return rank[dep] != UINT32_MAX && rank[node] != UINT32_MAX && rank[dep] < rank[node];
   };
@@ -156,21 +175,11 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
     }
   }
 
-  // GPU ops chained per (device, stream) in start-time order. The keys are copied out of the
-  // nodes so that the sort does not wander over them.
-  struct GpuKey {
-    int64_t device;
-    int64_t stream;
-    double ts;
-    uint32_t index;
-  };
-  std::vector<GpuKey> keys;
-  for (const ChakraNodeRecord& rec : graph.records) {
-    if (rec.has(ChakraNodeRecord::kStreamOrdered) && reached[rec.source]) {
-      const EtPlusNode& node = t.nodes[rec.source];
-      keys.push_back({node.device, node.stream, node.ts, rec.source});
-    }
-  }
+  // GPU ops chained per (device, stream) in start-time order. The keys were copied out of the
+  // nodes as they were converted, so that the sort does not wander over them.
+  using GpuKey = ConversionGraph::StreamKey;
+  std::vector<GpuKey>& keys = graph.stream_keys;
+  std::erase_if(keys, [&reached](const GpuKey& k) { return !reached[k.index]; });
   std::sort(keys.begin(), keys.end(), [](const GpuKey& x, const GpuKey& y) {
     if (x.device != y.device) return x.device < y.device;
     if (x.stream != y.stream) return x.stream < y.stream;

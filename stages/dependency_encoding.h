@@ -40,10 +40,30 @@ struct ConversionGraph {
   // Extra walk roots (default mode: orphans with no thread root to attach to), in id order.
   std::vector<uint32_t> extra_roots;
 
+  // What the walks ask of the converted nodes, copied out by note_walk_facts as each node is
+  // converted: by the walks, the nodes' cache lines (264 bytes a node) are long gone.
+  std::vector<uint32_t> inter_thread_dep;  // by node index: its inter_thread_dep's index, or
+                                           // kNoNode (none, or no such node)
+  std::vector<double> start;               // by node index, default mode: ts, -inf if none
+  struct StreamKey {
+    int64_t device;
+    int64_t stream;
+    double ts;
+    uint32_t index;
+  };
+  std::vector<StreamKey> stream_keys;  // default mode: the kStreamOrdered nodes
+
   ChakraNodeRecord* record_of(uint32_t index) {
     return slot[index] == kNoNode ? nullptr : &records[slot[index]];
   }
 };
+
+// Sizes the arrays note_walk_facts fills, for a trace of `n` nodes.
+void prepare_walk_facts(const ConvertOptions& options, size_t n, ConversionGraph& graph);
+// Sets record's walk flags (ChakraNodeRecord::Flags) and graph's dense arrays for node `index`.
+// Once per converted node, before encode_dependencies.
+void note_walk_facts(const EtPlusTrace& trace, const ConvertOptions& options, uint32_t index,
+                     ChakraNodeRecord& record, ConversionGraph& graph);
 
 struct DependencyStats {
   uint64_t gpu_stream_edges = 0;

@@ -153,6 +153,7 @@ StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions
   CommTyper typer(t, options, stats);
   graph.slot.assign(n, kNoNode);
   graph.records.reserve(n);
+  prepare_walk_facts(options, n, graph);
   auto convert = [&](uint32_t i) {
     const EtPlusNode& node = t.nodes[i];
     ChakraNodeRecord rec;
@@ -179,10 +180,7 @@ StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions
       }
     }
     // What the dependency walks ask of the node, while it is at hand.
-    if (is_thread_root_name(node.name)) rec.set(ChakraNodeRecord::kThreadRoot);
-    if (node.inter_thread_dep != 0) rec.set(ChakraNodeRecord::kInterThreadDep);
-    if (node.sync_dep_count != 0) rec.set(ChakraNodeRecord::kSyncDeps);
-    if (gpu_stream && node.has_ts) rec.set(ChakraNodeRecord::kStreamOrdered);
+    note_walk_facts(t, options, i, rec, graph);
     graph.slot[i] = static_cast<uint32_t>(graph.records.size());
     graph.records.push_back(std::move(rec));
   };
