@@ -102,18 +102,19 @@ struct EtPlusNode {
   uint32_t file_position = 0;  // position of the node in the input's "nodes" array
 
   OpKind kind = OpKind::kCpu;
-  bool has_parent_id = false;
-  bool parent_from_ctrl_deps = false;
-  bool has_ts = false;
-  bool has_stream = true;     // false when "stream" is null; absent means 0 (Chakra's default)
-  bool stream_given = false;  // "stream" was present in the node (not Chakra's default)
+  // Bit-fields: a trace holds millions of nodes.
+  bool has_parent_id : 1 = false;
+  bool parent_from_ctrl_deps : 1 = false;
+  bool has_ts : 1 = false;
+  bool has_stream : 1 = true;     // false when "stream" is null; absent means 0 (Chakra's default)
+  bool stream_given : 1 = false;  // "stream" was present in the node (not Chakra's default)
   // How the fields were read, for the GPU nodes read_linked_nodes derives from a host node.
-  bool pg_name_from_attr = false;   // pg_name came from the pg_name attr
-  bool io_missing = false;          // an inputs/outputs list was missing (written as [])
-  bool op_schema_repaired = false;  // op_schema was not valid UTF-8 (bytes replaced)
-  bool pg_name_repaired = false;    // so was pg_name
+  bool pg_name_from_attr : 1 = false;   // pg_name came from the pg_name attr
+  bool io_missing : 1 = false;          // an inputs/outputs list was missing (written as [])
+  bool op_schema_repaired : 1 = false;  // op_schema was not valid UTF-8 (bytes replaced)
+  bool pg_name_repaired : 1 = false;    // so was pg_name
 };
-static_assert(sizeof(EtPlusNode) <= 264, "EtPlusNode grew: keep its fields ordered by size");
+static_assert(sizeof(EtPlusNode) <= 256, "EtPlusNode grew: keep its fields ordered by size");
 
 struct EtPlusMetadata {
   std::optional<std::string> schema;
