@@ -662,6 +662,7 @@ namespace {
 enum class FileOrder : uint8_t {
   kByteOffset,    // the nodes' byte offsets in the file read
   kFilePosition,  // EtPlusNode::file_position, already set (read_linked_nodes)
+  kIndex,         // file_position is each node's index (read_linked_nodes, ids in order)
 };
 
 // What follows reading the nodes (in id order): metadata, schema checks, file order, parents.
@@ -687,8 +688,10 @@ void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrde
       return t.nodes[a].byte_offset < t.nodes[b].byte_offset;
     });
     for (uint32_t k = 0; k < t.file_order.size(); ++k) t.nodes[t.file_order[k]].file_position = k;
-  } else {
+  } else if (order == FileOrder::kFilePosition) {
     for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[t.nodes[i].file_position] = i;
+  } else {
+    for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[i] = i;
   }
   resolve_parents(t);
   if (t.parents_renumbered) {
@@ -802,6 +805,14 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder
   auto end_sync = [&](EtPlusNode& n) {
     n.sync_dep_count = static_cast<uint32_t>(t.sync_dep_ids.size()) - n.sync_dep_begin;
   };
+  // Whether the ids come out strictly ascending in position order (they do: dense in the
+  // writer's order), as they are set.
+  bool ids_ascending = true;
+  uint64_t last_id = 0;
+  auto in_id_order = [&](uint64_t id) {
+    ids_ascending &= position == 1 || id > last_id;
+    last_id = id;
+  };
   EtPlusNode as_read;
   for (uint32_t i = 0; i < host.nodes.size(); ++i) {
     const HostNode& h = host.nodes[i];
@@ -812,6 +823,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder
       EtPlusNode& n = t.nodes[slot[i]];
       n.id = op.new_id;
       n.file_position = position++;
+      in_id_order(n.id);
       // The writer replaces the value of the key the loader took the parent from; `ctrl_deps`
       // wins over `parent` when a node has both.
       const bool remapped = h.parent_key == ParentKey::kCtrlDeps ||
@@ -838,6 +850,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder
       n = as_read;
       n.id = linked.gpu_new_id(op, k - op.gpu_begin);
       n.file_position = position++;
+      in_id_order(n.id);
       auto where = [&n] { return fmt::format("node {}", n.id); };
       n.name = g.name_utf8 ? g.name : valid_utf8(g.name, t.arena, t.stats, where);
       n.kind = n.name.find("process_group:init") != std::string_view::npos ? OpKind::kMetadata
@@ -871,12 +884,15 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder
       if (n.io_missing) t.stats.add(std::string(kNoIo), where());
     }
   }
-  // Ids are dense in the writer's order (stages/id_assignment.h); sorted anyway if not.
+  // Ids are dense in the writer's order (stages/id_assignment.h): checked as they were set (no
+  // pass over the nodes for it); sorted if not.
+  if (ids_ascending) {
+    finish_trace(host, options, FileOrder::kIndex, t);
+    return t;
+  }
   std::vector<EtPlusNode>& nodes = t.nodes;
   auto by_id = [](const EtPlusNode& a, const EtPlusNode& b) { return a.id < b.id; };
-  if (!std::is_sorted(nodes.begin(), nodes.end(), by_id)) {
-    std::stable_sort(nodes.begin(), nodes.end(), by_id);
-  }
+  std::stable_sort(nodes.begin(), nodes.end(), by_id);
   for (size_t i = 1; i < nodes.size(); ++i) {
     if (nodes[i].id == nodes[i - 1].id) {
       return Status::errorf("{}: linked rank: duplicate node id {}", host.path, nodes[i].id);
