@@ -57,12 +57,18 @@ HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Com
   map.host_of.assign(device.events.size(), HostNodeIdx{});
   // rf_id -> CPU event; the last in ts order wins, as in Chakra's dict comprehension.
   KeyIndex by_rf_id(device.cpu_ops.size());
-  for (DeviceEventIdx idx : device.cpu_ops) {
+  constexpr size_t kAhead = 8;  // lookups a key's table line is asked for ahead of (prefetch)
+  for (size_t k = 0; k < device.cpu_ops.size(); ++k) {
+    if (k + kAhead < device.cpu_ops.size()) {
+      by_rf_id.prefetch(device[device.cpu_ops[k + kAhead]].rf_id);
+    }
+    const DeviceEventIdx idx = device.cpu_ops[k];
     if (device[idx].has(kHasRfId)) by_rf_id.assign(device[idx].rf_id, idx.value);
   }
   std::vector<bool> reach;
   if (compat == Compat::kChakra) reach = reachable_from_root(host);
   for (uint32_t i = 0; i < host.nodes.size(); ++i) {
+    if (i + kAhead < host.nodes.size()) by_rf_id.prefetch(host.nodes[i + kAhead].rf_id);
     const HostNode& n = host.nodes[i];
     if (n.rf_id == 0) continue;
     ++map.host_ops_with_rf_id;

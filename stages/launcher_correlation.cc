@@ -104,7 +104,13 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
 
   // correlation -> launch event (the first one wins; later duplicates are counted).
   KeyIndex launch_by_correlation(trace.launches.size());
-  for (DeviceEventIdx idx : trace.launches) {
+  constexpr size_t kAhead = 8;  // lookups a key's table line is asked for ahead of (prefetch)
+  for (size_t k = 0; k < trace.launches.size(); ++k) {
+    if (k + kAhead < trace.launches.size()) {
+      launch_by_correlation.prefetch(
+          static_cast<uint64_t>(trace[trace.launches[k + kAhead]].correlation));
+    }
+    const DeviceEventIdx idx = trace.launches[k];
     const DeviceEvent& e = trace[idx];
     if (!is_launch_name(e.name, compat)) continue;
     auto [first, inserted] =
@@ -145,7 +151,12 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
     }
   }
 
-  for (DeviceEventIdx idx : trace.gpu_ops) {
+  for (size_t k = 0; k < trace.gpu_ops.size(); ++k) {
+    if (k + kAhead < trace.gpu_ops.size()) {
+      launch_by_correlation.prefetch(
+          static_cast<uint64_t>(trace[trace.gpu_ops[k + kAhead]].correlation));
+    }
+    const DeviceEventIdx idx = trace.gpu_ops[k];
     const DeviceEvent& g = trace[idx];
     if (compat == Compat::kChakra && g.cat == DeviceCategory::kGpuMemset) {
       ++out.skipped_memsets;
