@@ -837,7 +837,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder
         const LinkedDeviceFacts::Timing& e = device.host_op[i];
         set_timing(n, e.dur, op.exclusive, e.ts, op);
       }
-      const auto& sync = linked.sync_deps[i];
+      const std::span<const uint64_t> sync = linked.sync_deps[i];
       if (!sync.empty()) {
         begin_sync(n);
         t.sync_dep_ids.insert(t.sync_dep_ids.end(), sync.begin(), sync.end());

@@ -116,7 +116,7 @@ class Writer {
         const DeviceEvent& e = dev_[op.device_event];
         append_timing(e.dur, op.exclusive, e.ts, op);
       }
-      const auto& sync = linked_.sync_deps[i];
+      const std::span<const uint64_t> sync = linked_.sync_deps[i];
       if (!sync.empty()) {
         buf_.append(",\"sync_dep\":[");
         for (size_t k = 0; k < sync.size(); ++k) {

@@ -124,15 +124,17 @@ void add_sync_dependencies(const LinkInputs& in, LinkedTrace& out) {
   }
   std::sort(host_waits.begin(), host_waits.end());
   std::vector<DeviceEventIdx> targets;
+  std::vector<uint64_t> ids;
   for (size_t i = 0; i < host_waits.size();) {
     uint32_t h = host_waits[i].first;
     targets.clear();
     for (; i < host_waits.size() && host_waits[i].first == h; ++i)
       targets.push_back(host_waits[i].second);
     keep_last_per_stream(in.device, targets);
-    auto& ids = out.sync_deps[h];
+    ids.clear();
     for (DeviceEventIdx t : targets) ids.push_back(nodes.find(t)->id);
     std::sort(ids.begin(), ids.end());
+    out.sync_deps.add(h, ids);  // h ascending (host_waits is sorted)
     summary.host_deps += ids.size();
   }
 
@@ -201,7 +203,6 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
   LinkedTrace out;
   out.stats = std::move(stats);
   out.ops.resize(nodes.size());
-  out.sync_deps.resize(nodes.size());
 
   // GPU ops grouped by launching CPU event, in the trace order of gpu_ops ((ts, file order)): the
   // ops of event e are gpu_of_cpu[gpu_begin[e] .. gpu_begin[e + 1]).

@@ -2,7 +2,9 @@
 // attached to them, and the new (ET+) ids. Writers read only this and the two input traces.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "stages/trace_model.h"
@@ -49,13 +51,38 @@ struct SyncSummary {
   uint64_t dropped_unlinked_waiter = 0;  // waiting op not written as a node
 };
 
+// The sync dependencies of the host ops that waited (a few in a trace): lists by host op, kept
+// only for the ops that have one (a std::vector per host op took 24 bytes of every op).
+class HostSyncDeps {
+ public:
+  // The ids host op `op` waits on, ascending; empty for most ops.
+  std::span<const uint64_t> operator[](uint32_t op) const {
+    auto it = std::lower_bound(op_.begin(), op_.end(), op);
+    if (it == op_.end() || *it != op) return {};
+    const size_t k = static_cast<size_t>(it - op_.begin());
+    return std::span<const uint64_t>(ids_).subspan(begin_[k], begin_[k + 1] - begin_[k]);
+  }
+  // Sets host op `op`'s list. Ops come in ascending order, each once.
+  void add(uint32_t op, std::span<const uint64_t> ids) {
+    op_.push_back(op);
+    ids_.insert(ids_.end(), ids.begin(), ids.end());
+    begin_.push_back(static_cast<uint32_t>(ids_.size()));
+  }
+  size_t ids() const { return ids_.size(); }
+
+ private:
+  std::vector<uint32_t> op_;           // ascending
+  std::vector<uint32_t> begin_ = {0};  // op_[k]'s ids: ids_[begin_[k] .. begin_[k + 1])
+  std::vector<uint64_t> ids_;
+};
+
 struct LinkedTrace {
   std::vector<LinkedHostOp> ops;           // by HostNodeIdx
   std::vector<DeviceEventIdx> gpu_events;  // grouped by host op, each group in ts order
   // Synchronization dependencies (stages/sync_dependencies.h): by host op, the ids of the GPU
   // nodes it waits on, ascending. Every id is a written GPU node that ended before the host op
   // started. Empty in Chakra mode.
-  std::vector<std::vector<uint64_t>> sync_deps;
+  HostSyncDeps sync_deps;
   // GPU nodes waiting on GPU nodes of other streams, sorted; same guarantees. Empty in Chakra mode.
   std::vector<GpuSyncDep> gpu_sync_deps;
   SyncSummary sync;
