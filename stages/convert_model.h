@@ -268,10 +268,8 @@ struct ChakraNodeRecord {
   enum Flags : uint8_t {
     kHasStart = 1,        // start_time_micros is set (default mode only)
     kHasStream = 2,       // the "stream" attr is written
-    kThreadRoot = 4,      // a thread root: the dependency walk starts from it
-    kInterThreadDep = 8,  // the node has an inter_thread_dep
-    kSyncDeps = 16,       // the node has sync deps
-    kStreamOrdered = 32,  // a GPU node with a stream and a start time (chained per stream)
+    kInterThreadDep = 4,  // the node has an inter_thread_dep
+    kStreamOrdered = 8,   // a GPU node with a stream and a start time (chained per stream)
   };
 
   uint32_t source = kNoNode;  // the EtPlusNode it comes from

@@ -71,12 +71,12 @@ void prepare_walk_facts(const ConvertOptions& options, size_t n, ConversionGraph
 void note_walk_facts(const EtPlusTrace& t, const ConvertOptions& options, uint32_t index,
                      ChakraNodeRecord& rec, ConversionGraph& graph) {
   const EtPlusNode& node = t.nodes[index];
-  if (is_thread_root_name(node.name)) rec.set(ChakraNodeRecord::kThreadRoot);
+  if (is_thread_root_name(node.name)) graph.thread_roots.push_back(index);
   if (node.inter_thread_dep != 0) {
     rec.set(ChakraNodeRecord::kInterThreadDep);
     graph.inter_thread_dep[index] = t.index_of(node.inter_thread_dep);
   }
-  if (node.sync_dep_count != 0) rec.set(ChakraNodeRecord::kSyncDeps);
+  if (node.sync_dep_count != 0) graph.with_sync.push_back(index);
   if (options.compat != Compat::kDefault) return;
   if (node.has_ts) graph.start[index] = node.ts;
   if (node.kind == OpKind::kGpu && node.stream_given && node.has_stream && node.has_ts) {
@@ -90,10 +90,7 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
   const size_t n = t.nodes.size();
   // The records carry what the walks ask of their nodes (ChakraNodeRecord::Flags): the walks
   // read a node only for the few fields they use, and only where a flag says it has them.
-  std::vector<uint32_t> roots;
-  for (const ChakraNodeRecord& r : graph.records) {
-    if (r.has(ChakraNodeRecord::kThreadRoot)) roots.push_back(r.source);
-  }
+  std::vector<uint32_t> roots = graph.thread_roots;
   roots.insert(roots.end(), graph.extra_roots.begin(), graph.extra_roots.end());
 
   // Chakra's convert_ctrl_dep_to_data_dep, once per root with fresh state. `visited` holds the
@@ -155,9 +152,10 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
   };
 
   // Sync dependencies: the node waited for these GPU ops (trace_link's sync_dep).
-  for (ChakraNodeRecord& rec : graph.records) {
-    if (!rec.has(ChakraNodeRecord::kSyncDeps) || !reached[rec.source]) continue;
-    const EtPlusNode& node = t.nodes[rec.source];
+  for (uint32_t i : graph.with_sync) {
+    if (!reached[i]) continue;
+    ChakraNodeRecord& rec = *graph.record_of(i);
+    const EtPlusNode& node = t.nodes[i];
     const uint64_t* ids = t.sync_deps(node);
     for (uint32_t k = 0; k < node.sync_dep_count; ++k) {
       const uint32_t dep = t.index_of(ids[k]);
@@ -180,7 +178,7 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
   using GpuKey = ConversionGraph::StreamKey;
   std::vector<GpuKey>& keys = graph.stream_keys;
   std::erase_if(keys, [&reached](const GpuKey& k) { return !reached[k.index]; });
-  std::sort(keys.begin(), keys.end(), [](const GpuKey& x, const GpuKey& y) {
+  std::stable_sort(keys.begin(), keys.end(), [](const GpuKey& x, const GpuKey& y) {
     if (x.device != y.device) return x.device < y.device;
     if (x.stream != y.stream) return x.stream < y.stream;
     if (x.ts != y.ts) return x.ts < y.ts;

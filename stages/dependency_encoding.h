@@ -52,6 +52,8 @@ struct ConversionGraph {
     uint32_t index;
   };
   std::vector<StreamKey> stream_keys;  // default mode: the kStreamOrdered nodes
+  std::vector<uint32_t> thread_roots;  // the thread roots, in conversion order
+  std::vector<uint32_t> with_sync;     // the nodes with sync deps, in conversion order
 
   ChakraNodeRecord* record_of(uint32_t index) {
     return slot[index] == kNoNode ? nullptr : &records[slot[index]];
