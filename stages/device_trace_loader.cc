@@ -385,6 +385,9 @@ class DeviceParser {
         case DeviceCategory::kGpuMemset:
           t_.gpu_ops.push_back({i});
           break;
+        case DeviceCategory::kOther:
+          if (!e.args.empty() && e.has(kHasCorrelation)) t_.other_with_args.push_back({i});
+          break;
         default:
           break;
       }

@@ -224,12 +224,11 @@ class SyncResolver {
     }
     // cuda_sync records by correlation, and event records by correlation (only when needed).
     od::parser parser;
-    for (uint32_t i = 0; i < trace.events.size(); ++i) {
-      const DeviceEvent& e = trace.events[i];
-      if (e.cat != DeviceCategory::kOther || e.args.empty() || !e.has(kHasCorrelation)) continue;
+    for (DeviceEventIdx i : trace.other_with_args) {  // not a pass over every event
+      const DeviceEvent& e = trace[i];
       auto r = parse_sync_record(parser, trace.text, trace.args_raw(e));
       if (!r) continue;
-      r->event = DeviceEventIdx{i};
+      r->event = i;
       records_.try_emplace(e.correlation, *r);
     }
     if (!records_.empty()) {

@@ -159,9 +159,12 @@ struct DeviceTrace {
   std::vector<DeviceEventIdx> cpu_ops;   // cpu_op / user_annotation, ProfilerStep excluded
   std::vector<DeviceEventIdx> launches;  // cuda_runtime / cuda_driver events (all of them)
   std::vector<DeviceEventIdx> gpu_ops;   // kernel / gpu_memcpy / gpu_memset
-  bool has_rf_ids = false;               // some cpu op carries "Record function id"
-  uint64_t invalid_utf8_bytes = 0;       // replaced by '?' while loading
-  size_t parse_windows = 0;  // traceEvents read in this many windows (0: the whole document)
+  // Events of other categories with "args" and a correlation, in file order: the candidates for
+  // cuda_sync records (stages/sync_dependencies.h), a few in a trace.
+  std::vector<DeviceEventIdx> other_with_args;
+  bool has_rf_ids = false;          // some cpu op carries "Record function id"
+  uint64_t invalid_utf8_bytes = 0;  // replaced by '?' while loading
+  size_t parse_windows = 0;         // traceEvents read in this many windows (0: the whole document)
 
   const DeviceEvent& operator[](DeviceEventIdx i) const { return events[i.value]; }
   std::string_view name_raw(const DeviceEvent& e) const { return in_event(e, e.name_literal); }
