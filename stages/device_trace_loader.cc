@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_map>
 
 #include "stages/file_io.h"
 #include "stages/json_util.h"
@@ -405,6 +406,35 @@ class DeviceParser {
     sort_by_ts(t_.cpu_ops);
     sort_by_ts(t_.launches);
     sort_by_ts(t_.gpu_ops);
+    group_cpu_ops_by_thread();
+  }
+
+  void group_cpu_ops_by_thread() {
+    std::vector<uint32_t> thread_of(t_.cpu_ops.size());
+    std::vector<uint32_t> count;
+    std::unordered_map<int64_t, uint32_t> slot;
+    // Ops come in runs of one thread: the last thread's slot saves most lookups.
+    int64_t last_tid = 0;
+    uint32_t last_slot = UINT32_MAX;
+    for (size_t k = 0; k < t_.cpu_ops.size(); ++k) {
+      const int64_t tid = t_[t_.cpu_ops[k]].tid;
+      if (last_slot == UINT32_MAX || tid != last_tid) {
+        auto [it, inserted] = slot.try_emplace(tid, static_cast<uint32_t>(count.size()));
+        if (inserted) count.push_back(0);
+        last_tid = tid;
+        last_slot = it->second;
+      }
+      thread_of[k] = last_slot;
+      ++count[last_slot];
+    }
+    t_.thread_begin.assign(count.size() + 1, 0);
+    for (size_t k = 0; k < count.size(); ++k)
+      t_.thread_begin[k + 1] = t_.thread_begin[k] + count[k];
+    t_.cpu_ops_by_thread.resize(t_.cpu_ops.size());
+    std::vector<uint32_t> fill(t_.thread_begin.begin(), t_.thread_begin.end() - 1);
+    for (size_t k = 0; k < t_.cpu_ops.size(); ++k) {
+      t_.cpu_ops_by_thread[fill[thread_of[k]]++] = t_.cpu_ops[k];
+    }
   }
 
   DeviceTrace& t_;

@@ -159,6 +159,12 @@ struct DeviceTrace {
   std::vector<DeviceEventIdx> cpu_ops;   // cpu_op / user_annotation, ProfilerStep excluded
   std::vector<DeviceEventIdx> launches;  // cuda_runtime / cuda_driver events (all of them)
   std::vector<DeviceEventIdx> gpu_ops;   // kernel / gpu_memcpy / gpu_memset
+  // cpu_ops grouped by thread: the threads in the order their first op comes in cpu_ops, each
+  // thread's ops in cpu_ops order; thread k's are cpu_ops_by_thread[thread_begin[k] ..
+  // thread_begin[k + 1]). Five stages group the ops by thread (cpu_ops_by_thread in
+  // stages/exclusive_durations.h), and each grouping read every op's event.
+  std::vector<DeviceEventIdx> cpu_ops_by_thread;
+  std::vector<uint32_t> thread_begin;
   // Events of other categories with "args" and a correlation, in file order: the candidates for
   // cuda_sync records (stages/sync_dependencies.h), a few in a trace.
   std::vector<DeviceEventIdx> other_with_args;
