@@ -135,7 +135,10 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
     t.by_external_id.reserve(t.ops.size());
     for (uint32_t p = 0; p < t.ops.size(); ++p)
       t.by_external_id.emplace_back(trace[t.ops[p]].external_id, p);
-    std::sort(t.by_external_id.begin(), t.by_external_id.end());
+    // External ids count up with time: usually sorted already.
+    if (!std::is_sorted(t.by_external_id.begin(), t.by_external_id.end())) {
+      std::sort(t.by_external_id.begin(), t.by_external_id.end());
+    }
     t.parent.assign(t.ops.size(), -1);
     // Ops are in ts order; an op's enclosing op is the innermost open op that contains it.
     std::vector<uint32_t> open;

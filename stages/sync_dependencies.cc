@@ -214,8 +214,14 @@ class SyncResolver {
       by_thread_[l.tid].push_back(x);
       devices_.insert(e.device);
     }
-    for (auto& [key, ops] : by_stream_) std::sort(ops.begin(), ops.end(), launch_order);
-    for (auto& [tid, ops] : by_thread_) std::sort(ops.begin(), ops.end(), launch_order);
+    // Launches come in ts order: usually sorted already.
+    auto sort = [](std::vector<Launched>& ops) {
+      if (!std::is_sorted(ops.begin(), ops.end(), launch_order)) {
+        std::sort(ops.begin(), ops.end(), launch_order);
+      }
+    };
+    for (auto& [key, ops] : by_stream_) sort(ops);
+    for (auto& [tid, ops] : by_thread_) sort(ops);
     for (auto& ops : cpu_ops_by_thread(trace)) {
       ThreadOps& t = cpu_by_thread_[trace[ops.front()].tid];
       t.ts.reserve(ops.size());
