@@ -190,7 +190,7 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
   if (n.kind != OpKind::kGpu) return;
 
   const EtPlusNode* parent = n.parent != kNoNode ? &t_.nodes[n.parent] : nullptr;
-  std::string_view pg_name = n.pg_name;
+  std::string_view pg_name = t_.pg_name(n);
   // Every name below contains "nccl": one scan rules the four out for the other kernels.
   const bool nccl = contains(n.name, "nccl");
   const bool sendrecv = nccl && (contains(n.name, "ncclDevKernel_SendRecv") ||
@@ -212,7 +212,7 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
             fmt::format("node {}", n.id));
       }
       // Chakra copies the record_param_comms' pg_name onto the kernel (a side effect of typing).
-      if (!parent->pg_name.empty()) pg_name = parent->pg_name;
+      if (!t_.pg_name(*parent).empty()) pg_name = t_.pg_name(*parent);
     }
     if (contains(keyword, "send")) {
       type = ChakraNodeType::kCommSend;
@@ -244,7 +244,7 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
     if (!coll && parent != nullptr) {
       // The kernel name says nothing: ask the launching op (record_param_comms' collective_name,
       // the op's name, or the op above record_param_comms).
-      std::string_view candidates[3] = {parent->collective_name, parent->name, {}};
+      std::string_view candidates[3] = {t_.collective_name(*parent), parent->name, {}};
       if (parent->name == "record_param_comms" && parent->parent != kNoNode) {
         candidates[2] = t_.nodes[parent->parent].name;
       }

@@ -83,9 +83,11 @@ struct EtPlusNode {
   uint64_t byte_offset = 0;  // of the node object in the input (decompressed)
 
   std::string_view name;
-  std::string_view pg_name;  // node-level pg_name, or the pg_name attr
   std::string_view op_schema;
-  std::string_view collective_name;  // the attr of record_param_comms (schema 1.1.0+), if any
+  // The node's pg_name and collective_name, if it has either (EtPlusTrace::pg_name and
+  // collective_name): an index into EtPlusTrace::comm_names, kNoNode if none. A few nodes in a
+  // thousand have them.
+  uint32_t comm_names = kNoNode;
 
   // The parent after resolution (index into EtPlusTrace::nodes); kNoNode when it is missing, or
   // is the node itself (the process root).
@@ -114,7 +116,7 @@ struct EtPlusNode {
   bool op_schema_repaired : 1 = false;  // op_schema was not valid UTF-8 (bytes replaced)
   bool pg_name_repaired : 1 = false;    // so was pg_name
 };
-static_assert(sizeof(EtPlusNode) <= 256, "EtPlusNode grew: keep its fields ordered by size");
+static_assert(sizeof(EtPlusNode) <= 224, "EtPlusNode grew: keep its fields ordered by size");
 
 struct EtPlusMetadata {
   std::optional<std::string> schema;
@@ -122,6 +124,12 @@ struct EtPlusMetadata {
   std::optional<std::string> time;
   std::optional<uint64_t> start_ts;
   std::optional<uint64_t> finish_ts;
+};
+
+// A node's communication strings (EtPlusNode::comm_names).
+struct CommNames {
+  std::string_view pg_name;          // node-level pg_name, or the pg_name attr
+  std::string_view collective_name;  // the attr of record_param_comms (schema 1.1.0+), if any
 };
 
 struct EtPlusTrace {
@@ -132,6 +140,7 @@ struct EtPlusTrace {
   std::vector<EtPlusNode> nodes;     // sorted by id (host->nodes order)
   std::vector<uint32_t> file_order;  // indices of nodes in the order of the input file
   std::vector<uint64_t> sync_dep_ids;
+  std::vector<CommNames> comm_names;     // EtPlusNode::comm_names
   std::deque<std::string> arena;         // unescaped strings that differ from their raw text
   std::deque<std::string> device_arena;  // GPU names and pg_names (read_linked_nodes)
   // Schema 1.0.1 ET+ written by Chakra: `parent` held pre-renumbering ids and was mapped back.
@@ -140,6 +149,21 @@ struct EtPlusTrace {
 
   // Index of the node with this id, or kNoNode.
   uint32_t index_of(uint64_t id) const;
+  std::string_view pg_name(const EtPlusNode& n) const {
+    return n.comm_names == kNoNode ? std::string_view() : comm_names[n.comm_names].pg_name;
+  }
+  std::string_view collective_name(const EtPlusNode& n) const {
+    return n.comm_names == kNoNode ? std::string_view() : comm_names[n.comm_names].collective_name;
+  }
+  // Sets the node's communication strings (a new entry: entries are not shared).
+  void set_comm_names(EtPlusNode& n, std::string_view pg_name, std::string_view collective_name) {
+    if (pg_name.empty() && collective_name.empty()) {
+      n.comm_names = kNoNode;
+      return;
+    }
+    n.comm_names = static_cast<uint32_t>(comm_names.size());
+    comm_names.push_back({pg_name, collective_name});
+  }
   // The raw JSON of one of the node's IOInfo lists; empty if it was missing.
   std::string_view raw_io(const EtPlusNode& n, IoField f) const;
   const uint64_t* sync_deps(const EtPlusNode& n) const {

@@ -130,6 +130,7 @@ class NodeReader final : public HostFieldVisitor {
     static_assert(std::is_trivially_destructible_v<EtPlusNode>);
     std::construct_at(&cur_);
     for (std::string_view& raw : raw_io_) raw = {};
+    pg_name_ = {};
     ctrl_deps_.reset();
     parent_.reset();
     attrs_ = AttrValues();
@@ -140,6 +141,7 @@ class NodeReader final : public HostFieldVisitor {
     drop_node();
     t_.nodes.clear();
     t_.sync_dep_ids.clear();
+    t_.comm_names.clear();
     t_.arena.clear();
     t_.stats = stats_at_start_;
     sync_deps_at_node_start_ = 0;
@@ -275,7 +277,7 @@ class NodeReader final : public HostFieldVisitor {
       if (is_null(v)) return Status();
       std::string_view str;
       if (!read_string(v, &str)) return bad("is not a string");
-      n.pg_name = str;
+      pg_name_ = str;
     } else if (json::equals(key, "rf_id") || json::equals(key, "fw_parent") ||
                json::equals(key, "seq_id") || json::equals(key, "scope") ||
                json::equals(key, "tid") || json::equals(key, "fw_tid")) {
@@ -309,9 +311,8 @@ class NodeReader final : public HostFieldVisitor {
     n.tid = attrs_.tid.value_or(0);
     n.fw_tid = attrs_.fw_tid.value_or(0);
     n.op_schema = attrs_.op_schema.value_or(std::string_view());
-    if (attrs_.pg_name) n.pg_name = *attrs_.pg_name;
+    if (attrs_.pg_name) pg_name_ = *attrs_.pg_name;
     n.pg_name_from_attr = attrs_.pg_name.has_value();
-    if (attrs_.collective_name) n.collective_name = *attrs_.collective_name;
     // The strings written to the .et. One that lies in the node's text, as written (no escape),
     // is valid: the loader's parse checked that text (or repaired it); only an unescaped copy
     // (which an escaped lone surrogate makes invalid) needs the check.
@@ -325,9 +326,9 @@ class NodeReader final : public HostFieldVisitor {
     const std::string_view op_schema = n.op_schema;
     n.op_schema = checked(n.op_schema);
     n.op_schema_repaired = n.op_schema.data() != op_schema.data();
-    const std::string_view pg_name = n.pg_name;
-    n.pg_name = checked(n.pg_name);
-    n.pg_name_repaired = n.pg_name.data() != pg_name.data();
+    const std::string_view pg_name = checked(pg_name_);
+    n.pg_name_repaired = pg_name.data() != pg_name_.data();
+    t_.set_comm_names(n, pg_name, attrs_.collective_name.value_or(std::string_view()));
 
     if (n.name.find("process_group:init") != std::string_view::npos) {
       n.kind = OpKind::kMetadata;
@@ -501,6 +502,7 @@ class NodeReader final : public HostFieldVisitor {
   // The node being read.
   EtPlusNode cur_;
   std::string_view raw_io_[kIoFieldCount];
+  std::string_view pg_name_;  // the node-level pg_name, until end_node
   std::optional<uint64_t> ctrl_deps_, parent_;
   AttrValues attrs_;
   bool has_cat_ = false;
@@ -868,7 +870,9 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder
         n.has_stream = false;
       }
       if (!n.pg_name_from_attr && !g.pg_name.empty()) {
-        n.pg_name = g.pg_name_utf8 ? g.pg_name : valid_utf8(g.pg_name, t.arena, t.stats, where);
+        t.set_comm_names(
+            n, g.pg_name_utf8 ? g.pg_name : valid_utf8(g.pg_name, t.arena, t.stats, where),
+            t.collective_name(n));
       } else if (n.pg_name_repaired) {
         t.stats.add(std::string(kNotUtf8), where());
       }
