@@ -161,9 +161,10 @@ class Writer {
           append_int(g.stream);
         else
           buf_.append("null");
-        if (!g.pg_name.empty() && g.name.find("ncclDevKernel") != std::string_view::npos) {
+        if (const std::string_view pg_name = dev_.pg_name(g);
+            !pg_name.empty() && g.name.find("ncclDevKernel") != std::string_view::npos) {
           buf_.append(",\"pg_name\":");
-          json::append_escaped(buf_, g.pg_name);
+          json::append_escaped(buf_, pg_name);
         }
         // GPU-to-GPU sync dependencies (sorted by position, so one cursor serves all nodes).
         const auto& gpu_sync = linked_.gpu_sync_deps;

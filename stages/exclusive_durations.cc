@@ -67,7 +67,7 @@ void sweep_thread(const DeviceTrace& trace, std::vector<DeviceEventIdx> ops, Com
 
 void sort_in_nesting_order(const DeviceTrace& trace, std::vector<DeviceEventIdx>& ops) {
   // The keys are copied out of the events, so that the sort does not wander over them (a trace
-  // holds millions of events of 136 bytes).
+  // holds millions of events of 120 bytes).
   struct NestKey {
     TimeNs ts, end;
     DeviceEventIdx idx;

@@ -133,13 +133,16 @@ struct DeviceEvent {
   int64_t stream = 0;
   int64_t device = 0;
   uint64_t rf_id = 0;
-  std::string_view name;     // unescaped
-  std::string_view pg_name;  // args["Process Group Name"], unescaped; empty if absent
+  std::string_view name;  // unescaped
   uint64_t byte_offset = 0;
   // Relative to byte_offset (DeviceTrace::name_raw and args_raw give the text): the name's JSON
   // string literal as in the file (with quotes), and the raw JSON of "args" (empty if absent).
   Span name_literal;
   Span args;
+  // args["Process Group Name"] (unescaped), if any: an index into DeviceTrace::pg_names
+  // (DeviceTrace::pg_name gives it), kNoPgName if absent. A few events in a hundred have one.
+  static constexpr uint32_t kNoPgName = UINT32_MAX;
+  uint32_t pg_name = kNoPgName;
   uint16_t flags = 0;
   DeviceCategory cat = DeviceCategory::kOther;
   char ph = 0;
@@ -147,14 +150,15 @@ struct DeviceEvent {
   bool has(DeviceEventFlags f) const { return (flags & f) != 0; }
   TimeNs end() const { return ts + dur; }
 };
-static_assert(sizeof(DeviceEvent) <= 136, "DeviceEvent grew: a trace holds millions of them");
+static_assert(sizeof(DeviceEvent) <= 120, "DeviceEvent grew: a trace holds millions of them");
 
 struct DeviceTrace {
   std::string path;
   InputText text;  // decompressed file content (owns every view)
   std::deque<std::string> arena;
-  std::vector<DeviceEvent> events;  // in file order, ac2g flow events left out
-  uint64_t flow_events = 0;         // ac2g events read (checked, not kept)
+  std::vector<DeviceEvent> events;         // in file order, ac2g flow events left out
+  std::vector<std::string_view> pg_names;  // DeviceEvent::pg_name
+  uint64_t flow_events = 0;                // ac2g events read (checked, not kept)
   // Indices of events by role, each sorted by (ts, file order).
   std::vector<DeviceEventIdx> cpu_ops;   // cpu_op / user_annotation, ProfilerStep excluded
   std::vector<DeviceEventIdx> launches;  // cuda_runtime / cuda_driver events (all of them)
@@ -173,6 +177,10 @@ struct DeviceTrace {
   size_t parse_windows = 0;         // traceEvents read in this many windows (0: the whole document)
 
   const DeviceEvent& operator[](DeviceEventIdx i) const { return events[i.value]; }
+  // The event's args["Process Group Name"], unescaped; empty if absent.
+  std::string_view pg_name(const DeviceEvent& e) const {
+    return e.pg_name == DeviceEvent::kNoPgName ? std::string_view() : pg_names[e.pg_name];
+  }
   std::string_view name_raw(const DeviceEvent& e) const { return in_event(e, e.name_literal); }
   std::string_view args_raw(const DeviceEvent& e) const { return in_event(e, e.args); }
 

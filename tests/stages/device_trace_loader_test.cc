@@ -119,7 +119,7 @@ void expect_same_trace(const DeviceTrace& whole, const DeviceTrace& windowed,
     EXPECT_EQ(a.name, b.name) << where;
     EXPECT_EQ(whole.name_raw(a), windowed.name_raw(b)) << where;
     EXPECT_EQ(whole.args_raw(a), windowed.args_raw(b)) << where;
-    EXPECT_EQ(a.pg_name, b.pg_name) << where;
+    EXPECT_EQ(whole.pg_name(a), windowed.pg_name(b)) << where;
     EXPECT_EQ(a.byte_offset, b.byte_offset) << where;
     EXPECT_EQ(a.flags, b.flags) << where;
     EXPECT_EQ(a.cat, b.cat) << where;
