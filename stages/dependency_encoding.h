@@ -41,7 +41,7 @@ struct ConversionGraph {
   std::vector<uint32_t> extra_roots;
 
   // What the walks ask of the converted nodes, copied out by note_walk_facts as each node is
-  // converted: by the walks, the nodes' cache lines (264 bytes a node) are long gone.
+  // converted: by the walks, the nodes' cache lines (224 bytes a node) are long gone.
   std::vector<uint32_t> inter_thread_dep;  // by node index: its inter_thread_dep's index, or
                                            // kNoNode (none, or no such node)
   std::vector<double> start;               // by node index, default mode: ts, -inf if none
