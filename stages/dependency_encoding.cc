@@ -18,40 +18,36 @@ void add_dep(ChakraNodeRecord& record, uint32_t dep) {
   }
 }
 
+// The (start time, index) key of a node: nodes without a start time first, then by id.
+using StartKey = std::pair<double, uint32_t>;
+StartKey start_key(const ConversionGraph& graph, uint32_t i) {
+  return {graph.start[i], i};
+}
+
 // A rank per node that every data dependency respects (rank[dep] < rank[node]): a topological
 // order of the Chakra edges (Kahn's algorithm) that, among the nodes ready at each step, takes the
-// one that started first (nodes without a start time first, then by id). Edges added against this
-// order could close a cycle and are skipped; edges along it cannot. Following start times makes
-// the order agree with the GPU streams and sync waits even where ids do not (a kernel launched
-// later from another thread may run earlier). Nodes on a cycle get no rank (UINT32_MAX); the cycle
-// check reports them.
+// one that started first (the smallest start_key). Edges added against this order could close a
+// cycle and are skipped; edges along it cannot. Following start times makes the order agree with
+// the GPU streams and sync waits even where ids do not (a kernel launched later from another
+// thread may run earlier). Nodes on a cycle get no rank (UINT32_MAX); the cycle check reports
+// them.
+//
+// Nearly always every dependency's key is below its node's (a node starts after what it waits
+// for). Then the algorithm takes the nodes in key order (the next node in that order is ready,
+// and no ready node has a smaller key): the keys themselves are the order, and this returns an
+// empty vector (no queue, no dependents lists, no ranks to store).
 std::vector<uint32_t> dependency_ranks(const ConversionGraph& graph, size_t n) {
-  std::vector<uint32_t> rank(n, UINT32_MAX);
-  // The start times, copied out of the nodes as they were converted: the queue's keys come from
-  // all over the trace.
-  const std::vector<double>& start = graph.start;
-  using Key = std::pair<double, uint32_t>;  // (start time, index)
-  auto key = [&](uint32_t i) { return Key(start[i], i); };
-
-  // Nearly always, every dependency's key is below its node's (a node starts after what it waits
-  // for). Then the algorithm below takes the nodes in key order (the next node in that order is
-  // ready, and no ready node has a smaller key), and sorting the keys gives the same ranks
-  // without the queue and the dependents lists.
   bool forward = true;
   for (const ChakraNodeRecord& r : graph.records) {
-    const Key k = key(r.source);
-    for (uint32_t d : r.data_deps) forward &= key(d) < k;
+    const StartKey k = start_key(graph, r.source);
+    for (uint32_t d : r.data_deps) forward &= start_key(graph, d) < k;
     if (!forward) break;
   }
-  if (forward) {
-    std::vector<Key> keys;
-    keys.reserve(graph.records.size());
-    for (const ChakraNodeRecord& r : graph.records) keys.push_back(key(r.source));
-    std::sort(keys.begin(), keys.end());  // the keys are distinct (indices)
-    for (uint32_t k = 0; k < keys.size(); ++k) rank[keys[k].second] = k;
-    return rank;
-  }
+  if (forward) return {};
 
+  std::vector<uint32_t> rank(n, UINT32_MAX);
+  using Key = StartKey;
+  auto key = [&](uint32_t i) { return start_key(graph, i); };
   std::vector<uint32_t> indegree(n, 0), dependent_begin(n + 1, 0), dependents;
   for (const ChakraNodeRecord& r : graph.records) {
     indegree[r.source] = static_cast<uint32_t>(r.data_deps.size());
@@ -168,6 +164,7 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
 
   const std::vector<uint32_t> rank = dependency_ranks(graph, n);
   auto can_depend = [&](uint32_t node, uint32_t dep) {
+    if (rank.empty()) return start_key(graph, dep) < start_key(graph, node);  // the key order
     return rank[dep] != UINT32_MAX && rank[node] != UINT32_MAX && rank[dep] < rank[node];
   };
 
