@@ -287,13 +287,12 @@ struct CommAttrs {
 // One node of the Chakra output: 64 bytes (a conversion holds one per node, and the dependency
 // walks read them in turn).
 struct ChakraNodeRecord {
-  // What the conversion knew of the node when it made the record, so that the walks need not
-  // read the node again.
+  // Which optional fields are set, and whether the node has an inter_thread_dep (the walk then
+  // reads its index from ConversionGraph::inter_thread_dep).
   enum Flags : uint8_t {
     kHasStart = 1,        // start_time_micros is set (default mode only)
     kHasStream = 2,       // the "stream" attr is written
     kInterThreadDep = 4,  // the node has an inter_thread_dep
-    kStreamOrdered = 8,   // a GPU node with a stream and a start time (chained per stream)
   };
 
   uint32_t source = kNoNode;  // the EtPlusNode it comes from

@@ -96,7 +96,6 @@ void note_walk_facts(const EtPlusTrace& t, const ConvertOptions& options, uint32
   if (options.compat != Compat::kDefault) return;
   if (node.has_ts) graph.start[index] = node.ts;
   if (node.kind == OpKind::kGpu && node.stream_given && node.has_stream && node.has_ts) {
-    rec.set(ChakraNodeRecord::kStreamOrdered);
     graph.stream_keys.push_back({node.device, node.stream, node.ts, index});
   }
 }
@@ -104,8 +103,8 @@ void note_walk_facts(const EtPlusTrace& t, const ConvertOptions& options, uint32
 void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
                          ConversionGraph& graph, LinkStats& stats, DependencyStats* out) {
   const size_t n = t.nodes.size();
-  // The records carry what the walks ask of their nodes (ChakraNodeRecord::Flags): the walks
-  // read a node only for the few fields they use, and only where a flag says it has them.
+  // What the walks ask of the nodes was copied out as they were converted (note_walk_facts): the
+  // walks read a node only for a message.
   std::vector<uint32_t> roots = graph.thread_roots;
   roots.insert(roots.end(), graph.extra_roots.begin(), graph.extra_roots.end());
 

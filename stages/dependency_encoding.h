@@ -51,7 +51,7 @@ struct ConversionGraph {
     double ts;
     uint32_t index;
   };
-  std::vector<StreamKey> stream_keys;  // default mode: the kStreamOrdered nodes
+  std::vector<StreamKey> stream_keys;  // default mode: GPU nodes with a stream and a start time
   std::vector<uint32_t> thread_roots;  // the thread roots, in conversion order
   std::vector<uint32_t> with_sync;     // the nodes with sync deps, in conversion order
 
@@ -62,7 +62,7 @@ struct ConversionGraph {
 
 // Sizes the arrays note_walk_facts fills, for a trace of `n` nodes.
 void prepare_walk_facts(const ConvertOptions& options, size_t n, ConversionGraph& graph);
-// Sets record's walk flags (ChakraNodeRecord::Flags) and graph's dense arrays for node `index`.
+// Sets record's kInterThreadDep flag and graph's dense arrays for node `index`.
 // Once per converted node, before encode_dependencies.
 void note_walk_facts(const EtPlusTrace& trace, const ConvertOptions& options, uint32_t index,
                      ChakraNodeRecord& record, ConversionGraph& graph);
