@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <unordered_map>
 
 namespace chakraflow {
 namespace {
@@ -86,28 +85,12 @@ void sort_in_nesting_order(const DeviceTrace& trace, std::vector<DeviceEventIdx>
 }
 
 std::vector<std::vector<DeviceEventIdx>> cpu_ops_by_thread(const DeviceTrace& trace) {
+  // The loader grouped them (DeviceTrace::cpu_ops_by_thread, thread_begin).
   std::vector<std::vector<DeviceEventIdx>> threads;
-  if (trace.thread_begin.size() >= 2 || trace.cpu_ops.empty()) {  // grouped by the loader
-    const auto& ops = trace.cpu_ops_by_thread;
-    for (size_t k = 0; k + 1 < trace.thread_begin.size(); ++k) {
-      threads.emplace_back(ops.begin() + trace.thread_begin[k],
-                           ops.begin() + trace.thread_begin[k + 1]);
-    }
-    return threads;
-  }
-  std::unordered_map<int64_t, size_t> slot;
-  // Ops come in runs of one thread: the last thread's slot saves most lookups.
-  int64_t last_tid = 0;
-  size_t last_slot = SIZE_MAX;
-  for (DeviceEventIdx idx : trace.cpu_ops) {
-    const int64_t tid = trace[idx].tid;
-    if (last_slot == SIZE_MAX || tid != last_tid) {
-      auto [it, inserted] = slot.try_emplace(tid, threads.size());
-      if (inserted) threads.emplace_back();
-      last_tid = tid;
-      last_slot = it->second;
-    }
-    threads[last_slot].push_back(idx);
+  const auto& ops = trace.cpu_ops_by_thread;
+  for (size_t k = 0; k + 1 < trace.thread_begin.size(); ++k) {
+    threads.emplace_back(ops.begin() + trace.thread_begin[k],
+                         ops.begin() + trace.thread_begin[k + 1]);
   }
   return threads;
 }

@@ -24,7 +24,8 @@ struct ExclusiveDurations {
 
 ExclusiveDurations compute_exclusive_durations(const DeviceTrace& trace, Compat compat);
 
-// CPU ops of each thread, in (ts, file order), threads in order of first appearance. Shared by the
+// CPU ops of each thread, in (ts, file order), threads in order of first appearance: the device
+// loader's grouping (DeviceTrace::cpu_ops_by_thread), as one vector per thread. Shared by the
 // per-thread stages.
 std::vector<std::vector<DeviceEventIdx>> cpu_ops_by_thread(const DeviceTrace& trace);
 

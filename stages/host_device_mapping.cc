@@ -57,7 +57,7 @@ HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Com
   map.host_of.assign(device.events.size(), HostNodeIdx{});
   // rf_id -> CPU event; the last in ts order wins, as in Chakra's dict comprehension.
   KeyIndex by_rf_id(device.cpu_ops.size());
-  constexpr size_t kAhead = 8;  // lookups a key's table line is asked for ahead of (prefetch)
+  constexpr size_t kAhead = 8;  // how many keys ahead a lookup's table line is prefetched
   for (size_t k = 0; k < device.cpu_ops.size(); ++k) {
     if (k + kAhead < device.cpu_ops.size()) {
       by_rf_id.prefetch(device[device.cpu_ops[k + kAhead]].rf_id);

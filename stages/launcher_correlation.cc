@@ -104,7 +104,7 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
 
   // correlation -> launch event (the first one wins; later duplicates are counted).
   KeyIndex launch_by_correlation(trace.launches.size());
-  constexpr size_t kAhead = 8;  // lookups a key's table line is asked for ahead of (prefetch)
+  constexpr size_t kAhead = 8;  // how many keys ahead a lookup's table line is prefetched
   for (size_t k = 0; k < trace.launches.size(); ++k) {
     if (k + kAhead < trace.launches.size()) {
       launch_by_correlation.prefetch(
