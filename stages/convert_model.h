@@ -155,7 +155,8 @@ struct EtPlusTrace {
   std::string_view collective_name(const EtPlusNode& n) const {
     return n.comm_names == kNoNode ? std::string_view() : comm_names[n.comm_names].collective_name;
   }
-  // Sets the node's communication strings (a new entry: entries are not shared).
+  // Sets the node's communication strings in a new entry (a GPU node shares its host node's entry
+  // until it gets its own: the host node's is not changed).
   void set_comm_names(EtPlusNode& n, std::string_view pg_name, std::string_view collective_name) {
     if (pg_name.empty() && collective_name.empty()) {
       n.comm_names = kNoNode;
