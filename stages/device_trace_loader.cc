@@ -159,7 +159,8 @@ class DeviceParser {
     Status read = parse_event(doc, obj, index, e);
     if (!read.ok() || e.cat == DeviceCategory::kAc2g) {
       if (read.ok()) ++t_.flow_events;  // checked, counted, not kept: no stage reads them
-      if (e.pg_name != DeviceEvent::kNoPgName) t_.pg_names.pop_back();  // the last one is its
+      // Its process group name, if any, is the last one in the side table.
+      if (e.pg_name != DeviceEvent::kNoPgName) t_.pg_names.pop_back();
       t_.events.pop_back();
     }
     return read;

@@ -68,7 +68,6 @@ class HostSyncDeps {
     ids_.insert(ids_.end(), ids.begin(), ids.end());
     begin_.push_back(static_cast<uint32_t>(ids_.size()));
   }
-  size_t ids() const { return ids_.size(); }
 
  private:
   std::vector<uint32_t> op_;           // ascending
