@@ -81,6 +81,9 @@ void prepare_walk_facts(const ConvertOptions& options, size_t n, ConversionGraph
   graph.inter_thread_dep.assign(n, kNoNode);
   if (options.compat == Compat::kDefault) {
     graph.start.assign(n, -std::numeric_limits<double>::infinity());
+    // At most one key per node. Reserved, not touched: the vector no longer grows by doubling,
+    // each step into fresh memory (twice its final size in all).
+    graph.stream_keys.reserve(n);
   }
 }
 

@@ -18,7 +18,17 @@ GapDependencies compute_gap_dependencies(const DeviceTrace& trace, TimeNs thresh
   std::unordered_map<int64_t, uint32_t> thread_rank;
   for (uint32_t r = 0; r < threads.size(); ++r) thread_rank[trace[threads[r].front()].tid] = r;
   std::vector<uint32_t> rank_of(all.size());
-  for (size_t i = 0; i < all.size(); ++i) rank_of[i] = thread_rank[trace[all[i]].tid];
+  // Runs of ops share a thread: the last thread's rank is kept to spare the hash lookups.
+  int64_t last_tid = 0;
+  uint32_t last_rank = UINT32_MAX;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const int64_t tid = trace[all[i]].tid;
+    if (last_rank == UINT32_MAX || tid != last_tid) {
+      last_tid = tid;
+      last_rank = thread_rank[tid];
+    }
+    rank_of[i] = last_rank;
+  }
   // prev_other[i]: the largest j < i whose thread differs from thread of i, or -1.
   std::vector<int64_t> prev_other(all.size(), -1);
   for (size_t i = 1; i < all.size(); ++i) {

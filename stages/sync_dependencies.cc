@@ -204,15 +204,33 @@ class SyncResolver {
  public:
   SyncResolver(const DeviceTrace& trace, const LauncherLinks& launchers, LinkStats& stats)
       : trace_(trace), stats_(stats) {
+    // A few streams, threads and devices: each is looked up once per run of ops on the same one
+    // (the groups' vectors stay where they are as the containers grow).
+    std::vector<Launched>* stream_ops = nullptr;
+    std::vector<Launched>* thread_ops = nullptr;
+    StreamKey last_stream{};
+    int64_t last_tid = 0, last_device = 0;
     for (DeviceEventIdx g : launchers.gpu_ops) {
       DeviceEventIdx launch = launchers.launch_of[g.value];
       if (!launch.valid()) continue;  // never a node; nothing can be said about its order
       const DeviceEvent& l = trace[launch];
       const DeviceEvent& e = trace[g];
       Launched x{l.ts, l.end(), l.tid, launch.value, g, e.ts};
-      by_stream_[stream_of(e)].push_back(x);
-      by_thread_[l.tid].push_back(x);
-      devices_.insert(e.device);
+      const StreamKey key = stream_of(e);
+      if (stream_ops == nullptr || key != last_stream) {
+        stream_ops = &by_stream_[key];
+        last_stream = key;
+      }
+      if (thread_ops == nullptr || l.tid != last_tid) {
+        thread_ops = &by_thread_[l.tid];
+        last_tid = l.tid;
+      }
+      stream_ops->push_back(x);
+      thread_ops->push_back(x);
+      if (devices_.empty() || e.device != last_device) {
+        devices_.insert(e.device);
+        last_device = e.device;
+      }
     }
     // Launches come in ts order: usually sorted already.
     auto sort = [](std::vector<Launched>& ops) {
