@@ -104,17 +104,18 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
 
   // correlation -> launch event (the first one wins; later duplicates are counted).
   KeyIndex launch_by_correlation(trace.launches.size());
-  constexpr size_t kAhead = 8;  // how many keys ahead a lookup's table line is prefetched
-  // The events themselves are asked for twice as far ahead: the key is read from them.
-  auto prefetch_event = [&trace](const std::vector<DeviceEventIdx>& order, size_t k) {
-    if (k < order.size()) __builtin_prefetch(&trace[order[k]].correlation);
+  // Before the lookup of order[k]'s correlation: the table line of the key kAhead further, and
+  // the event twice as far ahead (the key is read from it).
+  constexpr size_t kAhead = 8;
+  auto prefetch_ahead = [&](const std::vector<DeviceEventIdx>& order, size_t k) {
+    if (k + 2 * kAhead < order.size())
+      __builtin_prefetch(&trace[order[k + 2 * kAhead]].correlation);
+    if (k + kAhead < order.size()) {
+      launch_by_correlation.prefetch(static_cast<uint64_t>(trace[order[k + kAhead]].correlation));
+    }
   };
   for (size_t k = 0; k < trace.launches.size(); ++k) {
-    prefetch_event(trace.launches, k + 2 * kAhead);
-    if (k + kAhead < trace.launches.size()) {
-      launch_by_correlation.prefetch(
-          static_cast<uint64_t>(trace[trace.launches[k + kAhead]].correlation));
-    }
+    prefetch_ahead(trace.launches, k);
     const DeviceEventIdx idx = trace.launches[k];
     const DeviceEvent& e = trace[idx];
     if (!is_launch_name(e.name, compat)) continue;
@@ -160,11 +161,7 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
   }
 
   for (size_t k = 0; k < trace.gpu_ops.size(); ++k) {
-    prefetch_event(trace.gpu_ops, k + 2 * kAhead);
-    if (k + kAhead < trace.gpu_ops.size()) {
-      launch_by_correlation.prefetch(
-          static_cast<uint64_t>(trace[trace.gpu_ops[k + kAhead]].correlation));
-    }
+    prefetch_ahead(trace.gpu_ops, k);
     const DeviceEventIdx idx = trace.gpu_ops[k];
     const DeviceEvent& g = trace[idx];
     if (compat == Compat::kChakra && g.cat == DeviceCategory::kGpuMemset) {
