@@ -9,7 +9,8 @@
 # MB/s is computed from CPU time (the fastest of at least 10 runs, taken in rounds over all the
 # scales: SCALING_ROUNDS, default 10), which a busy machine inflates less than wall time; wall
 # time is recorded too. On the CI VM a slow stretch (1.3 to 2x) can last the 2 minutes of 5
-# rounds at 1 GB; 10 rounds take about 4. The inputs of every scale stay on disk until the end (about 3.5 GB at 100).
+# rounds; 10 rounds of scales 1, 10 and 100 take about 2.5 minutes on a calm VM. The inputs of
+# every scale stay on disk until the end (about 3.5 GB at 100).
 # MB are 10^6 bytes, for the input and for RSS alike.
 set -euo pipefail
 cd "$(dirname "$0")/.."
