@@ -73,6 +73,21 @@ StatusOr<int64_t> Args::get_int(const std::string& name, int64_t fallback) const
   return out;
 }
 
+StatusOr<int64_t> Args::get_int_in(const std::string& name, int64_t fallback, int64_t lo,
+                                   int64_t hi) const {
+  CF_ASSIGN_OR_RETURN(int64_t v, get_int(name, fallback));
+  if (v < lo || v > hi) {
+    return Status::errorf("option '--{}': {} is out of range (between {} and {})", name, v, lo, hi);
+  }
+  return v;
+}
+
+StatusOr<std::optional<std::string>> Args::get_path(const std::string& name) const {
+  auto v = get(name);
+  if (v && v->empty()) return Status::errorf("option '--{}': the file name is empty", name);
+  return v;
+}
+
 StatusOr<double> Args::get_double(const std::string& name, double fallback) const {
   auto v = get(name);
   if (!v) return fallback;

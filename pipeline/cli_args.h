@@ -2,6 +2,7 @@
 // Unknown flags are errors that name the flag. Not thread-safe; used once per process.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <set>
@@ -11,6 +12,9 @@
 #include "stages/status.h"
 
 namespace chakraflow::cli {
+
+// --threads N: 0 (all cores) to this, as `run: threads:` in a configuration.
+inline constexpr int64_t kMaxThreads = 4096;
 
 struct FlagSpec {
   std::string name;  // without dashes; aliases share one canonical name
@@ -28,6 +32,11 @@ class Args {
   std::optional<std::string> get(const std::string& name) const;
   std::string get_or(const std::string& name, const std::string& fallback) const;
   StatusOr<int64_t> get_int(const std::string& name, int64_t fallback) const;
+  // get_int, and an error naming the range when the value is outside [lo, hi].
+  StatusOr<int64_t> get_int_in(const std::string& name, int64_t fallback, int64_t lo,
+                               int64_t hi) const;
+  // The value of a flag that names a file: an error when it is given but empty (--output "").
+  StatusOr<std::optional<std::string>> get_path(const std::string& name) const;
   StatusOr<double> get_double(const std::string& name, double fallback) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
 

@@ -9,6 +9,7 @@
 
 #include "pipeline/cli_args.h"
 #include "pipeline/commands.h"
+#include "stages/file_io.h"
 #include "stages/jsonizer.h"
 #include "stages/pytorch_converter.h"
 
@@ -95,6 +96,13 @@ class Command {
       if (!args_.has(required)) missing.push_back(std::string("--") + required);
     }
     if (!missing.empty()) return usage_error(fmt::format("missing {}", fmt::join(missing, ", ")));
+    for (const char* flag : {"input", "output"}) {
+      if (auto path = args_.get_path(flag); !path.ok()) return usage_error(path.status().message());
+    }
+    if (Status s = check_output_is_not_input(*args_.get("output"), {*args_.get("input")});
+        !s.ok()) {
+      return usage_error(s.message());
+    }
     return std::nullopt;
   }
 
@@ -205,6 +213,12 @@ int run_jsonize_command(int argc, char** argv, int first) {
   const auto start = std::chrono::steady_clock::now();
   JsonizeReport report;
   if (Status s = jsonize_file(input, output, options, &report); !s.ok()) return cmd.failure(s);
+  if (report.metadata_missing) {
+    // Counted like the feeder's note, printed even with --quiet: the output lacks a part.
+    cmd.note(fmt::format("{}: 1 x the file has no GlobalMetadata record (every record written as "
+                         "a node; no \"globalMetadata\" in the output)",
+                         input));
+  }
   if (!args.has("quiet")) {
     std::fprintf(stderr, "chakraflow jsonize: %s -> %s: %llu nodes, %.1f MB in %.3f s\n",
                  input.c_str(), output.c_str(), static_cast<unsigned long long>(report.nodes),

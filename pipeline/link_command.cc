@@ -9,6 +9,7 @@
 #include "pipeline/cli_args.h"
 #include "pipeline/commands.h"
 #include "pipeline/link_graph.h"
+#include "stages/file_io.h"
 
 namespace chakraflow {
 namespace {
@@ -75,13 +76,20 @@ int run_link_command(int argc, char** argv, int first) {
     return 2;
   }
   LinkJob job;
-  job.host_path = *args.get("chakra-host-trace");
-  job.device_path = *args.get("chakra-device-trace");
-  job.output_path = *args.get("output-file");
   auto fail_usage = [](const Status& s) {
     std::fprintf(stderr, "chakraflow link: %s\n", s.message().c_str());
     return 2;
   };
+  for (const char* flag : {"chakra-host-trace", "chakra-device-trace", "output-file"}) {
+    if (auto path = args.get_path(flag); !path.ok()) return fail_usage(path.status());
+  }
+  job.host_path = *args.get("chakra-host-trace");
+  job.device_path = *args.get("chakra-device-trace");
+  job.output_path = *args.get("output-file");
+  if (Status s = check_output_is_not_input(job.output_path, {job.host_path, job.device_path});
+      !s.ok()) {
+    return fail_usage(s);
+  }
   auto rank = args.get_int("rank", -1);
   if (!rank.ok()) return fail_usage(rank.status());
   job.options.rank = static_cast<int>(*rank);
@@ -122,7 +130,7 @@ int run_link_command(int argc, char** argv, int first) {
   job.options.min_match_rate = *min_rate / 100.0;
   auto level = parse_log_level(args.get_or("log-level", "INFO"));
   if (!level.ok()) return fail_usage(level.status());
-  auto threads = args.get_int("threads", 0);
+  auto threads = args.get_int_in("threads", 0, 0, cli::kMaxThreads);
   if (!threads.ok()) return fail_usage(threads.status());
   std::unique_ptr<oneapi::tbb::global_control> limit;
   if (*threads > 0) {

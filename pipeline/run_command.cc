@@ -243,7 +243,7 @@ uint64_t simulation_window(uint64_t budget, uint64_t et_bytes, size_t ranks, uin
 }
 
 // The simulate stage over every rank's .et; returns the exit code.
-int simulate_all(const RunConfig& cfg, bool quiet) {
+int simulate_all(const RunConfig& cfg, const SimConfig& sim_config, bool quiet) {
   SimOptions sim_options;
   uint64_t et_bytes = 0;
   for (int rank : cfg.ranks) {
@@ -263,14 +263,7 @@ int simulate_all(const RunConfig& cfg, bool quiet) {
     std::fprintf(stderr, "simulate: %zu ranks, feeder window %llu nodes per rank\n",
                  cfg.ranks.size(), static_cast<unsigned long long>(sim_options.feeder.window));
   }
-  if (!cfg.simulate_config.empty()) {
-    auto sim_config = load_sim_config(cfg.simulate_config);
-    if (!sim_config.ok()) {
-      std::fprintf(stderr, "chakraflow run: %s\n", sim_config.status().message().c_str());
-      return 1;
-    }
-    sim_options.config = *sim_config;
-  }
+  sim_options.config = sim_config;
   std::vector<std::string> et_paths;
   for (int rank : cfg.ranks) et_paths.push_back(cfg.et_path(rank));
   auto sim = Simulation::open(et_paths, sim_options);
@@ -297,6 +290,33 @@ int simulate_all(const RunConfig& cfg, bool quiet) {
   return 0;
 }
 
+// No output of the run may replace one of its inputs (a template that points the ET+ at the host
+// traces, a summary written over the configuration).
+Status check_outputs(const RunConfig& cfg) {
+  const bool convert = cfg.has(RunStage::kConvert);
+  const bool keep_et_plus = cfg.keep_et_plus || !convert;
+  std::vector<std::string> every_input = {cfg.path};
+  if (!cfg.simulate_config.empty()) every_input.push_back(cfg.simulate_config);
+  for (int rank : cfg.ranks) {
+    const std::vector<std::string> inputs = {cfg.host_path(rank), cfg.device_path(rank), cfg.path};
+    for (const std::string& output : {convert ? cfg.et_path(rank) : std::string(),
+                                      keep_et_plus ? cfg.et_plus_path(rank) : std::string()}) {
+      if (Status s = check_output_is_not_input(output, inputs); !s.ok()) {
+        return s.with_context(fmt::format("rank {}", rank));
+      }
+    }
+    every_input.push_back(inputs[0]);
+    every_input.push_back(inputs[1]);
+  }
+  const std::string summary = cfg.summary_path();
+  const std::string simulation =
+      fs::path(summary).replace_filename("simulation.json").string();
+  for (const std::string& output : {summary, simulation}) {
+    CF_RETURN_IF_ERROR(check_output_is_not_input(output, every_input));
+  }
+  return Status();
+}
+
 }  // namespace
 
 int run_run_command(int argc, char** argv, int first) {
@@ -317,6 +337,21 @@ int run_run_command(int argc, char** argv, int first) {
     return 2;
   }
   if (Status s = discover_ranks(*cfg); !s.ok()) {
+    std::fprintf(stderr, "chakraflow run: %s\n", s.message().c_str());
+    return 2;
+  }
+  // The whole configuration is checked before any work: the simulator's configuration too.
+  SimConfig sim_config;
+  if (!cfg->simulate_config.empty()) {
+    auto loaded = load_sim_config(cfg->simulate_config);
+    if (!loaded.ok()) {
+      std::fprintf(stderr, "chakraflow run: %s: simulate.config: %s\n", cfg->path.c_str(),
+                   loaded.status().message().c_str());
+      return 2;
+    }
+    sim_config = *loaded;
+  }
+  if (Status s = check_outputs(*cfg); !s.ok()) {
     std::fprintf(stderr, "chakraflow run: %s\n", s.message().c_str());
     return 2;
   }
@@ -350,11 +385,28 @@ int run_run_command(int argc, char** argv, int first) {
         oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(cfg->threads));
   }
   std::error_code ec;
-  fs::create_directories(fs::path(cfg->et_path(0)).parent_path(), ec);
   const bool convert = cfg->has(RunStage::kConvert);
   const bool keep_et_plus = cfg->keep_et_plus || !convert;
   const bool in_memory = convert && cfg->link.format == OutputFormat::kChakra;
-  if (keep_et_plus) fs::create_directories(fs::path(cfg->et_plus_path(0)).parent_path(), ec);
+  {
+    std::vector<std::string> dirs = {fs::path(cfg->summary_path()).parent_path().string()};
+    if (convert) dirs.push_back(fs::path(cfg->et_path(0)).parent_path().string());
+    if (keep_et_plus) dirs.push_back(fs::path(cfg->et_plus_path(0)).parent_path().string());
+    for (const std::string& dir : dirs) {
+      if (dir.empty()) continue;
+      fs::create_directories(dir, ec);
+      if (ec) {
+        std::fprintf(stderr, "chakraflow run: %s: cannot create the output directory: %s\n",
+                     dir.c_str(), ec.message().c_str());
+        return 2;
+      }
+    }
+  }
+  // What a killed earlier run left beside this run's outputs (skipped ranks' too).
+  for (int rank : cfg->ranks) {
+    if (convert) remove_stale_temps(cfg->et_path(rank));
+    if (keep_et_plus) remove_stale_temps(cfg->et_plus_path(rank));
+  }
 
   // The memory each rank will need: loaded texts, their parse, the ET+ and the converter's
   // model, about 4x the JSON text. Every process computes the same costs and the same split.
@@ -371,6 +423,7 @@ int run_run_command(int argc, char** argv, int first) {
   // This process's ranks to run (and ranks --resume skips).
   std::vector<RankRecord> records;
   std::vector<LinkJob> jobs;
+  std::vector<RemoveOnSignal> intermediate_guards;  // the legacy layout's ET+ between the stages
   std::vector<size_t> record_of_job;
   for (size_t i = 0; i < cfg->ranks.size(); ++i) {
     if (owner[i] != world.process()) continue;
@@ -391,9 +444,9 @@ int run_run_command(int argc, char** argv, int first) {
     // The chakra layout is converted in memory (no ET+ written unless kept); the legacy layout
     // through a temporary ET+ file.
     job.output_path = keep_et_plus ? cfg->et_plus_path(rank)
-                      : in_memory
-                          ? std::string()
-                          : fmt::format("{}.et_plus.tmp.{}.json", cfg->et_path(rank), ::getpid());
+                      : in_memory ? std::string()
+                                  : make_temp_path(cfg->et_path(rank));
+    if (!keep_et_plus && !in_memory) intermediate_guards.emplace_back(job.output_path);
     job.options = cfg->link;
     job.options.rank = rank;
     jobs.push_back(job);
@@ -544,7 +597,7 @@ int run_run_command(int argc, char** argv, int first) {
       return 1;
     }
     // All ranks at once, after the last one is converted.
-    return simulate_all(*cfg, quiet);
+    return simulate_all(*cfg, sim_config, quiet);
   };
   int code = world.process() == 0 ? finish() : 0;
   return world.broadcast(code);

@@ -194,8 +194,12 @@ StatusOr<std::vector<int>> parse_rank_list(const std::string& text) {
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
+  // A rank named twice is a mistake in the list (two ranges that overlap), not something to drop
+  // silently.
   std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+  if (auto dup = std::adjacent_find(ranks.begin(), ranks.end()); dup != ranks.end()) {
+    return Status::errorf("rank {} is listed twice in '{}'", *dup, text);
+  }
   return ranks;
 }
 
@@ -264,7 +268,9 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
     if (r.IsSequence()) {
       for (const auto& item : r) {
         CF_ASSIGN_OR_RETURN(int64_t v, c.integer(item, "ranks[]", 0, INT32_MAX));
-        ranks.insert(static_cast<int>(v));
+        if (!ranks.insert(static_cast<int>(v)).second) {
+          return c.at(item, fmt::format("rank {} is listed twice", v));
+        }
       }
     } else if (r.IsScalar()) {
       auto list = parse_rank_list(r.as<std::string>());

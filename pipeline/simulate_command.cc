@@ -59,8 +59,11 @@ int run_simulate_command(int argc, char** argv, int first) {
   if (!ranks.ok()) return usage_error(ranks.status().message());
   if (*ranks <= 0 || *ranks > (1 << 20))
     return usage_error("--ranks must be between 1 and 1048576");
-  auto threads = args.get_int("threads", 0);
+  auto threads = args.get_int_in("threads", 0, 0, cli::kMaxThreads);
   if (!threads.ok()) return usage_error(threads.status().message());
+  for (const char* flag : {"traces", "config", "timeline", "report-json"}) {
+    if (auto path = args.get_path(flag); !path.ok()) return usage_error(path.status().message());
+  }
   auto window = args.get_int("window", int64_t{1} << 20);
   if (!window.ok()) return usage_error(window.status().message());
   if (*window <= 0) return usage_error("--window must be at least 1");
@@ -90,6 +93,15 @@ int run_simulate_command(int argc, char** argv, int first) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<std::string> paths =
       expand_trace_paths(*args.get("traces"), static_cast<uint32_t>(*ranks));
+  // The outputs replace no input (a trace, the configuration).
+  std::vector<std::string> inputs = paths;
+  if (auto config_path = args.get("config")) inputs.push_back(*config_path);
+  for (const auto& output : {timeline, report_path}) {
+    if (!output) continue;
+    if (Status s = check_output_is_not_input(*output, inputs); !s.ok()) {
+      return usage_error(s.message());
+    }
+  }
   auto sim = Simulation::open(paths, options);
   if (!sim.ok()) return fail(sim.status());
   Status ran = (*sim)->run();

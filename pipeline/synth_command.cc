@@ -64,7 +64,9 @@ int run_synth_command(int argc, char** argv, int first) {
     std::filesystem::create_directories(dir, ec);
     auto host = OutputFile::open((dir / ("host_et" + ext)).string());
     auto device = OutputFile::open((dir / ("kineto" + ext)).string());
-    Status status = !host.ok() ? host.status() : device.status();
+    Status status = ec ? Status::errorf("{}: cannot create the directory: {}", dir.string(),
+                                        ec.message())
+                       : !host.ok() ? host.status() : device.status();
     if (status.ok()) {
       synthesize_rank(
           opt, rank, [&](std::string_view b) { host->write(b); },

@@ -59,6 +59,10 @@ int run_tile_command(int argc, char** argv, int first) {
     return error(Status::errorf("{}: cannot create the output directory: {}", out_dir.string(),
                                 ec.message()));
   }
+  for (const std::string& name : {"host_et" + ext, "kineto" + ext}) {
+    Status s = check_output_is_not_input((out_dir / name).string(), {host_path, device_path});
+    if (!s.ok()) return usage_error(s.message());
+  }
   auto host_out = OutputFile::open((out_dir / ("host_et" + ext)).string());
   if (!host_out.ok()) return error(host_out.status());
   auto device_out = OutputFile::open((out_dir / ("kineto" + ext)).string());

@@ -72,6 +72,7 @@ class DeviceParser {
       // Not a text the windows can read, or a bad one: the whole document's parse reports it.
       t_.events.clear();
       t_.pg_names.clear();
+      t_.load_stats = LinkStats();
       t_.flow_events = 0;
       t_.arena.clear();
     }
@@ -82,15 +83,23 @@ class DeviceParser {
       return fail(doc, err, "cannot parse JSON");
     }
     od::object root;
+    // A cut-off file fails here at byte 0: parse_*_text restates it at the end of the input.
     if ((err = doc.get_object().get(root))) return fail(doc, err, "top level is not a JSON object");
     bool saw_events = false;
+    uint64_t events_key_at = 0;
     for (auto field_result : root) {
       od::field field;
       if ((err = std::move(field_result).get(field)))
         return fail(doc, err, "invalid top-level field");
       std::string_view key_literal = json::string_literal(field.key().raw(), end());
       if (key_literal != kEventsKey) continue;  // deviceProperties etc. are skipped
+      const uint64_t key_at = json::offset_in(text_, key_literal.data());
+      if (saw_events) {
+        return Status::errorf("{}: byte {}: top-level key {} appears twice (first at byte {})",
+                              t_.path, key_at, kEventsKey, events_key_at);
+      }
       saw_events = true;
+      events_key_at = key_at;
       od::value events_value = field.value();
       const char* at = nullptr;
       if (events_value.current_location().get(at) == simdjson::SUCCESS) {
@@ -156,7 +165,21 @@ class DeviceParser {
     // Read where it stays (a copy of 120 bytes per event saved); taken back unless it is kept.
     DeviceEvent& e = t_.events.emplace_back();
     e.byte_offset = last_offset_;
+    has_ph_ = false;
+    quoted_id_ = {};
     Status read = parse_event(doc, obj, index, e);
+    if (read.ok() && e.cat != DeviceCategory::kOther) {
+      // Counted once the event is read whole (a window's cut element is read again).
+      if (!has_ph_) {
+        t_.load_stats.add("device event without \"ph\" (read as a complete event)",
+                          fmt::format("traceEvents[{}] at byte {}", index, e.byte_offset));
+      }
+      if (!quoted_id_.empty()) {
+        t_.load_stats.add(
+            "device event id given as a JSON string (read as its number)",
+            fmt::format("traceEvents[{}] at byte {}: \"{}\"", index, e.byte_offset, quoted_id_));
+      }
+    }
     if (!read.ok() || e.cat == DeviceCategory::kAc2g) {
       if (read.ok()) ++t_.flow_events;  // checked, counted, not kept: no stage reads them
       // Its process group name, if any, is the last one in the side table.
@@ -179,6 +202,9 @@ class DeviceParser {
                           simdjson::error_message(err), hint);
   }
   uint64_t last_offset_ = 0;
+  // Of the event being read: whether it has "ph"; the first linking id given as a string.
+  bool has_ph_ = false;
+  std::string_view quoted_id_;
 
   Status event_error(const DeviceEvent& e, size_t index, std::string_view what) {
     return Status::errorf("{}: byte {}: traceEvents[{}]: {}", t_.path, e.byte_offset, index, what);
@@ -209,8 +235,9 @@ class DeviceParser {
     return Status();
   }
 
-  // Integer-like id fields: numbers, integral doubles, or strings.
-  bool read_id(od::value& v, int64_t* out) {
+  // Integer-like id fields: numbers, integral doubles, or strings (`quoted` is then set to the
+  // string).
+  bool read_id(od::value& v, int64_t* out, std::string_view* quoted = nullptr) {
     od::json_type type;
     if (v.type().get(type)) return false;
     if (type == od::json_type::number) {
@@ -226,6 +253,7 @@ class DeviceParser {
       std::string_view s;
       if (v.get_string().get(s)) return false;
       *out = id_from_text(s);
+      if (quoted != nullptr && quoted->empty()) *quoted = s;
       return true;
     }
     return false;
@@ -264,6 +292,7 @@ class DeviceParser {
         std::string_view lit, s;
         CF_RETURN_IF_ERROR(read_literal(v, e, index, "ph", &lit, &s));
         e.ph = s.empty() ? 0 : s[0];
+        has_ph_ = !s.empty();
       } else if (json::equals(key, "cat")) {
         std::string_view lit;
         CF_RETURN_IF_ERROR(read_literal(v, e, index, "cat", &lit, &cat));
@@ -311,6 +340,15 @@ class DeviceParser {
       return event_error(e, index, "\"ts\", \"dur\" or their sum is beyond ±2^62 ns (146 years)");
     }
     e.cat = classify_category(cat);
+    // A negative duration, or a negative start of an op (a time before the trace's epoch), would
+    // be carried into ET+ and lost from the .et (whose times are unsigned): the trace is corrupt.
+    if (e.dur < 0) {
+      return event_error(e, index, fmt::format("\"dur\" is negative ({} ns)", e.dur));
+    }
+    if (e.ts < 0 && e.cat != DeviceCategory::kOther) {
+      return event_error(e, index,
+                         fmt::format("\"{}\" event with a negative \"ts\" ({} ns)", cat, e.ts));
+    }
     // Only metadata events ("ph": "M") come without a time; an op without one cannot be ordered.
     if (!has_ts && e.cat != DeviceCategory::kOther) {
       return event_error(e, index, fmt::format("\"{}\" event without \"ts\"", cat));
@@ -329,13 +367,14 @@ class DeviceParser {
       const std::string_view key = json::raw_key(field);
       od::value& v = field.value();
       int64_t id = 0;
+      // The ids that link events to each other: a string is read, and counted.
       if (json::equals(key, "External id")) {
-        if (read_id(v, &id)) {
+        if (read_id(v, &id, &quoted_id_)) {
           e.external_id = id;
           e.flags |= kHasExternalId;
         }
       } else if (json::equals(key, "correlation")) {
-        if (read_id(v, &id)) {
+        if (read_id(v, &id, &quoted_id_)) {
           e.correlation = id;
           e.flags |= kHasCorrelation;
         }
@@ -353,7 +392,7 @@ class DeviceParser {
           e.flags |= kHasDevice;
         }
       } else if (json::equals(key, "Record function id")) {
-        if (read_id(v, &id) && id > 0) {
+        if (read_id(v, &id, &quoted_id_) && id > 0) {
           e.rf_id = static_cast<uint64_t>(id);
           e.flags |= kHasRfId;
         }
@@ -483,7 +522,8 @@ StatusOr<DeviceTrace> parse_device_text(std::string path, InputText text, size_t
   DeviceTrace trace;
   trace.path = std::move(path);
   trace.text = std::move(text);
-  CF_RETURN_IF_ERROR(DeviceParser(trace, window_bytes).parse());
+  CF_RETURN_IF_ERROR(
+      json::explain_truncation(DeviceParser(trace, window_bytes).parse(), trace.path, trace.text));
   return trace;
 }
 

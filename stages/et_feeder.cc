@@ -5,6 +5,7 @@
 #endif
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <limits>
@@ -318,22 +319,6 @@ struct IssuedAfter {
   }
 };
 
-// A GlobalMetadata has only fields 1 (version) and 2 (attr), both length-delimited. A first
-// record with anything else is a Node: the file has no metadata record.
-bool looks_like_node(std::string_view record) {
-  auto p = reinterpret_cast<const uint8_t*>(record.data());
-  const uint8_t* end = p + record.size();
-  while (p < end) {
-    uint64_t tag;
-    if (!read_varint(p, end, &tag)) return false;
-    auto field = static_cast<uint32_t>(tag >> 3);
-    auto wt = static_cast<uint32_t>(tag & 7);
-    if ((field != 1 && field != 2) || wt != kLen) return true;
-    if (!skip_field(p, end, wt, field)) return false;
-  }
-  return false;
-}
-
 }  // namespace
 
 // -----------------------------------------------------------------------------------------------
@@ -384,6 +369,12 @@ Status scan_node(std::string_view raw, NodeHeader* header, std::vector<NodeId>* 
           header->id = v;
           break;
         case 3:
+          // A type the schema does not know would be fed as if it were one (the simulator takes
+          // it for a compute node): not a trace this schema describes.
+          if (v > static_cast<uint64_t>(INT32_MAX) ||
+              !ChakraProtoMsg::NodeType_IsValid(static_cast<int>(v))) {
+            return fail(fmt::format("field 3 (type) is {}, not a NodeType of the schema", v));
+          }
           header->type = static_cast<int32_t>(v);
           break;
         case 4:
@@ -854,7 +845,7 @@ StatusOr<std::unique_ptr<EtFeeder>> EtFeeder::open(const std::string& path, Feed
   if (!*got) {
     impl->eof = true;
     impl->stats.metadata_missing = true;
-  } else if (looks_like_node(record)) {
+  } else if (first_record_is_node(record)) {
     impl->stats.metadata_missing = true;
     impl->first_node.assign(record);
     impl->has_first_node = true;

@@ -22,6 +22,30 @@ gzFile as_gz(void* p) {
 
 }  // namespace
 
+bool first_record_is_node(std::string_view record) {
+  auto p = reinterpret_cast<const uint8_t*>(record.data());
+  const uint8_t* const end = p + record.size();
+  auto varint = [&](uint64_t* out) {
+    *out = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p == end) return false;
+      const uint8_t b = *p++;
+      *out |= static_cast<uint64_t>(b & 0x7F) << shift;
+      if ((b & 0x80) == 0) return true;
+    }
+    return false;
+  };
+  while (p < end) {
+    uint64_t tag = 0, length = 0;
+    if (!varint(&tag)) return false;
+    const uint64_t field = tag >> 3;
+    if ((field != 1 && field != 2) || (tag & 7) != 2) return true;
+    if (!varint(&length) || length > static_cast<uint64_t>(end - p)) return false;
+    p += length;
+  }
+  return false;
+}
+
 void append_varint(std::string& out, uint64_t value) {
   while (value >= 0x80) {
     out.push_back(static_cast<char>((value & 0x7F) | 0x80));
@@ -47,6 +71,7 @@ EtReader& EtReader::operator=(EtReader&& other) noexcept {
     record_index_ = other.record_index_;
     offset_ = other.offset_;
     max_record_bytes_ = other.max_record_bytes_;
+    empty_in_a_row_ = other.empty_in_a_row_;
   }
   return *this;
 }
@@ -135,6 +160,18 @@ StatusOr<bool> EtReader::next_raw(std::string_view* record) {
   if (avail < used + length) {
     return Status::errorf("{}: record #{} at byte {}: truncated: {} bytes announced, {} left",
                           path_, record_index_, offset_, length, avail - used);
+  }
+  // An empty record is an all-default message (a node with id 0): one is valid, a second in a row
+  // is the same node again. Input that keeps giving them (/dev/zero) would never end.
+  if (length == 0 && record_index_ > 0) {
+    if (++empty_in_a_row_ >= 2) {
+      return Status::errorf(
+          "{}: record #{} at byte {}: a second empty record in a row (an all-default node, id 0, "
+          "again): not a .et trace",
+          path_, record_index_, offset_);
+    }
+  } else {
+    empty_in_a_row_ = 0;
   }
   *record = std::string_view(buf_.data() + buf_pos_ + used, length);
   buf_pos_ += used + length;

@@ -3,7 +3,8 @@
 // A .et file is a sequence of records with no header: a base-128 varint byte length N, then N
 // bytes of a serialized protobuf message. Record 1 is a ChakraProtoMsg.GlobalMetadata, every
 // further record a ChakraProtoMsg.Node. A 0-length record is a valid all-default message (id 0),
-// as Chakra's C++ reader has it (its Python reader stops there instead).
+// as Chakra's C++ reader has it (its Python reader stops there instead); two in a row among the
+// nodes are an error (the same node twice: input such as /dev/zero, which would never end).
 //
 // EtReader streams: it holds one buffer of compressed and one of decompressed input plus the
 // current record, so memory is bounded by the largest record, not the file. gzip'd files are
@@ -69,6 +70,7 @@ class EtReader {
   uint64_t record_index_ = 0;
   uint64_t offset_ = 0;
   uint64_t max_record_bytes_ = 0;
+  int empty_in_a_row_ = 0;  // empty Node records just read
 };
 
 class EtWriter {
@@ -99,6 +101,12 @@ class EtWriter {
   std::string scratch_;
   uint64_t records_ = 0;
 };
+
+// True when the first record of a .et file is a Node, not a GlobalMetadata: the file has no
+// metadata record. A GlobalMetadata has only fields 1 (version) and 2 (attr), both
+// length-delimited; a record with any other field is a Node. Malformed bytes: false (the
+// record's parse reports them).
+bool first_record_is_node(std::string_view record);
 
 // Appends `value` as a base-128 varint.
 void append_varint(std::string& out, uint64_t value);

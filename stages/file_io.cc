@@ -1,15 +1,24 @@
 #include "stages/file_io.h"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <regex>
 
 namespace chakraflow {
 namespace {
@@ -18,12 +27,41 @@ std::string errno_text() {
   return std::strerror(errno);
 }
 
+// What a process may hold in memory of one input: its physical memory (more could never be
+// parsed). An endless stream stops there with an error instead of taking the machine down.
+uint64_t input_memory_bound() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{64} << 30;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+// A text (JSON, YAML) never holds a NUL byte: one in a stream's first bytes (/dev/zero) is not a
+// text, and reading on would never end.
+Status check_text_chunk(const std::string& path, const char* data, size_t n, uint64_t offset,
+                        bool decompressed) {
+  const void* nul = std::memchr(data, 0, n);
+  if (nul == nullptr) return Status();
+  const uint64_t at = offset + static_cast<uint64_t>(static_cast<const char*>(nul) - data);
+  return Status::errorf("{}: {}byte {}: a NUL byte: not a text file (JSON or YAML)", path,
+                        decompressed ? "decompressed " : "", at);
+}
+
+Status too_large(const std::string& path, uint64_t at, bool decompressed) {
+  return Status::errorf(
+      "{}: {}byte {}: the input is larger than this machine's memory ({:.1f} GB): an endless "
+      "stream?",
+      path, decompressed ? "decompressed " : "", at, input_memory_bound() / 1e9);
+}
+
 bool is_gzip(const std::string& bytes) {
   return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
-StatusOr<std::string> gunzip(const std::string& path, const std::string& compressed) {
+StatusOr<std::string> gunzip(const std::string& path, const std::string& compressed,
+                             bool check_text) {
+  const uint64_t bound = input_memory_bound();
   // ISIZE (last 4 bytes) is the size of the last member modulo 2^32: a hint, not a bound. In a
   // truncated or corrupt file it is any 4 bytes; deflate expands at most 1032:1.
   size_t hint = compressed.size() * 4;
@@ -61,6 +99,20 @@ StatusOr<std::string> gunzip(const std::string& path, const std::string& compres
     size_t offered = zs.avail_out;
     rc = inflate(&zs, Z_NO_FLUSH);
     out.resize(old_size + (offered - zs.avail_out));
+    // A stream's content is a text; any input stops at the machine's memory (a small file of
+    // compressed zeros expands 1032:1).
+    if (check_text) {
+      Status text = check_text_chunk(path, out.data() + old_size, out.size() - old_size, old_size,
+                                     true);
+      if (!text.ok()) {
+        inflateEnd(&zs);
+        return text;
+      }
+    }
+    if (out.size() >= bound) {
+      inflateEnd(&zs);
+      return too_large(path, out.size(), true);
+    }
     if (rc == Z_STREAM_END) {
       // Concatenated gzip members are legal: continue with the next one if any input is left.
       size_t left = zs.avail_in + (total - consumed);
@@ -85,16 +137,242 @@ StatusOr<std::string> gunzip(const std::string& path, const std::string& compres
   return out;
 }
 
-std::string make_temp_path(const std::string& path) {
-  static std::atomic<uint64_t> counter{0};
-  return fmt::format("{}.tmp.{}.{}", path, static_cast<long>(::getpid()), counter.fetch_add(1));
+// ---- Temporary files removed on SIGINT / SIGTERM / SIGHUP ----------------------------------
+// Each slot holds a malloc'd path or null. Registration takes a free slot with a CAS; the handler
+// takes every path with an exchange (so that a path is removed, or freed, by one party only) and
+// unlinks it. A slot is released only after its file was renamed or removed, so that the handler
+// sees every temporary file that may exist.
+constexpr int kSignalSlots = 4096;
+std::atomic<char*> g_remove_on_signal[kSignalSlots];
+std::atomic<int> g_slot_hint{0};
+
+extern "C" void cleanup_and_die(int sig) {
+  const int saved = errno;
+  for (auto& slot : g_remove_on_signal) {
+    char* p = slot.exchange(nullptr);
+    if (p != nullptr) ::unlink(p);  // not freed: the process ends now
+  }
+  errno = saved;
+  // SA_RESETHAND restored the default action: the signal, pending while the handler runs, ends
+  // the process once it returns (status 128 + sig for the shell).
+  ::raise(sig);
+}
+
+// ---- Stale temporary files --------------------------------------------------------------------
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// For a directory entry "<target>.tmp.<pid>.<n>" (optionally followed by further
+// ".tmp.<pid>.<n>" parts: the temporary file of a temporary output), the target's name and the
+// first pid; nullopt for any other name.
+std::optional<std::pair<std::string, long>> parse_temp_name(const std::string& name) {
+  static const std::regex kTemp(R"(^(.+?)\.tmp\.([0-9]{1,9})\.[0-9]+(\.tmp\.[0-9]{1,9}\.[0-9]+)*$)");
+  std::smatch m;
+  if (!std::regex_match(name, m, kTemp)) return std::nullopt;
+  return std::make_pair(m[1].str(), std::strtol(m[2].str().c_str(), nullptr, 10));
+}
+
+bool process_is_gone(long pid) {
+  if (pid == static_cast<long>(::getpid())) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+// Per directory (listed once per process): target name -> stale temporary files for it.
+std::mutex g_stale_mutex;
+std::map<std::string, std::multimap<std::string, std::string>> g_stale_by_dir;
+
+// Where a symlink chain ends (the path itself when it is not a symlink). The target need not
+// exist. Relative links are resolved against the link's directory; gives up after 40 links.
+std::string final_target(const std::string& path) {
+  std::string current = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return current;
+    std::string link(static_cast<size_t>(PATH_MAX), '\0');
+    const ssize_t n = ::readlink(current.c_str(), link.data(), link.size());
+    if (n <= 0) return current;
+    link.resize(static_cast<size_t>(n));
+    if (link.front() == '/') {
+      current = link;
+    } else {
+      const std::filesystem::path dir = std::filesystem::path(current).parent_path();
+      current = (dir / link).string();
+    }
+  }
+  return current;
+}
+
+// The descriptor an output names without a file system entry of its own: "-" and /dev/stdout
+// (1), /dev/stderr (2), /dev/fd/N and /proc/self/fd/N (N); -1 for any other path. Writing through
+// it keeps the descriptor's offset and append mode (a shell's `>>`).
+int stream_descriptor(const std::string& path) {
+  if (path == "-" || path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (path.rfind(prefix, 0) == 0 && all_digits(std::string_view(path).substr(prefix.size()))) {
+      return std::atoi(path.c_str() + prefix.size());
+    }
+  }
+  return -1;
 }
 
 }  // namespace
 
+std::string make_temp_path(const std::string& output) {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("{}.tmp.{}.{}", output, static_cast<long>(::getpid()), counter.fetch_add(1));
+}
+
+void install_cleanup_on_signals() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction old {};
+      if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+      struct sigaction sa {};
+      sa.sa_handler = cleanup_and_die;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESETHAND;
+      ::sigaction(sig, &sa, nullptr);
+    }
+  });
+}
+
+RemoveOnSignal::RemoveOnSignal(const std::string& path) {
+  char* copy = ::strdup(path.c_str());
+  if (copy == nullptr) return;
+  const int start = g_slot_hint.load(std::memory_order_relaxed);
+  for (int k = 0; k < kSignalSlots; ++k) {
+    const int i = (start + k) % kSignalSlots;
+    char* expected = nullptr;
+    if (g_remove_on_signal[i].compare_exchange_strong(expected, copy)) {
+      slot_ = i;
+      g_slot_hint.store((i + 1) % kSignalSlots, std::memory_order_relaxed);
+      return;
+    }
+  }
+  std::free(copy);  // 4,096 files open at once: the next run's stale-file sweep removes this one
+}
+
+void RemoveOnSignal::release() {
+  if (slot_ < 0) return;
+  std::free(g_remove_on_signal[slot_].exchange(nullptr));
+  slot_ = -1;
+}
+
+void remove_stale_temps(const std::string& output) {
+  const std::filesystem::path p(output);
+  const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
+  const std::string name = p.filename().string();
+  if (name.empty()) return;
+  std::vector<std::string> stale;
+  {
+    std::lock_guard<std::mutex> lock(g_stale_mutex);
+    auto [it, fresh] = g_stale_by_dir.try_emplace(dir);
+    if (fresh) {
+      if (DIR* d = ::opendir(dir.c_str())) {
+        while (const dirent* e = ::readdir(d)) {
+          const std::string entry = e->d_name;
+          if (entry.find(".tmp.") == std::string::npos) continue;
+          auto parsed = parse_temp_name(entry);
+          if (!parsed || !process_is_gone(parsed->second)) continue;
+          it->second.emplace(parsed->first, entry);
+        }
+        ::closedir(d);
+      }
+    }
+    auto [first, last] = it->second.equal_range(name);
+    for (auto e = first; e != last; ++e) stale.push_back(dir + "/" + e->second);
+    it->second.erase(first, last);
+  }
+  for (const std::string& path : stale) {
+    struct stat st {};
+    // Only regular files: a directory or a FIFO of that name is not one of ours.
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(path.c_str());
+  }
+}
+
+Status check_output_is_not_input(const std::string& output,
+                                 const std::vector<std::string>& inputs) {
+  if (output.empty() || output == "-") return Status();
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0) return Status();  // not there yet
+  // A device or a FIFO may well be read and written (e.g. /dev/null); only files are replaced.
+  if (!S_ISREG(out.st_mode)) return Status();
+  for (const std::string& input : inputs) {
+    struct stat in {};
+    if (input.empty() || ::stat(input.c_str(), &in) != 0) continue;
+    if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+      return Status::errorf(
+          "{}: the output is the input {} (the same file): refusing to overwrite an input", output,
+          input);
+    }
+  }
+  return Status();
+}
+
 bool has_gz_suffix(std::string_view path) {
   return path.size() >= 3 && path.substr(path.size() - 3) == ".gz";
 }
+
+namespace {
+
+// Reads the open file `fd` (whose fstat is `st`) as read_input_file does, and closes it. A FIFO
+// is opened once only: its writer's bytes are gone once the last reader closes it.
+StatusOr<std::string> read_open_file(int fd, const struct stat& st, const std::string& path) {
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return Status::errorf("{}: is a directory, expected a file", path);
+  }
+  // A regular file is read to its size; a pipe, FIFO or device (size 0) to its end, in chunks,
+  // stopping on what no text holds and at the machine's memory.
+  const bool stream = !S_ISREG(st.st_mode);
+  const uint64_t bound = input_memory_bound();
+  std::string bytes;
+  const size_t expected = stream ? size_t{1} << 16 : static_cast<size_t>(st.st_size);
+  bytes.reserve(expected + kInputPadding);
+  bytes.resize(expected);
+  size_t done = 0;
+  while (true) {
+    if (done == bytes.size()) {
+      if (!stream) break;
+      if (bytes.size() >= bound) {
+        ::close(fd);
+        return too_large(path, done, false);
+      }
+      bytes.reserve(std::min<uint64_t>(bytes.size() * 2, bound) + kInputPadding);
+      bytes.resize(std::min<uint64_t>(bytes.size() * 2, bound));
+    }
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      return Status::errorf("{}: read failed at byte {}: {}", path, done, errno_text());
+    }
+    if (n == 0) break;
+    // A gzip'd stream is checked as it is decompressed.
+    const bool compressed = done + static_cast<size_t>(n) >= 2 &&
+                            static_cast<unsigned char>(bytes[0]) == 0x1f &&
+                            static_cast<unsigned char>(bytes[1]) == 0x8b;
+    if (stream && !compressed) {
+      Status text = check_text_chunk(path, bytes.data() + done, static_cast<size_t>(n), done,
+                                     false);
+      if (!text.ok()) {
+        ::close(fd);
+        return text;
+      }
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(done);
+  if (is_gzip(bytes)) return gunzip(path, bytes, stream);
+  return bytes;
+}
+
+}  // namespace
 
 StatusOr<std::string> read_input_file(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -104,28 +382,7 @@ StatusOr<std::string> read_input_file(const std::string& path) {
     ::close(fd);
     return Status::errorf("{}: cannot stat: {}", path, errno_text());
   }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return Status::errorf("{}: is a directory, expected a file", path);
-  }
-  std::string bytes;
-  bytes.reserve(static_cast<size_t>(st.st_size) + kInputPadding);
-  bytes.resize(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      ::close(fd);
-      return Status::errorf("{}: read failed at byte {}: {}", path, done, errno_text());
-    }
-    if (n == 0) break;
-    done += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  bytes.resize(done);
-  if (is_gzip(bytes)) return gunzip(path, bytes);
-  return bytes;
+  return read_open_file(fd, st, path);
 }
 
 InputText::InputText(std::string text) : owned_(std::move(text)) {
@@ -181,10 +438,15 @@ char* InputText::mutable_data() {
 StatusOr<InputText> InputText::read(const std::string& path) {
   constexpr off_t kMapAtLeast = off_t{1} << 20;
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd >= 0) {
-    struct stat st {};
+  if (fd < 0) return Status::errorf("{}: cannot open: {}", path, errno_text());
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return Status::errorf("{}: cannot stat: {}", path, errno_text());
+  }
+  {
     unsigned char magic[2] = {0, 0};
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size >= kMapAtLeast &&
+    if (S_ISREG(st.st_mode) && st.st_size >= kMapAtLeast &&
         ::pread(fd, magic, 2, 0) == 2 && !(magic[0] == 0x1f && magic[1] == 0x8b)) {
       const size_t size = static_cast<size_t>(st.st_size);
       const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
@@ -210,10 +472,10 @@ StatusOr<InputText> InputText::read(const std::string& path) {
         ::munmap(base, len);
       }
     }
-    ::close(fd);
   }
-  // Small, compressed or special files, or mapping failed: read them.
-  CF_ASSIGN_OR_RETURN(std::string bytes, read_input_file(path));
+  // Small, compressed or special files, or mapping failed: read them (through the same
+  // descriptor).
+  CF_ASSIGN_OR_RETURN(std::string bytes, read_open_file(fd, st, path));
   return InputText(std::move(bytes));
 }
 
@@ -230,6 +492,10 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
     discard();
     path_ = std::move(other.path_);
     temp_path_ = std::move(other.temp_path_);
+    target_path_ = std::move(other.target_path_);
+    temp_guard_ = std::move(other.temp_guard_);
+    streaming_ = other.streaming_;
+    open_ = std::exchange(other.open_, false);
     file_ = std::exchange(other.file_, nullptr);
     gz_ = std::exchange(other.gz_, nullptr);
     buffer_ = std::move(other.buffer_);
@@ -247,20 +513,45 @@ StatusOr<OutputFile> OutputFile::open(const std::string& path) {
 }
 
 StatusOr<OutputFile> OutputFile::open(const std::string& path, bool gzip) {
-  if (path.empty()) return Status::error("output path is empty");
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    return Status::errorf("{}: is a directory, expected an output file name", path);
-  }
+  if (path.empty()) return Status::error("the output path is empty");
   OutputFile out;
   out.path_ = path;
-  out.temp_path_ = make_temp_path(path);
-  int fd = ::open(out.temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    std::string why = errno_text();
-    out.temp_path_.clear();
-    return Status::errorf("{}: cannot create output: {}", path, why);
+  int fd = -1;
+  const int descriptor = stream_descriptor(path);
+  struct stat st {};
+  if (descriptor >= 0) {
+    // Standard output and friends: a copy of the descriptor, so that closing it leaves theirs.
+    fd = ::fcntl(descriptor, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) return Status::errorf("{}: cannot write: {}", path, errno_text());
+    out.streaming_ = true;
+  } else if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) {
+      return Status::errorf("{}: is a directory, expected an output file name", path);
+    }
+    // A device, FIFO or socket (or a symlink to one) is written to, never replaced. A FIFO
+    // blocks here until a reader opens it, as a shell's redirection does.
+    fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Status::errorf("{}: cannot open output: {}", path, errno_text());
+    out.streaming_ = true;
+  } else {
+    // A regular file or a new one; a symlink's target is replaced, the link kept.
+    out.target_path_ = final_target(path);
+    remove_stale_temps(out.target_path_);
+    out.temp_path_ = make_temp_path(out.target_path_);
+    out.temp_guard_ = RemoveOnSignal(out.temp_path_);
+    fd = ::open(out.temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      std::string why = errno_text();
+      out.temp_guard_.release();
+      out.temp_path_.clear();
+      return Status::errorf("{}: cannot create output: {}", path, why);
+    }
+    // An existing file keeps its permissions (umask applies to a new one).
+    if (::stat(out.target_path_.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      ::fchmod(fd, st.st_mode & 07777);
+    }
   }
+  out.open_ = true;
   if (gzip) {
     out.gz_ = gzdopen(fd, "wb1");
     if (out.gz_ == nullptr) {
@@ -320,27 +611,35 @@ void OutputFile::flush_buffer() {
 }
 
 Status OutputFile::commit() {
-  if (temp_path_.empty()) return Status::errorf("{}: output already closed", path_);
+  if (!open_) return Status::errorf("{}: output already closed", path_);
   flush_buffer();
   bool close_failed = false;
+  int close_errno = 0;
   if (gz_) {
     close_failed = gzclose(static_cast<gzFile>(gz_)) != Z_OK;
+    if (close_failed) close_errno = errno;
     gz_ = nullptr;
   }
   if (file_) {
     close_failed = std::fflush(file_) != 0;
+    if (close_failed) close_errno = errno;
     close_failed |= std::fclose(file_) != 0;
+    if (close_failed && close_errno == 0) close_errno = errno;
     file_ = nullptr;
   }
+  open_ = false;
   if (failed_ || close_failed) {
     discard();
-    return Status::errorf("{}: write failed (disk full or I/O error)", path_);
+    const std::string why = close_errno != 0 ? std::strerror(close_errno) : "disk full or I/O error";
+    return Status::errorf("{}: write failed ({})", path_, why);
   }
-  if (std::rename(temp_path_.c_str(), path_.c_str()) != 0) {
+  if (streaming_) return Status();
+  if (std::rename(temp_path_.c_str(), target_path_.c_str()) != 0) {
     std::string why = errno_text();
     discard();
     return Status::errorf("{}: cannot rename temporary output into place: {}", path_, why);
   }
+  temp_guard_.release();
   temp_path_.clear();
   return Status();
 }
@@ -354,8 +653,10 @@ void OutputFile::discard() {
     std::fclose(file_);
     file_ = nullptr;
   }
+  open_ = false;
   if (!temp_path_.empty()) {
     ::unlink(temp_path_.c_str());
+    temp_guard_.release();
     temp_path_.clear();
   }
   used_ = 0;

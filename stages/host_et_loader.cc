@@ -53,6 +53,7 @@ class HostParser {
       return fail(err, "cannot parse JSON");
     }
     od::object root;
+    // A cut-off file fails here at byte 0: parse_*_text restates it at the end of the input.
     if ((err = doc.get_object().get(root))) return fail(err, "top level is not a JSON object");
     bool saw_nodes = false;
     for (auto field_result : root) {
@@ -60,6 +61,7 @@ class HostParser {
       if ((err = std::move(field_result).get(field))) return fail(err, "invalid top-level field");
       std::string_view key_literal = json::string_literal(field.key().raw(), end());
       if (key_literal == kNodesKey) {
+        CF_RETURN_IF_ERROR(check_new_key(key_literal));
         saw_nodes = true;
         t_.top_level.push_back({key_literal, {}, true});
         od::value nodes_value = field.value();
@@ -139,15 +141,31 @@ class HostParser {
   }
 
   // A field of the root object other than "nodes".
+  // A key the top level already has: two "nodes" arrays (or two of anything) would be written
+  // twice, and read by the next stage as it pleases.
+  Status check_new_key(std::string_view key_literal) const {
+    for (const TopLevelField& f : t_.top_level) {
+      if (f.key_raw == key_literal) {
+        return Status::errorf("{}: byte {}: top-level key {} appears twice (first at byte {})",
+                              t_.path, json::offset_in(text_, key_literal.data()), key_literal,
+                              json::offset_in(text_, f.key_raw.data()));
+      }
+    }
+    return Status();
+  }
+
   Status read_top_field(od::field& field, std::string_view key_literal) {
+    CF_RETURN_IF_ERROR(check_new_key(key_literal));
     std::string_view raw;
     if (auto err = json::raw_value(field.value(), &raw)) {
       return fail(err, fmt::format("invalid value of top-level key {}", key_literal));
     }
     if (key_literal == "\"schema\"") {
       auto s = json::unescape_literal(raw, t_.arena);
-      if (!s || raw.front() != '"')
-        return Status::errorf("{}: \"schema\" is not a string", t_.path);
+      if (!s || raw.front() != '"') {
+        return Status::errorf("{}: byte {}: \"schema\" is not a string", t_.path,
+                              json::offset_in(text_, raw.data()));
+      }
       t_.schema = std::string(*s);
     }
     t_.top_level.push_back({key_literal, raw, false});
@@ -382,7 +400,7 @@ StatusOr<HostTrace> parse_host_text(std::string path, InputText text, size_t win
   trace.path = std::move(path);
   trace.text = std::move(text);
   HostParser parser(trace, fields, window_bytes);
-  CF_RETURN_IF_ERROR(parser.parse());
+  CF_RETURN_IF_ERROR(json::explain_truncation(parser.parse(), trace.path, trace.text));
   CF_RETURN_IF_ERROR(parser.finish());
   return trace;
 }

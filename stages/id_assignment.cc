@@ -327,6 +327,10 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
                       in.host.invalid_utf8_bytes);
   out.stats.add_count("invalid UTF-8 bytes in the device trace (replaced by '?')",
                       in.device.invalid_utf8_bytes);
+  out.stats.merge(in.device.load_stats);
+  if (in.host.schema.empty()) {
+    out.stats.add("host trace without \"schema\" (layout told by its nodes)", in.host.path);
+  }
   return out;
 }
 

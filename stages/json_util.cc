@@ -406,6 +406,40 @@ uint64_t locate_document_error(std::string_view text, simdjson::error_code err) 
   return 0;
 }
 
+uint64_t unclosed_depth(std::string_view text) {
+  int64_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return static_cast<uint64_t>(depth);
+}
+
+Status explain_truncation(Status error, std::string_view path, std::string_view text) {
+  if (error.ok() || unclosed_depth(text) == 0) return error;
+  constexpr std::string_view kEnds = "the input ends inside an unclosed object or array";
+  std::string_view why = error.message();
+  if (why.find(kEnds) != std::string_view::npos) return error;
+  if (why.substr(0, path.size()) == path && why.substr(path.size(), 2) == ": ") {
+    why.remove_prefix(path.size() + 2);
+  }
+  return Status::errorf("{}: byte {}: {}: the file is truncated (reading stopped at: {})", path,
+                        text.size(), kEnds, why);
+}
+
 uint64_t offset_in(std::string_view text, const char* p) {
   if (p == nullptr || p < text.data() || p > text.data() + text.size()) return text.size();
   return static_cast<uint64_t>(p - text.data());

@@ -209,6 +209,16 @@ std::string_view builtin_kernel();
 // inside a string for UNESCAPED_CHARS, else 0.
 uint64_t locate_document_error(std::string_view text, simdjson::error_code err);
 
+// Objects and arrays opened and not closed when `text` ends (strings skipped): more than 0 for a
+// truncated document. Reading the root fails with INCOMPLETE_ARRAY_OR_OBJECT for a document whose
+// brackets do not balance; this tells a cut-off file (report the end) from a malformed one.
+uint64_t unclosed_depth(std::string_view text);
+
+// A loader's `error` for `text`, restated at the end of the input when the text is cut short
+// (unclosed_depth > 0): "PATH: byte SIZE: the input ends inside an unclosed object or array: the
+// file is truncated (reading stopped at: ...the original message...)". Other errors as they are.
+Status explain_truncation(Status error, std::string_view path, std::string_view text);
+
 // Reads the elements of an array that is a value of the root object, one window of about
 // `window_bytes` of text at a time, with one reused parser: simdjson's structural index (which
 // the parser sizes at 4 bytes per byte parsed) then stays four times the size of a window instead

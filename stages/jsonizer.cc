@@ -436,27 +436,57 @@ void append_message_json(std::string& out, const pb::Node& n, int indent) {
 Status jsonize_file(const std::string& input_path, const std::string& output_path,
                     const JsonizeOptions& options, JsonizeReport* report) {
   CF_ASSIGN_OR_RETURN(EtReader reader, EtReader::open(input_path));
+  // As the feeder reads it: a file whose first record is a Node (or that has no record) has no
+  // GlobalMetadata; its nodes are all written and the report says so.
+  std::string_view first;
+  CF_ASSIGN_OR_RETURN(bool have_first, reader.next_raw(&first));
+  const bool metadata_missing = !have_first || first_record_is_node(first);
   pb::GlobalMetadata metadata;
-  CF_ASSIGN_OR_RETURN(bool have_metadata, reader.next(&metadata));
-  if (!have_metadata) {
-    return Status::errorf("{}: empty file: no GlobalMetadata record (not a Chakra .et trace)",
-                          input_path);
+  pb::Node node;
+  bool pending_node = false;
+  if (have_first && !metadata_missing) {
+    if (!metadata.ParseFromArray(first.data(), static_cast<int>(first.size()))) {
+      return Status::errorf("{}: record #0 at byte 0 ({} bytes) does not parse as {}", input_path,
+                            first.size(), metadata.GetTypeName());
+    }
+  } else if (have_first) {
+    if (!node.ParseFromArray(first.data(), static_cast<int>(first.size()))) {
+      return Status::errorf("{}: record #0 at byte 0 ({} bytes) does not parse as {}", input_path,
+                            first.size(), node.GetTypeName());
+    }
+    pending_node = true;
   }
   CF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::open(output_path));
   std::string buf;
   const int indent = options.concatenated ? 2 : -1;
   if (options.concatenated) {
-    append_message_json(buf, metadata, indent);
+    if (!metadata_missing) append_message_json(buf, metadata, indent);
   } else {
-    buf += "{\n  \"globalMetadata\": ";
-    append_message_json(buf, metadata, indent);
-    buf += ",\n  \"nodes\": [";
+    buf += "{\n";
+    if (!metadata_missing) {
+      buf += "  \"globalMetadata\": ";
+      append_message_json(buf, metadata, indent);
+      buf += ",\n";
+    }
+    buf += "  \"nodes\": [";
   }
-  pb::Node node;
   uint64_t nodes = 0;
   while (true) {
-    CF_ASSIGN_OR_RETURN(bool have, reader.next(&node));
-    if (!have) break;
+    uint64_t index = 0, at = 0;  // of the record
+    if (pending_node) {
+      pending_node = false;
+    } else {
+      index = reader.record_index();
+      at = reader.offset();
+      CF_ASSIGN_OR_RETURN(bool have, reader.next(&node));
+      if (!have) break;
+    }
+    // A type the schema does not know is an error, as for the feeder.
+    if (!pb::NodeType_IsValid(node.type())) {
+      return Status::errorf("{}: record #{} at byte {}: node id {}: type {} is not a NodeType of "
+                            "the schema",
+                            input_path, index, at, node.id(), static_cast<int>(node.type()));
+    }
     if (!options.concatenated) buf += nodes == 0 ? "\n    " : ",\n    ";
     append_message_json(buf, node, indent);
     ++nodes;
@@ -471,6 +501,7 @@ Status jsonize_file(const std::string& input_path, const std::string& output_pat
   if (report != nullptr) {
     report->nodes = nodes;
     report->bytes_written = out.bytes_written();
+    report->metadata_missing = metadata_missing;
   }
   return Status();
 }

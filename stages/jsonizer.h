@@ -38,6 +38,9 @@ struct JsonizeOptions {
 struct JsonizeReport {
   uint64_t nodes = 0;
   uint64_t bytes_written = 0;
+  // The file has no GlobalMetadata record (it is empty or starts with a Node): every record was
+  // written as a node, and the output has no "globalMetadata".
+  bool metadata_missing = false;
 };
 
 // Appends MessageToJson(message) to `out`: with indent = 2 Python's layout, with indent < 0 a

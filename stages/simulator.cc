@@ -217,6 +217,10 @@ Status Simulation::run() {
     res.nodes += rr.nodes_done;
     res.events += rank.stats().events;
     res.problems.merge(rank.problems());
+    if (rank.feeder().stats().metadata_missing) {
+      res.problems.add(".et file without a GlobalMetadata record (its first record read as a node)",
+                       d.paths[r]);
+    }
     if (rank.stats().truncations_too_late > 0) {
       res.problems.add_count(
           "parent op issued before its next op on the thread was read (full exclusive time kept)",

@@ -58,6 +58,26 @@ struct Span {
   bool empty() const { return begin == end; }
 };
 
+// ---------- LinkStats ----------
+// Counts of data problems by kind, with a few examples each. Printed at the end of a run and
+// written to the run summary; nothing is only logged.
+class LinkStats {
+ public:
+  static constexpr size_t kMaxExamples = 5;
+  void add(const std::string& kind, std::string example = {});
+  void add_count(const std::string& kind, uint64_t n);
+  uint64_t count(const std::string& kind) const;
+  struct Entry {
+    uint64_t count = 0;
+    std::vector<std::string> examples;
+  };
+  const std::map<std::string, Entry>& entries() const { return entries_; }
+  void merge(const LinkStats& other);
+
+ private:
+  std::map<std::string, Entry> entries_;
+};
+
 struct HostNode {
   uint64_t id = 0;
   uint64_t parent = 0;  // valid when parent_key != kNone
@@ -94,6 +114,7 @@ struct HostTrace {
   std::vector<HostNode> nodes;           // sorted by id (stable)
   uint64_t invalid_utf8_bytes = 0;       // replaced by '?' while loading
   size_t parse_windows = 0;              // nodes read in this many windows (0: the whole document)
+  LinkStats load_stats;                  // data problems the loader counted and went on past
 };
 
 // ---------- device trace ----------
@@ -175,6 +196,7 @@ struct DeviceTrace {
   bool has_rf_ids = false;          // some cpu op carries "Record function id"
   uint64_t invalid_utf8_bytes = 0;  // replaced by '?' while loading
   size_t parse_windows = 0;         // traceEvents read in this many windows (0: the whole document)
+  LinkStats load_stats;             // data problems the loader counted and went on past
 
   const DeviceEvent& operator[](DeviceEventIdx i) const { return events[i.value]; }
   // The event's args["Process Group Name"], unescaped; empty if absent.
@@ -188,26 +210,6 @@ struct DeviceTrace {
   std::string_view in_event(const DeviceEvent& e, Span s) const {
     return std::string_view(text).substr(e.byte_offset + s.begin, s.end - s.begin);
   }
-};
-
-// ---------- LinkStats ----------
-// Counts of data problems by kind, with a few examples each. Printed at the end of a run and
-// written to the run summary; nothing is only logged.
-class LinkStats {
- public:
-  static constexpr size_t kMaxExamples = 5;
-  void add(const std::string& kind, std::string example = {});
-  void add_count(const std::string& kind, uint64_t n);
-  uint64_t count(const std::string& kind) const;
-  struct Entry {
-    uint64_t count = 0;
-    std::vector<std::string> examples;
-  };
-  const std::map<std::string, Entry>& entries() const { return entries_; }
-  void merge(const LinkStats& other);
-
- private:
-  std::map<std::string, Entry> entries_;
 };
 
 }  // namespace chakraflow

@@ -170,6 +170,17 @@ def host_cases():
     write(d + "top_level_array.json", "[" + base + "]\n")
     # Two host ops with the same rf_id: only one can be paired with the device op.
     write(d + "duplicate_rf_id.json", replace_once(base, '"value": 11}', '"value": 10}'))
+    # The "nodes" key twice at the top level: an error, not two arrays written into the ET+.
+    write(d + "duplicate_nodes_key.json",
+          replace_once(base, '"finish_ts": 2', '"finish_ts": 2, "nodes": []'))
+    # A duplicate top-level key that no stage reads is still an error (the ET+ would carry both).
+    write(d + "duplicate_pid_key.json", replace_once(base, '"pid": 1,', '"pid": 1, "pid": 2,'))
+    # No "schema": linked by its layout, and counted.
+    write(d + "no_schema.json", replace_once(base, '"schema": "1.1.1-chakra.0.0.4", ', ''))
+    write(d + "schema_number.json",
+          replace_once(base, '"schema": "1.1.1-chakra.0.0.4"', '"schema": 11'))
+    # Cut between two nodes (a structural point): the message names the end of the input.
+    write(d + "truncated_between_nodes.json", base[: base.index(',\n  {"id": 4')])
 
 
 def seq_id_case(base):
@@ -330,6 +341,20 @@ def device_cases():
     write(d + "missing_trace_events.json", '{"schemaVersion": 1, "deviceProperties": []}\n')
     write(d + "trace_events_not_array.json", '{"traceEvents": {"ph": "X"}}\n')
     write(d + "missing_ts.json", device(lambda e: e[3].pop("ts")))
+    # A kernel before the trace's epoch, a kernel of negative duration: errors (the .et's times
+    # are unsigned).
+    write(d + "kernel_negative_ts.json", device(lambda e: e[5].update(ts=-5)))
+    write(d + "kernel_negative_dur.json", device(lambda e: e[5].update(dur=-5)))
+    # A correlation id given as a string: read as its number, and counted.
+    write(d + "correlation_string.json", device(lambda e: (e[4]["args"].update(correlation="71"),
+                                                           e[5]["args"].update(correlation="71"))))
+    # A kernel with no "ph": read as a complete event, and counted.
+    write(d + "kernel_without_ph.json", device(lambda e: e[5].pop("ph")))
+    # "traceEvents" twice: an error.
+    write(d + "duplicate_trace_events_key.json",
+          replace_once(base, '"schemaVersion": 1,', '"schemaVersion": 1, "traceEvents": [],'))
+    # Cut between two events (a structural point): the message names the end of the input.
+    write(d + "truncated_between_events.json", base[: base.index(',\n  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 122')])
 
 
 # --------------------------------------------------------------------------------------------
@@ -437,6 +462,10 @@ def et_cases():
     write(d + "dep_2pow64_minus1.et", et_file(et_node(1, "a"), et_node(2, "b", [2**64 - 1])))
     # No GlobalMetadata: the first record is a Node.
     write(d + "missing_metadata.et", et_file(*et_baseline_nodes(), with_metadata=False))
+    # A node type the schema does not have.
+    write(d + "node_type_999.et", et_file(et_node(1, "a"), et_node(2, "b", [1]) + f_varint(3, 999)))
+    # Empty records without end (what /dev/zero gives): one is node 0, a second is an error.
+    write(d + "empty_records.et", record(metadata()) + b"\x00" * 64)
 
 
 # --------------------------------------------------------------------------------------------
@@ -483,6 +512,9 @@ def yaml_cases():
     write(d + "wrong_type_stages.yaml", replace_once(base, "stages: [link, convert]",
                                                      "stages: {link: yes}"))
     write(d + "bad_rank_range.yaml", replace_once(base, "ranks: 0-3", "ranks: 7-3"))
+    # A rank named twice: an error, not silently de-duplicated.
+    write(d + "ranks_duplicate.yaml", replace_once(base, "ranks: 0-3", 'ranks: "0-1,1,0"'))
+    write(d + "ranks_duplicate_list.yaml", replace_once(base, "ranks: 0-3", "ranks: [0, 1, 0]"))
     write(d + "rank_range_too_large.yaml", replace_once(base, "ranks: 0-3", "ranks: 0-99999999"))
     # The largest rank an int holds.
     write(d + "rank_int_max.yaml", replace_once(base, "ranks: 0-3", "ranks: 2147483647"))

@@ -88,9 +88,14 @@ TEST(RunConfig, ErrorsNameLineAndColumn) {
 }
 
 TEST(RunConfig, RankListsAndDiscovery) {
-  auto r = parse_rank_list("3, 0-2,2,10-11");
+  auto r = parse_rank_list("3, 0-2,10-11");
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r, (std::vector<int>{0, 1, 2, 3, 10, 11}));
+  // A rank named twice is an error, not silently dropped.
+  auto twice = parse_rank_list("0-1,1,0");
+  ASSERT_FALSE(twice.ok());
+  EXPECT_NE(twice.status().message().find("rank 0 is listed twice"), std::string::npos)
+      << twice.status().message();
   EXPECT_FALSE(parse_rank_list("a-b").ok());
   EXPECT_FALSE(parse_rank_list("1,,2").ok());
 

@@ -232,7 +232,7 @@ TEST(DeviceTraceWindows, WholeParseTakesOverWithItsErrors) {
     bool ok;
   } cases[] = {
       {"a second traceEvents",
-       R"({"traceEvents": )" + array.text + R"(, "traceEvents": )" + array.text + "}", true},
+       R"({"traceEvents": )" + array.text + R"(, "traceEvents": )" + array.text + "}", false},
       {"traceEvents nested first",
        R"({"meta": {"traceEvents": []}, "traceEvents": )" + array.text + "}", true},
       {"a long tail",
