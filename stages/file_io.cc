@@ -18,7 +18,6 @@
 #include <map>
 #include <mutex>
 #include <optional>
-#include <regex>
 
 namespace chakraflow {
 namespace {
@@ -168,10 +167,32 @@ bool all_digits(std::string_view s) {
 // ".tmp.<pid>.<n>" parts: the temporary file of a temporary output), the target's name and the
 // first pid; nullopt for any other name.
 std::optional<std::pair<std::string, long>> parse_temp_name(const std::string& name) {
-  static const std::regex kTemp(R"(^(.+?)\.tmp\.([0-9]{1,9})\.[0-9]+(\.tmp\.[0-9]{1,9}\.[0-9]+)*$)");
-  std::smatch m;
-  if (!std::regex_match(name, m, kTemp)) return std::nullopt;
-  return std::make_pair(m[1].str(), std::strtol(m[2].str().c_str(), nullptr, 10));
+  // Reads ".tmp.<pid>.<n>" at `rest`'s front; the pid, and `rest` past it, or -1.
+  auto part = [](std::string_view& rest) -> long {
+    constexpr std::string_view kTmp = ".tmp.";
+    if (rest.substr(0, kTmp.size()) != kTmp) return -1;
+    std::string_view r = rest.substr(kTmp.size());
+    const size_t dot = r.find('.');
+    if (dot == std::string_view::npos || dot > 9 || !all_digits(r.substr(0, dot))) return -1;
+    const long pid = std::strtol(std::string(r.substr(0, dot)).c_str(), nullptr, 10);
+    r.remove_prefix(dot + 1);
+    size_t digits = 0;
+    while (digits < r.size() && r[digits] >= '0' && r[digits] <= '9') ++digits;
+    if (digits == 0) return -1;
+    rest = r.substr(digits);
+    return pid;
+  };
+  // The first ".tmp." from which the rest of the name is parts only: the target is what precedes.
+  for (size_t at = name.find(".tmp."); at != std::string::npos && at > 0;
+       at = name.find(".tmp.", at + 1)) {
+    std::string_view rest = std::string_view(name).substr(at);
+    const long pid = part(rest);
+    if (pid <= 0) continue;
+    bool only_parts = true;
+    while (only_parts && !rest.empty()) only_parts = part(rest) >= 0;
+    if (only_parts) return std::make_pair(name.substr(0, at), pid);
+  }
+  return std::nullopt;
 }
 
 bool process_is_gone(long pid) {
@@ -503,6 +524,7 @@ OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
     used_ = std::exchange(other.used_, 0);
     bytes_written_ = other.bytes_written_;
     failed_ = other.failed_;
+    write_errno_ = other.write_errno_;
     other.temp_path_.clear();
   }
   return *this;
@@ -575,17 +597,25 @@ void OutputFile::write(std::string_view bytes) {
   if (used_ + bytes.size() > kFlushSize) flush_buffer();
   if (bytes.size() > kFlushSize) {
     bytes_written_ += bytes.size();
+    bool ok = true;
     if (gz_) {
-      failed_ |= gzwrite(static_cast<gzFile>(gz_), bytes.data(),
-                         static_cast<unsigned>(bytes.size())) != static_cast<int>(bytes.size());
+      ok = gzwrite(static_cast<gzFile>(gz_), bytes.data(), static_cast<unsigned>(bytes.size())) ==
+           static_cast<int>(bytes.size());
     } else if (file_) {
-      failed_ |= std::fwrite(bytes.data(), 1, bytes.size(), file_) != bytes.size();
+      ok = std::fwrite(bytes.data(), 1, bytes.size(), file_) == bytes.size();
     }
+    note_failure(ok);
     return;
   }
   if (bytes.empty()) return;
   std::memcpy(room(bytes.size()), bytes.data(), bytes.size());
   used_ += bytes.size();
+}
+
+void OutputFile::note_failure(bool ok) {
+  if (ok || failed_) return;
+  failed_ = true;
+  write_errno_ = errno;  // the first failure's cause (ENOSPC, EPIPE, EIO ...)
 }
 
 void OutputFile::make_room(size_t n) {
@@ -599,14 +629,14 @@ void OutputFile::make_room(size_t n) {
 void OutputFile::flush_buffer() {
   if (used_ == 0) return;
   bytes_written_ += used_;
+  bool ok = false;
   if (gz_) {
-    failed_ |= gzwrite(static_cast<gzFile>(gz_), buffer_.get(), static_cast<unsigned>(used_)) !=
-               static_cast<int>(used_);
+    ok = gzwrite(static_cast<gzFile>(gz_), buffer_.get(), static_cast<unsigned>(used_)) ==
+         static_cast<int>(used_);
   } else if (file_) {
-    failed_ |= std::fwrite(buffer_.get(), 1, used_, file_) != used_;
-  } else {
-    failed_ = true;
+    ok = std::fwrite(buffer_.get(), 1, used_, file_) == used_;
   }
+  note_failure(ok);
   used_ = 0;
 }
 
@@ -630,7 +660,8 @@ Status OutputFile::commit() {
   open_ = false;
   if (failed_ || close_failed) {
     discard();
-    const std::string why = close_errno != 0 ? std::strerror(close_errno) : "disk full or I/O error";
+    const int errnum = failed_ ? write_errno_ : close_errno;
+    const std::string why = errnum != 0 ? std::strerror(errnum) : "disk full or I/O error";
     return Status::errorf("{}: write failed ({})", path_, why);
   }
   if (streaming_) return Status();

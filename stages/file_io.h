@@ -167,6 +167,7 @@ class OutputFile {
   static constexpr size_t kFlushSize = size_t{256} << 10;
   void flush_buffer();
   void make_room(size_t n);
+  void note_failure(bool ok);
 
   std::string path_;
   std::string temp_path_;    // empty for a stream
@@ -182,6 +183,7 @@ class OutputFile {
   size_t used_ = 0;
   uint64_t bytes_written_ = 0;
   bool failed_ = false;
+  int write_errno_ = 0;
 };
 
 // Convenience: writes `content` atomically to `path`.

@@ -134,6 +134,13 @@ TEST(FileSafety, ADeviceOutputIsWrittenToAndStaysADevice) {
     EXPECT_TRUE(S_ISCHR(st.st_mode)) << cmd << " replaced the device";
   }
   EXPECT_TRUE(temp_files(f.dir.path().string()).empty());
+  // A device that refuses the bytes (a full device of our own): the write's own cause.
+  const std::string full_dev = f.dir.file("full");
+  ASSERT_EQ(::mknod(full_dev.c_str(), S_IFCHR | 0666, ::makedev(1, 7)), 0);
+  EXPECT_EQ(run_command(kBin + " jsonize --quiet --input " + f.et + " --output " + full_dev, &out),
+            1)
+      << out;
+  EXPECT_NE(out.find("full: write failed (No space left on device)"), std::string::npos) << out;
 }
 
 TEST(FileSafety, StandardOutputIsStreamedTo) {

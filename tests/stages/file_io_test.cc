@@ -1,11 +1,17 @@
 #include "stages/file_io.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "stages/host_et_loader.h"
 #include "tests/testing/test_util.h"
@@ -188,6 +194,85 @@ TEST(FileIo, RepairsMappedTextWithoutTouchingTheFile) {
   EXPECT_EQ(host->invalid_utf8_bytes, 1u);
   EXPECT_EQ(host->nodes[0].name, "bad? byte");
   EXPECT_EQ(testing::read_text(dir.file("bad.json")), with_bad_byte);
+}
+
+// The stale-file sweep removes "<output>.tmp.<pid>.<n>" (and the temporary file of a temporary
+// output) of processes that are gone, and nothing else.
+TEST(FileIo, StaleTempsOfDeadProcessesAreRemovedAndNothingElse) {
+  testing::TempDir dir;
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ::waitpid(child, nullptr, 0);  // a pid no process has now
+  const std::string gone = std::to_string(child), live = std::to_string(::getpid());
+  const std::vector<std::string> stale = {
+      "out.et.tmp." + gone + ".0", "out.et.tmp." + gone + ".12.tmp." + gone + ".3"};
+  const std::vector<std::string> kept = {
+      "out.et.tmp." + live + ".0",   // a live process's
+      "out.et.tmp.notes",            // a user's file
+      "out.et.tmp." + gone + ".x",   // not a counter
+      "other.et.tmp." + gone + ".0"  // another output's: removed when that one is written
+  };
+  for (const auto& name : stale) testing::write_text(dir.file(name), "x");
+  for (const auto& name : kept) testing::write_text(dir.file(name), "x");
+  remove_stale_temps(dir.file("out.et"));
+  for (const auto& name : stale) EXPECT_FALSE(std::filesystem::exists(dir.file(name))) << name;
+  for (const auto& name : kept) EXPECT_TRUE(std::filesystem::exists(dir.file(name))) << name;
+}
+
+TEST(FileIo, AnOutputThatIsAnInputIsNamed) {
+  testing::TempDir dir;
+  testing::write_text(dir.file("in.json"), "{}");
+  ASSERT_EQ(::link(dir.file("in.json").c_str(), dir.file("alias.json").c_str()), 0);
+  Status same = check_output_is_not_input(dir.file("alias.json"), {dir.file("in.json")});
+  ASSERT_FALSE(same.ok());
+  EXPECT_NE(same.message().find("is the input " + dir.file("in.json")), std::string::npos)
+      << same.message();
+  EXPECT_TRUE(check_output_is_not_input(dir.file("new.json"), {dir.file("in.json")}).ok());
+  EXPECT_TRUE(check_output_is_not_input("-", {dir.file("in.json")}).ok());
+}
+
+// SIGTERM removes the registered files and ends the process by the signal.
+TEST(FileIo, ASignalRemovesRegisteredFilesThenEndsTheProcess) {
+  testing::TempDir dir;
+  const std::string temp = dir.file("out.et.tmp.1.0");
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::signal(SIGTERM, SIG_DFL);
+    install_cleanup_on_signals();
+    auto out = OutputFile::open(dir.file("out.et"));
+    RemoveOnSignal guard(temp);
+    std::ofstream(temp) << "partial";
+    out->write("partial");
+    ::raise(SIGTERM);
+    ::_exit(0);  // not reached
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_FALSE(std::filesystem::exists(temp));
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "the OutputFile's temporary file stayed";
+}
+
+// A pipe is read to its end (its size is 0); a NUL byte in a stream stops the read.
+TEST(FileIo, StreamsAreReadToTheirEndAndStopOnANulByte) {
+  testing::TempDir dir;
+  const std::string fifo = dir.file("in.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const std::string payload(200000, 'j');  // several pipe buffers
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << payload; });
+  auto text = read_input_file(fifo);
+  writer.join();
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_EQ(*text, payload);
+  std::thread nul_writer([&] { std::ofstream(fifo, std::ios::binary) << "{\"a\": 1}" << '\0'; });
+  auto nul = read_input_file(fifo);
+  nul_writer.join();
+  ASSERT_FALSE(nul.ok());
+  EXPECT_NE(nul.status().message().find("byte 8: a NUL byte"), std::string::npos)
+      << nul.status().message();
 }
 
 }  // namespace
