@@ -475,8 +475,12 @@ class RankGenerator {
     uint64_t seq = next_collective_++;
     begin(thread, "c10d::allreduce_", "");
     OpenOp& rpc = begin(thread, "record_param_comms", "");
-    rpc.inputs_values = fmt::format("[[{}, {}, 0, {}, 4, \"cuda:0\"]], {}, [\"0\", \"default_pg\"]",
-                                    new_id(), new_id(), numel, seq);
+    // The bucket's tensor, [tensor id, storage id, offset, numel, element size, device]: on
+    // record_param_comms and, as PyTorch records it, on the nccl: op below, whose GPU kernel
+    // the converter sizes (comm_size = numel * 4 bytes).
+    const std::string tensor =
+        fmt::format("[{}, {}, 0, {}, 4, \"cuda:0\"]", new_id(), new_id(), numel);
+    rpc.inputs_values = fmt::format("[{}], {}, [\"0\", \"default_pg\"]", tensor, seq);
     rpc.inputs_shapes = fmt::format("[[{}]], [], []", numel);
     rpc.inputs_types = "\"GenericList[Tensor(float)]\", \"Int\", \"Tuple[String,String]\"";
     rpc.inputs_strides = "[[1]], [], []";
@@ -500,7 +504,11 @@ class RankGenerator {
           numel, opt_.ranks);
     }
     stream_wait(thread, kNcclStream, kComputeStream);
-    begin(thread, "nccl:all_reduce", "");
+    OpenOp& nccl = begin(thread, "nccl:all_reduce", "");
+    nccl.inputs_values = tensor;  // the fields are lists of inputs: one tensor here
+    nccl.inputs_shapes = fmt::format("[{}]", numel);
+    nccl.inputs_types = "\"Tensor(float)\"";
+    nccl.inputs_strides = "[1]";
     // The same duration on every rank: bandwidth-bound ring all-reduce plus a skew-absorbing wait.
     TimeNs bytes = numel * 4;
     TimeNs base = static_cast<TimeNs>(2.0 * (opt_.ranks - 1) / std::max(1, opt_.ranks) *

@@ -272,6 +272,55 @@ TEST(LinkedConvert, GeneratedRanksGiveTheSameEt) {
   }
 }
 
+// Generated collectives carry their bucket's size, as PyTorch records it on the nccl: op: every
+// collective node's comm_size is its input tensor's bytes (numel from its shapes, 4-byte floats),
+// never 0.
+TEST(LinkedConvert, GeneratedCollectivesCarryTheirTensorBytes) {
+  for (bool legacy : {false, true}) {
+    SynthOptions opt;
+    opt.ranks = 2;
+    opt.iterations = 2;
+    opt.scale = 0.05;
+    opt.legacy = legacy;
+    std::string host_text, device_text;
+    const SynthRankStats stats = synthesize_rank(
+        opt, 1, [&](std::string_view s) { host_text.append(s); },
+        [&](std::string_view s) { device_text.append(s); });
+    auto host = parse_host_trace("host.json", host_text);
+    ASSERT_TRUE(host.ok()) << host.status().message();
+    auto device = parse_device_trace("kineto.json", device_text);
+    ASSERT_TRUE(device.ok()) << device.status().message();
+    testing::TempDir dir;
+    Both both = convert_both_ways(*host, *device, LinkOptions(), ConvertOptions(), dir,
+                                  [&](HostFieldVisitor* fields) {
+                                    return parse_host_trace("host.json", host_text, fields);
+                                  });
+    const std::string et = dir.file("collectives.et");
+    testing::write_text(et, both.in_memory.et);
+    auto reader = EtReader::open(et);
+    ASSERT_TRUE(reader.ok()) << reader.status().message();
+    ChakraProtoMsg::GlobalMetadata metadata;
+    ASSERT_TRUE(*reader->next(&metadata));
+    ChakraProtoMsg::Node node;
+    uint64_t collectives = 0;
+    while (*reader->next(&node)) {
+      if (node.type() != ChakraProtoMsg::COMM_COLL_NODE) continue;
+      ++collectives;
+      int64_t comm_size = -1;
+      for (const auto& a : node.attr()) {
+        if (a.name() == "comm_size") comm_size = a.int64_val();
+      }
+      const std::string& shapes = node.inputs().shapes();  // "[[numel]]"
+      ASSERT_EQ(shapes.rfind("[[", 0), 0u) << node.name() << ": " << shapes;
+      const int64_t numel = std::stoll(shapes.substr(2));
+      EXPECT_GT(comm_size, 0) << node.name() << " (node " << node.id() << ")";
+      EXPECT_EQ(comm_size, numel * 4) << node.name() << " (node " << node.id() << ")";
+    }
+    EXPECT_EQ(collectives, stats.collectives) << (legacy ? "legacy" : "modern");
+    EXPECT_GT(collectives, 0u);
+  }
+}
+
 // A host ET the windows cannot read (invalid UTF-8 halfway, which the whole parse repairs): the
 // loader reads it again whole, and HostNodeFields forgets what it read in the windows before.
 TEST(LinkedConvert, OnePassAfterTheWindowsGiveUp) {
