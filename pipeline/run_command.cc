@@ -402,11 +402,6 @@ int run_run_command(int argc, char** argv, int first) {
       }
     }
   }
-  // What a killed earlier run left beside this run's outputs (skipped ranks' too).
-  for (int rank : cfg->ranks) {
-    if (convert) remove_stale_temps(cfg->et_path(rank));
-    if (keep_et_plus) remove_stale_temps(cfg->et_plus_path(rank));
-  }
 
   // The memory each rank will need: loaded texts, their parse, the ET+ and the converter's
   // model, about 4x the JSON text. Every process computes the same costs and the same split.
@@ -428,6 +423,10 @@ int run_run_command(int argc, char** argv, int first) {
   for (size_t i = 0; i < cfg->ranks.size(); ++i) {
     if (owner[i] != world.process()) continue;
     int rank = cfg->ranks[i];
+    // What a killed earlier run left beside this rank's outputs (a skipped rank's too). Only this
+    // process's ranks: another host's live temporary files look like a dead process's here.
+    if (convert) remove_stale_temps(cfg->et_path(rank));
+    if (keep_et_plus) remove_stale_temps(cfg->et_plus_path(rank));
     RankRecord& rec = records.emplace_back();
     rec.index = i;
     rec.rank = rank;
