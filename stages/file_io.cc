@@ -340,6 +340,18 @@ bool has_gz_suffix(std::string_view path) {
 
 namespace {
 
+// `path` opened for reading, and its fstat in *st.
+StatusOr<int> open_for_reading(const std::string& path, struct stat* st) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::errorf("{}: cannot open: {}", path, errno_text());
+  if (::fstat(fd, st) != 0) {
+    std::string why = errno_text();
+    ::close(fd);
+    return Status::errorf("{}: cannot stat: {}", path, why);
+  }
+  return fd;
+}
+
 // Reads the open file `fd` (whose fstat is `st`) as read_input_file does, and closes it. A FIFO
 // is opened once only: its writer's bytes are gone once the last reader closes it.
 StatusOr<std::string> read_open_file(int fd, const struct stat& st, const std::string& path) {
@@ -396,13 +408,8 @@ StatusOr<std::string> read_open_file(int fd, const struct stat& st, const std::s
 }  // namespace
 
 StatusOr<std::string> read_input_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::errorf("{}: cannot open: {}", path, errno_text());
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return Status::errorf("{}: cannot stat: {}", path, errno_text());
-  }
+  CF_ASSIGN_OR_RETURN(int fd, open_for_reading(path, &st));
   return read_open_file(fd, st, path);
 }
 
@@ -458,13 +465,8 @@ char* InputText::mutable_data() {
 
 StatusOr<InputText> InputText::read(const std::string& path) {
   constexpr off_t kMapAtLeast = off_t{1} << 20;
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return Status::errorf("{}: cannot open: {}", path, errno_text());
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return Status::errorf("{}: cannot stat: {}", path, errno_text());
-  }
+  CF_ASSIGN_OR_RETURN(int fd, open_for_reading(path, &st));
   {
     unsigned char magic[2] = {0, 0};
     if (S_ISREG(st.st_mode) && st.st_size >= kMapAtLeast &&

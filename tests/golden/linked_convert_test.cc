@@ -272,6 +272,23 @@ TEST(LinkedConvert, GeneratedRanksGiveTheSameEt) {
   }
 }
 
+// A generated rank linked and converted (default modes) both ways.
+void convert_synth_rank(const SynthOptions& opt, int rank, const testing::TempDir& dir, Both* both,
+                        SynthRankStats* stats) {
+  std::string host_text, device_text;
+  *stats = synthesize_rank(
+      opt, rank, [&](std::string_view s) { host_text.append(s); },
+      [&](std::string_view s) { device_text.append(s); });
+  auto host = parse_host_trace("host.json", host_text);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  auto device = parse_device_trace("kineto.json", device_text);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  *both = convert_both_ways(*host, *device, LinkOptions(), ConvertOptions(), dir,
+                            [&](HostFieldVisitor* fields) {
+                              return parse_host_trace("host.json", host_text, fields);
+                            });
+}
+
 // Generated collectives carry their bucket's size, as PyTorch records it on the nccl: op: every
 // collective node's comm_size is its input tensor's bytes (numel from its shapes, 4-byte floats),
 // never 0.
@@ -282,19 +299,10 @@ TEST(LinkedConvert, GeneratedCollectivesCarryTheirTensorBytes) {
     opt.iterations = 2;
     opt.scale = 0.05;
     opt.legacy = legacy;
-    std::string host_text, device_text;
-    const SynthRankStats stats = synthesize_rank(
-        opt, 1, [&](std::string_view s) { host_text.append(s); },
-        [&](std::string_view s) { device_text.append(s); });
-    auto host = parse_host_trace("host.json", host_text);
-    ASSERT_TRUE(host.ok()) << host.status().message();
-    auto device = parse_device_trace("kineto.json", device_text);
-    ASSERT_TRUE(device.ok()) << device.status().message();
     testing::TempDir dir;
-    Both both = convert_both_ways(*host, *device, LinkOptions(), ConvertOptions(), dir,
-                                  [&](HostFieldVisitor* fields) {
-                                    return parse_host_trace("host.json", host_text, fields);
-                                  });
+    Both both;
+    SynthRankStats stats;
+    ASSERT_NO_FATAL_FAILURE(convert_synth_rank(opt, 1, dir, &both, &stats));
     const std::string et = dir.file("collectives.et");
     testing::write_text(et, both.in_memory.et);
     auto reader = EtReader::open(et);
