@@ -38,9 +38,15 @@
 // Not thread-safe (like Chakra's); one ETFeeder per thread.
 #pragma once
 
+// The standard headers Chakra's et_feeder.h includes, which simulator code relies on (ASTRA-sim's
+// Workload.cc uses std::queue without including <queue>).
 #include <cstdint>
 #include <memory>
+#include <queue>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
 
 #include "et_feeder_node.h"  // same folder, in the source tree and installed
 #include "stages/et_feeder.h"

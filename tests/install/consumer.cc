@@ -77,7 +77,10 @@ int drive(Chakra::ETFeeder& feeder, std::string* order) {
 
 }  // namespace
 
+size_t chakra_includes_in_use();  // chakra_includes.cc
+
 int main(int argc, char** argv) {
+  if (chakra_includes_in_use() != 4) return 3;
   if (argc < 2 || !write_tiny_trace(argv[1])) {
     std::fprintf(stderr, "usage: consumer TINY.et [chakra.0.et]\n");
     return 2;
