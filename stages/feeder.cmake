@@ -47,6 +47,9 @@ install(TARGETS chakraflow_feeder_dist EXPORT chakraflowTargets
 install(FILES et_feeder.h multi_feeder.h status.h DESTINATION include/chakraflow/stages)
 install(FILES compat/et_feeder.h compat/et_feeder_node.h DESTINATION include/chakraflow/compat)
 install(FILES ${CMAKE_BINARY_DIR}/proto/et_def.pb.h DESTINATION include/chakraflow/proto)
+# Also under Chakra's header name, beside the compat headers (on the include path of
+# chakraflow::feeder): a simulator includes "et_def.pb.h" and gets this one, and links only ours.
+install(FILES ${CMAKE_BINARY_DIR}/proto/et_def.pb.h DESTINATION include/chakraflow/compat)
 install(EXPORT chakraflowTargets NAMESPACE chakraflow:: DESTINATION ${CHAKRAFLOW_CMAKE_DIR})
 configure_package_config_file(${CMAKE_SOURCE_DIR}/cmake/chakraflowConfig.cmake.in
   ${CMAKE_BINARY_DIR}/cmake/chakraflowConfig.cmake

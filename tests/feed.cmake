@@ -23,5 +23,7 @@ add_test(NAME feeder_install_consumer
     "-DCXX_FLAGS=${CMAKE_CXX_FLAGS} ${CMAKE_CXX_FLAGS_${_cf_build_type}}"
     "-DLINK_FLAGS=${CMAKE_EXE_LINKER_FLAGS} ${CMAKE_EXE_LINKER_FLAGS_${_cf_build_type}}"
     -DTRACE=${CHAKRAFLOW_SHARED_DATA}/chakra_et/resnet_ddp_rank0/chakra.0.et
+    -DPROTOC=$<TARGET_FILE:protobuf::protoc>
+    -DPROTO_FILE=${CMAKE_SOURCE_DIR}/proto/et_def.proto
     -P ${CMAKE_CURRENT_SOURCE_DIR}/install/run_consumer_test.cmake)
 set_tests_properties(feeder_install_consumer PROPERTIES TIMEOUT 300)

@@ -1,6 +1,12 @@
 // Simulator code leans on what Chakra's feeder headers include (ASTRA-sim's Workload.cc uses
 // std::queue with no include of its own): this file includes only Chakra's header names and uses
 // the standard library names they bring, so that it compiles only if ours bring them too.
+//
+// It also includes the simulator's own generated schema header first, then ours under Chakra's
+// name: one definition of every ChakraProtoMsg type must result (the headers share their include
+// guard), where two would not compile ("multiple definition of enum ChakraProtoMsg::NodeType").
+#include "schema/protobuf/et_def.pb.h"  // the simulator's copy (tests/install/run_consumer_test.cmake)
+#include "et_def.pb.h"                   // ours, installed under Chakra's name
 #include "et_feeder.h"
 #include "et_feeder_node.h"
 

@@ -1,7 +1,7 @@
 # ctest feeder_install_consumer: `cmake --install` the build into a temporary prefix, then
 # configure, build and run tests/install (find_package(chakraflow), chakraflow::feeder, Chakra's
 # header names). Arguments: BUILD_DIR CONSUMER_SOURCE WORK_DIR GENERATOR CXX CXX_FLAGS LINK_FLAGS
-# TRACE.
+# TRACE PROTOC PROTO_FILE.
 file(REMOVE_RECURSE "${WORK_DIR}")
 set(prefix "${WORK_DIR}/prefix")
 
@@ -16,7 +16,7 @@ endfunction()
 run("cmake --install" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
 foreach(f include/chakraflow/compat/et_feeder.h include/chakraflow/compat/et_feeder_node.h
           include/chakraflow/stages/et_feeder.h include/chakraflow/stages/multi_feeder.h
-          include/chakraflow/proto/et_def.pb.h)
+          include/chakraflow/proto/et_def.pb.h include/chakraflow/compat/et_def.pb.h)
   if(NOT EXISTS "${prefix}/${f}")
     message(FATAL_ERROR "not installed: ${prefix}/${f}")
   endif()
@@ -32,7 +32,14 @@ if(NOT config OR NOT library)
   message(FATAL_ERROR "no chakraflowConfig.cmake or libchakraflow_feeder.a under ${prefix}")
 endif()
 
+# A simulator's own copy of the schema's generated header, made as ASTRA-sim makes it (protoc on
+# et_def.proto from its folder): the consumer includes it beside ours.
+get_filename_component(proto_dir "${PROTO_FILE}" DIRECTORY)
+file(MAKE_DIRECTORY "${WORK_DIR}/simulator/schema/protobuf")
+run("generating the simulator's schema header" "${PROTOC}" "--proto_path=${proto_dir}"
+    "--cpp_out=${WORK_DIR}/simulator/schema/protobuf" "${PROTO_FILE}")
 run("configuring the consumer" "${CMAKE_COMMAND}" -S "${CONSUMER_SOURCE}" -B "${WORK_DIR}/build"
+    "-DSIMULATOR_INCLUDE=${WORK_DIR}/simulator"
     -G "${GENERATOR}" "-DCMAKE_PREFIX_PATH=${prefix}" "-DCMAKE_CXX_COMPILER=${CXX}"
     "-DCMAKE_CXX_FLAGS=${CXX_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${LINK_FLAGS}"
     -DCMAKE_BUILD_TYPE=)
