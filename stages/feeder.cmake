@@ -1,51 +1,61 @@
-# chakraflow_feeder: the windowed, dependency-resolving feeder (et_feeder), its multi-rank driver on
-# oneTBB (multi_feeder) and the Chakra::ETFeeder compatibility layer (compat/). Included by
-# stages/CMakeLists.txt.
+# chakraflow_feeder: the windowed, dependency-resolving feeder (et_feeder), the static-graph index
+# (et_index), its multi-rank driver on oneTBB (multi_feeder) and the compatibility layers for
+# simulators written against Chakra's feeders: Chakra::ETFeeder (compat/) and
+# Chakra::FeederV3::ETFeeder (compat/feeder_v3/). Included by stages/CMakeLists.txt.
 #
-# Two libraries share the same objects:
-# - chakraflow_feeder, used in this build (pipeline, tests, benchmarks), gets EtReader and the
-#   generated schema from chakraflow_convert / chakraflow_proto like every other stage;
+# Two libraries:
+# - chakraflow_feeder, used in this build (pipeline, tests, benchmarks), links like every stage;
 # - chakraflow_feeder_dist is what `cmake --install` ships as chakraflow::feeder: one
-#   self-contained static library (the feeder, .et reading, the generated schema) with relocatable
-#   usage requirements, so that a simulator links it alone after find_package(chakraflow).
-add_library(chakraflow_feeder_objects OBJECT
+#   self-contained static library (the feeders, .et reading, the generated schema) whose users
+#   link only protobuf and zlib. Its objects are compiled apart, with fmt header-only and without
+#   oneTBB (no multi_feeder), so that neither reaches a simulator's build.
+set(CHAKRAFLOW_FEEDER_SOURCES
   et_feeder.cc
-  multi_feeder.cc
+  et_index.cc
+  compat/node_record.cc
   compat/et_feeder.cc
   compat/et_feeder_node.cc
+  compat/feeder_v3/et_feeder.cc
+  compat/feeder_v3/et_feeder_node.cc
 )
-target_link_libraries(chakraflow_feeder_objects PUBLIC chakraflow_proto fmt::fmt TBB::tbb)
+add_library(chakraflow_feeder STATIC ${CHAKRAFLOW_FEEDER_SOURCES} multi_feeder.cc)
+target_link_libraries(chakraflow_feeder PUBLIC chakraflow_convert chakraflow_proto fmt::fmt TBB::tbb)
 
-add_library(chakraflow_feeder STATIC $<TARGET_OBJECTS:chakraflow_feeder_objects>)
-target_link_libraries(chakraflow_feeder PUBLIC chakraflow_convert chakraflow_proto TBB::tbb)
-
+add_library(chakraflow_feeder_dist_objects OBJECT ${CHAKRAFLOW_FEEDER_SOURCES} et_io.cc file_io.cc)
+target_include_directories(chakraflow_feeder_dist_objects PRIVATE ${CMAKE_SOURCE_DIR})
+target_link_libraries(chakraflow_feeder_dist_objects PRIVATE chakraflow_proto fmt::fmt-header-only
+                      ZLIB::ZLIB)
 add_library(chakraflow_feeder_dist STATIC
-  $<TARGET_OBJECTS:chakraflow_feeder_objects>
+  $<TARGET_OBJECTS:chakraflow_feeder_dist_objects>
   $<TARGET_OBJECTS:chakraflow_proto>
-  et_io.cc
-  file_io.cc
 )
 set_target_properties(chakraflow_feeder_dist PROPERTIES
   OUTPUT_NAME chakraflow_feeder
   ARCHIVE_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/dist
   EXPORT_NAME feeder)
 target_include_directories(chakraflow_feeder_dist
-  PRIVATE ${CMAKE_SOURCE_DIR}
   INTERFACE
     $<INSTALL_INTERFACE:include>
     $<INSTALL_INTERFACE:include/chakraflow>
     $<INSTALL_INTERFACE:include/chakraflow/compat>)
-target_include_directories(chakraflow_feeder_dist SYSTEM PRIVATE ${CMAKE_BINARY_DIR})
-target_link_libraries(chakraflow_feeder_dist PUBLIC
-  protobuf::libprotobuf fmt::fmt TBB::tbb ZLIB::ZLIB Threads::Threads)
+target_link_libraries(chakraflow_feeder_dist PUBLIC protobuf::libprotobuf ZLIB::ZLIB Threads::Threads)
 
 include(CMakePackageConfigHelpers)
 include(GNUInstallDirs)
 set(CHAKRAFLOW_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/chakraflow)
 install(TARGETS chakraflow_feeder_dist EXPORT chakraflowTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR})
-install(FILES et_feeder.h multi_feeder.h status.h DESTINATION include/chakraflow/stages)
+# Only the compatibility headers are installed: they include nothing of ours but each other and the
+# schema (no stages/ header, no fmt, simdjson or oneTBB).
 install(FILES compat/et_feeder.h compat/et_feeder_node.h DESTINATION include/chakraflow/compat)
+install(FILES compat/feeder_v3/common.h compat/feeder_v3/dependancy_solver.h
+              compat/feeder_v3/et_feeder.h compat/feeder_v3/et_feeder_node.h
+        DESTINATION include/chakraflow/compat/feeder_v3)
+# The path ASTRA-sim includes FeederV3 by, from its source root (docs/astra-sim.md): a header that
+# forwards to ours.
+install(FILES compat/feeder_v3/astra_sim_forward.h
+        DESTINATION include/chakraflow/astra-sim/extern/graph_frontend/chakra/src/feeder_v3
+        RENAME et_feeder.h)
 install(FILES ${CMAKE_BINARY_DIR}/proto/et_def.pb.h DESTINATION include/chakraflow/proto)
 # Also under Chakra's header name, beside the compat headers (on the include path of
 # chakraflow::feeder): a simulator includes "et_def.pb.h" and gets this one, and links only ours.

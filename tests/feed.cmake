@@ -4,6 +4,7 @@ chakraflow_add_test(feeder_test
     stages/et_feeder_test.cc
     stages/multi_feeder_test.cc
     stages/compat_feeder_test.cc
+    stages/feeder_v3_test.cc
     golden/feeder_golden_test.cc
   LIBS chakraflow_feeder chakraflow_testing GTest::gmock)
 # The CLI tests run the chakraflow binary.

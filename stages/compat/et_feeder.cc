@@ -1,5 +1,7 @@
 #include "stages/compat/et_feeder.h"
 
+#include "stages/et_feeder.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <stdexcept>
@@ -71,17 +73,13 @@ void ETFeeder::unlink(ETFeederNode& node) {
   node.children_vec_.clear();
 }
 
-chakraflow::FeederOptions ETFeeder::chakra_options() {
-  chakraflow::FeederOptions options;
-  options.window = uint64_t{4096} * 256;
-  options.refill_below = 0;  // keep the window full: the ready set, and so the order, of Chakra
-  options.ctrl_deps = false;
-  return options;
-}
-
 ETFeeder::ETFeeder(std::string filename) : ETFeeder(std::move(filename), chakra_options()) {}
 
-ETFeeder::ETFeeder(std::string filename, const chakraflow::FeederOptions& options) {
+ETFeeder::ETFeeder(std::string filename, const ETFeederOptions& compat_options) {
+  chakraflow::FeederOptions options;
+  options.window = compat_options.window;
+  options.refill_below = compat_options.refill_below;
+  options.ctrl_deps = compat_options.ctrl_deps;
   auto core = chakraflow::EtFeeder::open(filename, options);
   if (!core.ok()) {
     throw std::runtime_error("Failed to open trace file: " + filename + " (" +
@@ -171,8 +169,12 @@ void ETFeeder::freeChildrenNodes(uint64_t node_id) {
   }
 }
 
-chakraflow::FeedState ETFeeder::state() {
-  return core_->state();
+bool ETFeeder::isDone() {
+  return core_->state() == chakraflow::FeedState::kDone;
+}
+
+bool ETFeeder::isStalled() {
+  return core_->state() == chakraflow::FeedState::kStalled;
 }
 
 std::string ETFeeder::stallReport() {

@@ -38,6 +38,11 @@
 // Not thread-safe (like Chakra's); one ETFeeder per thread.
 #pragma once
 
+#if defined(CHAKRAFLOW_FEEDER_V3_ALIASES)
+#error "Include Chakra's old feeder (et_feeder.h) before feeder_v3/et_feeder.h, or define CHAKRAFLOW_NO_FEEDER_V3_ALIASES: both define Chakra::ETFeeder"
+#endif
+#define CHAKRAFLOW_COMPAT_V1_FEEDER 1
+
 // The standard headers Chakra's et_feeder.h includes, which simulator code relies on (ASTRA-sim's
 // Workload.cc uses std::queue without including <queue>).
 #include <cstdint>
@@ -49,16 +54,25 @@
 #include <vector>
 
 #include "et_feeder_node.h"  // same folder, in the source tree and installed
-#include "stages/et_feeder.h"
+
+namespace chakraflow {
+class EtFeeder;
+}
 
 namespace Chakra {
+
+// chakraflow extension: how ETFeeder reads. The defaults are Chakra's: a window of 1,048,576
+// nodes filled eagerly, so that the issue order is Chakra's; ctrl_deps ignored.
+struct ETFeederOptions {
+  uint64_t window = uint64_t{1} << 20;  // most nodes held at once
+  uint64_t refill_below = 0;            // read more while fewer nodes are ready (0: keep full)
+  bool ctrl_deps = false;               // honour ctrl_deps as well as data_deps
+};
 
 class ETFeeder {
  public:
   ETFeeder(std::string filename);  // NOLINT: implicit as in Chakra
-  // chakraflow extension: window, refill and ctrl_deps options. The default here is Chakra's
-  // window, filled eagerly (refill_below 0), so that the issue order is Chakra's.
-  ETFeeder(std::string filename, const chakraflow::FeederOptions& options);
+  ETFeeder(std::string filename, const ETFeederOptions& options);
   ~ETFeeder();
   ETFeeder(const ETFeeder&) = delete;
   ETFeeder& operator=(const ETFeeder&) = delete;
@@ -72,10 +86,14 @@ class ETFeeder {
   void freeChildrenNodes(uint64_t node_id);
 
   // chakraflow extensions.
-  static chakraflow::FeederOptions chakra_options();
-  chakraflow::FeedState state();
-  bool isStalled() { return state() == chakraflow::FeedState::kStalled; }
+  static ETFeederOptions chakra_options() { return ETFeederOptions(); }
+  // Every node read was completed (or removed) and the file is at its end.
+  bool isDone();
+  // Nothing can be issued any more but nodes are left (a cycle, a dependency on an id not in the
+  // file): stallReport() names them.
+  bool isStalled();
   std::string stallReport();
+  // The feeder underneath (stages/et_feeder.h, not installed: for chakraflow's own tests).
   chakraflow::EtFeeder& core() { return *core_; }
 
  private:

@@ -20,6 +20,11 @@
 // Not thread-safe (like Chakra's): use a node from one thread at a time.
 #pragma once
 
+#if defined(CHAKRAFLOW_FEEDER_V3_ALIASES)
+#error "Include Chakra's old feeder (et_feeder_node.h) before feeder_v3/et_feeder_node.h, or define CHAKRAFLOW_NO_FEEDER_V3_ALIASES: both define Chakra::ETFeederNode"
+#endif
+#define CHAKRAFLOW_COMPAT_V1_FEEDER 1
+
 #include <cstdint>
 #include <memory>
 #include <string>

@@ -15,12 +15,18 @@ endfunction()
 
 run("cmake --install" "${CMAKE_COMMAND}" --install "${BUILD_DIR}" --prefix "${prefix}")
 foreach(f include/chakraflow/compat/et_feeder.h include/chakraflow/compat/et_feeder_node.h
-          include/chakraflow/stages/et_feeder.h include/chakraflow/stages/multi_feeder.h
+          include/chakraflow/compat/feeder_v3/et_feeder.h
+          include/chakraflow/compat/feeder_v3/et_feeder_node.h
+          include/chakraflow/astra-sim/extern/graph_frontend/chakra/src/feeder_v3/et_feeder.h
           include/chakraflow/proto/et_def.pb.h include/chakraflow/compat/et_def.pb.h)
   if(NOT EXISTS "${prefix}/${f}")
     message(FATAL_ERROR "not installed: ${prefix}/${f}")
   endif()
 endforeach()
+# Nothing of the library's insides: no stages/ header.
+if(EXISTS "${prefix}/include/chakraflow/stages")
+  message(FATAL_ERROR "internal headers installed: ${prefix}/include/chakraflow/stages")
+endif()
 # The MPI plugin goes where an installed binary looks for it (bin/../lib/chakraflow/).
 if(EXISTS "${BUILD_DIR}/libchakraflow_mpi.so" AND
    NOT EXISTS "${prefix}/lib/chakraflow/libchakraflow_mpi.so")
@@ -59,4 +65,30 @@ if(EXISTS "${TRACE}")
 else()
   message(STATUS "*** ${TRACE} is absent: the chakra.0.et part was not run ***")
 endif()
+
+run("running both_apis" "${WORK_DIR}/build/both_apis" "${WORK_DIR}/small.et" "${TRACE}")
+message(STATUS "both_apis output:\n${run_output}")
+string(FIND "${run_output}" "small: v1 40 nodes, v3 40 nodes, runtime 820/820 us, comm 151552/151552 bytes" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "both_apis: unexpected walk of the small trace:\n${run_output}")
+endif()
+if(EXISTS "${TRACE}")
+  string(FIND "${run_output}" "chakra.0.et: v1 3664 nodes, v3 3664 nodes" at)
+  if(at EQUAL -1)
+    message(FATAL_ERROR "both_apis: chakra.0.et not walked fully by both APIs:\n${run_output}")
+  endif()
+endif()
+run("running astra_sim_path" "${WORK_DIR}/build/astra_sim_path" "${WORK_DIR}/small.et")
+string(FIND "${run_output}" "master-style: 40 nodes" at)
+if(at EQUAL -1)
+  message(FATAL_ERROR "astra_sim_path: unexpected output:\n${run_output}")
+endif()
+# The consumer's link lines: protobuf and zlib, no fmt, simdjson or oneTBB.
+file(GLOB_RECURSE link_files "${WORK_DIR}/build/*link.txt" "${WORK_DIR}/build/build.ninja")
+foreach(lf ${link_files})
+  file(READ "${lf}" text)
+  if(text MATCHES "libfmt|libtbb|libsimdjson|-lfmt|-ltbb|-lsimdjson")
+    message(FATAL_ERROR "a consumer of chakraflow::feeder links fmt, oneTBB or simdjson: ${lf}")
+  endif()
+endforeach()
 file(REMOVE_RECURSE "${WORK_DIR}")

@@ -219,12 +219,12 @@ TEST(CompatFeeder, AstraSimDriveIssuesEveryNodeOnce) {
   EXPECT_EQ(sim.issued.size(), 3664u);
   EXPECT_EQ(sim.completed.size(), 3664u);
   EXPECT_FALSE(trace.hasNodesToIssue());
-  EXPECT_EQ(trace.state(), FeedState::kDone);
+  EXPECT_TRUE(trace.isDone());
 }
 
 TEST(CompatFeeder, SmallWindowDriveIssuesEveryNodeOnce) {
   CF_REQUIRE_SHARED_DATA(kChakra0);
-  FeederOptions options = Chakra::ETFeeder::chakra_options();
+  Chakra::ETFeederOptions options = Chakra::ETFeeder::chakra_options();
   options.window = 32;
   Chakra::ETFeeder trace(chakra0(), options);
   AstraSimModel sim(trace);
@@ -253,7 +253,7 @@ TEST(CompatFeeder, RemoveThenFreeChildren) {
 TEST(CompatFeeder, WindowOfTwoDoesNotIssueTwice) {
   TempDir dir;
   write_trace(dir.file("t.et"), {{1, {}}, {2, {}}, {3, {1}}, {4, {1, 2}}, {5, {3}}, {6, {}}});
-  FeederOptions options = Chakra::ETFeeder::chakra_options();
+  Chakra::ETFeederOptions options = Chakra::ETFeeder::chakra_options();
   options.window = 2;
   Chakra::ETFeeder trace(dir.file("t.et"), options);
   std::vector<uint64_t> order;
