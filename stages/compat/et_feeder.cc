@@ -1,5 +1,6 @@
 #include "stages/compat/et_feeder.h"
 
+#include "stages/compat/node_record.h"
 #include "stages/et_feeder.h"
 
 #include <algorithm>
@@ -14,23 +15,34 @@ namespace Chakra {
 // held when the child is read, or when the parent is read later (forward reference).
 class ETFeeder::Mirror : public chakraflow::FeederObserver {
  public:
-  Mirror(std::string path, const chakraflow::EtFeeder* core)
-      : path_(std::move(path)), core_(core) {}
+  Mirror(std::string path, const chakraflow::EtFeeder* core, ETFeederNode::RecordKey key)
+      : path_(std::move(path)), core_(core), key_(key) {
+    // Chakra's window is read at once: room for its first 65,536 nodes.
+    const auto expected = static_cast<size_t>(std::min<uint64_t>(core->options().window, 1 << 16));
+    live.reserve(expected);
+    graph.reserve(expected);
+  }
 
   void on_read(const chakraflow::FeederNode& n) override {
-    auto proto = std::make_shared<ChakraProtoMsg::Node>();
-    chakraflow::Status parsed = n.parse(proto.get());
-    if (!parsed.ok() && parse_error.empty()) parse_error = path_ + ": " + parsed.message();
-    auto node = std::make_shared<ETFeederNode>(proto);
+    auto record = std::make_shared<chakraflow::compat::NodeRecord>();
+    chakraflow::Status decoded = chakraflow::compat::NodeRecord::decode(n.raw, record.get());
+    if (!decoded.ok() && parse_error.empty()) {
+      parse_error = path_ + ": record #" + std::to_string(n.record_index) + " at byte " +
+                    std::to_string(n.byte_offset) + ": " + decoded.message();
+    }
+    auto node = std::make_shared<ETFeederNode>(key_, std::move(record));
     // Earlier nodes that named this one as a parent.
     if (auto it = orphans_.find(n.id); it != orphans_.end()) {
       for (auto& child : it->second) ETFeeder::link(*node, std::move(child));
       orphans_.erase(it);
     }
-    parents_.assign(proto->data_deps().begin(), proto->data_deps().end());
-    if (core_->options().ctrl_deps) {
-      parents_.insert(parents_.end(), proto->ctrl_deps().begin(), proto->ctrl_deps().end());
-    }
+    chakraflow::NodeHeader header;
+    parents_.clear();
+    ctrl_.clear();
+    // Cannot fail: the core scanned the same bytes before handing them over.
+    (void)chakraflow::scan_node(n.raw, &header, &parents_,
+                                core_->options().ctrl_deps ? &ctrl_ : nullptr);
+    parents_.insert(parents_.end(), ctrl_.begin(), ctrl_.end());
     std::sort(parents_.begin(), parents_.end());
     parents_.erase(std::unique(parents_.begin(), parents_.end()), parents_.end());
     for (uint64_t parent : parents_) {
@@ -61,8 +73,10 @@ class ETFeeder::Mirror : public chakraflow::FeederObserver {
  private:
   std::string path_;
   const chakraflow::EtFeeder* core_;
+  ETFeederNode::RecordKey key_;
   std::unordered_map<uint64_t, std::vector<std::shared_ptr<ETFeederNode>>> orphans_;
   std::vector<uint64_t> parents_;
+  std::vector<uint64_t> ctrl_;
 };
 
 void ETFeeder::link(ETFeederNode& parent, std::shared_ptr<ETFeederNode> child) {
@@ -86,7 +100,7 @@ ETFeeder::ETFeeder(std::string filename, const ETFeederOptions& compat_options) 
                              core.status().message() + ")");
   }
   core_ = std::move(*core);
-  mirror_ = std::make_unique<Mirror>(filename, core_.get());
+  mirror_ = std::make_unique<Mirror>(filename, core_.get(), ETFeederNode::RecordKey());
   core_->set_observer(mirror_.get());
   core_->state();  // reads the first window, as Chakra's constructor does
   throw_if_failed();

@@ -1,5 +1,7 @@
 #include "stages/compat/et_feeder_node.h"
 
+#include "stages/compat/node_record.h"
+
 #include <algorithm>
 #include <stdexcept>
 #include <type_traits>
@@ -58,50 +60,106 @@ bool attr_as_int(const ChakraProtoMsg::AttributeProto& a, int64_t* out) {
 
 }  // namespace
 
-ETFeederNode::ETFeederNode(std::shared_ptr<ChakraProtoMsg::Node> node) : node_(std::move(node)) {
-  id_ = node_->id();
-  name_ = node_->name();
-  runtime_ = node_->duration_micros();
-  for (const auto& attr : node_->attr()) {
-    const std::string& attr_name = attr.name();
-    int64_t v = 0;
-    const bool numeric = attr_as_int(attr, &v);
-    auto set = [&](auto* member, uint32_t bit) {
-      *member = static_cast<std::remove_pointer_t<decltype(member)>>(v);
-      present_ = numeric ? present_ | bit : present_ & ~bit;
-    };
-    if (attr_name == "is_cpu_op") {
-      is_cpu_op_ = v != 0;
-      present_ = numeric ? present_ | kIsCpuOp : present_ & ~kIsCpuOp;
-    } else if (attr_name == "num_ops") {
-      set(&num_ops_, kNumOps);
-    } else if (attr_name == "tensor_size") {
-      set(&tensor_size_, kTensorSize);
-    } else if (attr_name == "comm_type") {
-      comm_type_ = static_cast<ChakraProtoMsg::CollectiveCommType>(v);
-      present_ = numeric ? present_ | kCommType : present_ & ~kCommType;
-    } else if (attr_name == "comm_priority") {
-      set(&comm_priority_, kCommPriority);
-    } else if (attr_name == "comm_size") {
-      set(&comm_size_, kCommSize);
-    } else if (attr_name == "comm_src") {
-      set(&comm_src_, kCommSrc);
-    } else if (attr_name == "comm_dst") {
-      set(&comm_dst_, kCommDst);
-    } else if (attr_name == "comm_tag") {
-      set(&comm_tag_, kCommTag);
-    } else if (attr_name == "pg_name") {
-      pg_name_ = attr.value_case() == ChakraProtoMsg::AttributeProto::kStringVal ? attr.string_val()
-                 : numeric                                                       ? std::to_string(v)
-                                                                                 : std::string();
-      present_ |= kPgName;
-    } else {
-      other_attrs_.emplace(attr_name, &attr);  // the first of a name wins, as in Chakra
-    }
+bool ETFeederNode::is_known_attr(std::string_view attr_name) {
+  using namespace std::string_view_literals;
+  static constexpr std::string_view kKnown[] = {
+      "is_cpu_op"sv, "num_ops"sv,  "tensor_size"sv, "comm_type"sv, "comm_priority"sv,
+      "comm_size"sv, "comm_src"sv, "comm_dst"sv,    "comm_tag"sv,  "pg_name"sv};
+  if (attr_name.size() < 7 || attr_name.size() > 13) return false;
+  for (std::string_view k : kKnown) {
+    if (attr_name.size() == k.size() && attr_name == k) return true;
+  }
+  return false;
+}
+
+// One of the known attributes: the last one of a name wins, as in Chakra.
+void ETFeederNode::set_known_attr(const std::string& attr_name,
+                                  const ChakraProtoMsg::AttributeProto& attr) {
+  int64_t v = 0;
+  const bool numeric = attr_as_int(attr, &v);
+  auto set = [&](auto* member, uint32_t bit) {
+    *member = static_cast<std::remove_pointer_t<decltype(member)>>(v);
+    present_ = numeric ? present_ | bit : present_ & ~bit;
+  };
+  if (attr_name == "is_cpu_op") {
+    is_cpu_op_ = v != 0;
+    present_ = numeric ? present_ | kIsCpuOp : present_ & ~kIsCpuOp;
+  } else if (attr_name == "num_ops") {
+    set(&num_ops_, kNumOps);
+  } else if (attr_name == "tensor_size") {
+    set(&tensor_size_, kTensorSize);
+  } else if (attr_name == "comm_type") {
+    comm_type_ = static_cast<ChakraProtoMsg::CollectiveCommType>(v);
+    present_ = numeric ? present_ | kCommType : present_ & ~kCommType;
+  } else if (attr_name == "comm_priority") {
+    set(&comm_priority_, kCommPriority);
+  } else if (attr_name == "comm_size") {
+    set(&comm_size_, kCommSize);
+  } else if (attr_name == "comm_src") {
+    set(&comm_src_, kCommSrc);
+  } else if (attr_name == "comm_dst") {
+    set(&comm_dst_, kCommDst);
+  } else if (attr_name == "comm_tag") {
+    set(&comm_tag_, kCommTag);
+  } else if (attr_name == "pg_name") {
+    pg_name_ = attr.value_case() == ChakraProtoMsg::AttributeProto::kStringVal ? attr.string_val()
+               : numeric                                                       ? std::to_string(v)
+                                                                               : std::string();
+    present_ |= kPgName;
   }
 }
 
+ETFeederNode::ETFeederNode(std::shared_ptr<ChakraProtoMsg::Node> node) : node_(std::move(node)) {
+  id_ = node_->id();
+  name_ = node_->name();
+  type_ = node_->type();
+  runtime_ = node_->duration_micros();
+  for (const auto& attr : node_->attr()) {
+    if (is_known_attr(attr.name())) {
+      set_known_attr(attr.name(), attr);
+    } else {
+      other_attrs_.emplace(attr.name(), &attr);  // the first of a name wins, as in Chakra
+    }
+  }
+  others_indexed_ = true;
+}
+
+ETFeederNode::ETFeederNode(RecordKey, std::shared_ptr<const chakraflow::compat::NodeRecord> record)
+    : record_(std::move(record)) {
+  const chakraflow::compat::NodeRecord& r = *record_;
+  id_ = r.id();
+  name_ = std::string(r.name());
+  type_ = static_cast<ChakraProtoMsg::NodeType>(r.type());
+  runtime_ = r.duration_micros();
+  ChakraProtoMsg::AttributeProto attr;
+  for (size_t i = 0; i < r.attr_count(); ++i) {
+    if (!is_known_attr(r.attr_name(i))) continue;  // decoded when asked for
+    attr.Clear();
+    if (r.parse_attr(i, &attr)) set_known_attr(attr.name(), attr);
+  }
+}
+
+// A record's other attributes point into its parsed message, made on first need.
+void ETFeederNode::index_other_attrs() const {
+  if (others_indexed_) return;
+  others_indexed_ = true;
+  for (const auto& attr : getChakraNodeConst().attr()) {
+    if (!is_known_attr(attr.name())) other_attrs_.emplace(attr.name(), &attr);
+  }
+}
+
+const ChakraProtoMsg::Node& ETFeederNode::getChakraNodeConst() const {
+  if (!node_) {
+    auto node = std::make_shared<ChakraProtoMsg::Node>();
+    chakraflow::Status parsed = record_->parse(node.get());
+    if (!parsed.ok()) throw std::runtime_error(parsed.message());
+    node_ = std::move(node);
+  }
+  return *node_;
+}
+
 std::shared_ptr<ChakraProtoMsg::Node> ETFeederNode::getChakraNode() {
+  getChakraNodeConst();
   return node_;
 }
 
@@ -138,6 +196,7 @@ void ETFeederNode::setDepUnresolvedParentIDs(std::vector<uint64_t> const& ids) {
 
 const ChakraProtoMsg::AttributeProto& ETFeederNode::get_other_attr(
     const std::string& attr_name) const {
+  index_other_attrs();
   auto it = other_attrs_.find(attr_name);
   if (it != other_attrs_.end()) return *it->second;
   throw std::runtime_error("Asked for attr \"" + attr_name + "\" from node " + std::to_string(id_) +
@@ -145,25 +204,34 @@ const ChakraProtoMsg::AttributeProto& ETFeederNode::get_other_attr(
 }
 
 bool ETFeederNode::has_other_attr(const std::string& attr_name) const {
+  if (!others_indexed_ && record_) {
+    return !is_known_attr(attr_name) && record_->find_attr(attr_name) >= 0;
+  }
   return other_attrs_.count(attr_name) > 0;
 }
 
 std::string ETFeederNode::get_inputs_values() const {
+  if (!node_) return record_->io_field(8, 1, std::string());
   return node_->has_inputs() ? node_->inputs().values() : std::string();
 }
 std::string ETFeederNode::get_inputs_shapes() const {
+  if (!node_) return record_->io_field(8, 2, std::string());
   return node_->has_inputs() ? node_->inputs().shapes() : std::string();
 }
 std::string ETFeederNode::get_inputs_types() const {
+  if (!node_) return record_->io_field(8, 3, std::string());
   return node_->has_inputs() ? node_->inputs().types() : std::string();
 }
 std::string ETFeederNode::get_outputs_values() const {
+  if (!node_) return record_->io_field(9, 1, std::string());
   return node_->has_outputs() ? node_->outputs().values() : std::string();
 }
 std::string ETFeederNode::get_outputs_shapes() const {
+  if (!node_) return record_->io_field(9, 2, std::string());
   return node_->has_outputs() ? node_->outputs().shapes() : std::string();
 }
 std::string ETFeederNode::get_outputs_types() const {
+  if (!node_) return record_->io_field(9, 3, std::string());
   return node_->has_outputs() ? node_->outputs().types() : std::string();
 }
 

@@ -28,11 +28,16 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
 
 #include "proto/et_def.pb.h"
+
+namespace chakraflow::compat {
+class NodeRecord;
+}
 
 namespace Chakra {
 
@@ -41,6 +46,14 @@ class ETFeeder;
 class ETFeederNode {
  public:
   ETFeederNode(std::shared_ptr<ChakraProtoMsg::Node> node);  // NOLINT: implicit as in Chakra
+
+  // The feeder's nodes (only ETFeeder can make a RecordKey): the record's bytes, decoded on
+  // demand; no protobuf Node unless getChakraNode() or get_other_attr() asks for one.
+  class RecordKey {
+    friend class ETFeeder;
+    RecordKey() = default;
+  };
+  ETFeederNode(RecordKey, std::shared_ptr<const chakraflow::compat::NodeRecord> record);
 
   std::shared_ptr<ChakraProtoMsg::Node> getChakraNode();
   void addChild(std::shared_ptr<ETFeederNode> node);
@@ -55,7 +68,7 @@ class ETFeederNode {
   uint64_t id() const { return id_; }
   std::string name() const { return name_; }
   bool is_cpu_op() const { return is_cpu_op_; }
-  ChakraProtoMsg::NodeType type() const { return node_->type(); }
+  ChakraProtoMsg::NodeType type() const { return type_; }
   uint64_t runtime() const { return runtime_; }
   uint64_t num_ops() const { return num_ops_; }
   uint32_t tensor_loc() const { return tensor_loc_; }
@@ -100,16 +113,23 @@ class ETFeederNode {
     kCommTag = 1u << 8,
     kPgName = 1u << 9,
   };
+  void set_known_attr(const std::string& attr_name, const ChakraProtoMsg::AttributeProto& attr);
+  static bool is_known_attr(std::string_view attr_name);
+  void index_other_attrs() const;
+  const ChakraProtoMsg::Node& getChakraNodeConst() const;
   // The feeder links children it has already de-duplicated.
   void add_child_unchecked(std::shared_ptr<ETFeederNode> node) {
     children_vec_.push_back(std::move(node));
   }
 
-  std::shared_ptr<ChakraProtoMsg::Node> node_;
+  mutable std::shared_ptr<ChakraProtoMsg::Node> node_;  // parsed on first need for records
+  std::shared_ptr<const chakraflow::compat::NodeRecord> record_;
+  mutable bool others_indexed_ = false;
   std::vector<std::shared_ptr<ETFeederNode>> children_vec_;
   std::unique_ptr<std::unordered_set<const ETFeederNode*>> children_set_;  // built when large
   std::vector<uint64_t> dep_unresolved_parent_ids_;
-  std::unordered_map<std::string, const ChakraProtoMsg::AttributeProto*> other_attrs_;
+  mutable std::unordered_map<std::string, const ChakraProtoMsg::AttributeProto*> other_attrs_;
+  ChakraProtoMsg::NodeType type_ = ChakraProtoMsg::INVALID_NODE;
 
   uint64_t id_ = 0;
   std::string name_;
