@@ -1,5 +1,6 @@
 // `chakraflow convert` (also `chakra_converter`) and `chakraflow jsonize` (also `chakra_jsonizer`),
 // with Chakra's flag spellings.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "pipeline/cli_args.h"
+#include "pipeline/comm_group_file.h"
 #include "pipeline/commands.h"
 #include "stages/file_io.h"
 #include "stages/jsonizer.h"
@@ -30,6 +32,24 @@ const std::vector<cli::FlagSpec>& convert_flags() {
       {"keep-optimizer-step-duration",
        false,
        "do not zero the duration of Optimizer.step nodes (Chakra's rule, kept by default)",
+       {}},
+      {"metadata-node",
+       true,
+       "keep (default), or compute: write PyTorch's process-group METADATA node as a compute "
+       "node (current ASTRA-sim asserts on METADATA nodes; docs/astra-sim.md)",
+       {}},
+      {"renumber-groups",
+       false,
+       "add 1 to every numeric pg_name (older ASTRA-sim rejects the group \"0\")",
+       {}},
+      {"comm-groups",
+       true,
+       "also write ASTRA-sim's communicator-group JSON for this trace to FILE",
+       {}},
+      {"rank", true, "this trace's rank, for --comm-groups (default 0)", {}},
+      {"world-size",
+       true,
+       "ranks in the run, for --comm-groups (default: from the process-group metadata)",
        {}},
       {"input_type", true, "Chakra's older spelling of the PyTorch argument", {"input-type"}},
       {"log-filename",
@@ -132,7 +152,8 @@ class Command {
 int run_convert_command(int argc, char** argv, int first) {
   Command cmd("convert",
               "convert [PyTorch] --input ET_PLUS.json[.gz] --output TRACE.et[.gz] "
-              "[--compat default|chakra] [--keep-optimizer-step-duration]",
+              "[--compat default|chakra] [--keep-optimizer-step-duration] "
+              "[--metadata-node keep|compute] [--renumber-groups] [--comm-groups FILE]",
               convert_flags());
   if (auto done = cmd.parse(argc, argv, first)) return *done;
   const cli::Args& args = cmd.args();
@@ -158,6 +179,30 @@ int run_convert_command(int argc, char** argv, int first) {
     return cmd.usage_error(fmt::format("--compat: unknown value '{}' (default, chakra)", compat));
   }
   options.zero_optimizer_step = !args.has("keep-optimizer-step-duration");
+  const std::string metadata_node = args.get_or("metadata-node", "keep");
+  if (metadata_node != "keep" && metadata_node != "compute") {
+    return cmd.usage_error(
+        fmt::format("--metadata-node: unknown value '{}' (keep, compute)", metadata_node));
+  }
+  options.metadata_as_compute = metadata_node == "compute";
+  options.pg_name_offset = args.has("renumber-groups") ? 1 : 0;
+  std::optional<std::string> comm_groups;
+  if (args.has("comm-groups")) {
+    auto path = args.get_path("comm-groups");
+    if (!path.ok()) return cmd.usage_error(path.status().message());
+    comm_groups = *path;
+    if (Status s = check_output_is_not_input(*comm_groups, {*args.get("input"), *args.get("output")});
+        !s.ok()) {
+      return cmd.usage_error(s.message());
+    }
+  }
+  auto rank = args.get_int_in("rank", 0, 0, INT32_MAX);
+  if (!rank.ok()) return cmd.usage_error(rank.status().message());
+  auto world_size = args.get_int_in("world-size", 1, 1, INT32_MAX);
+  if (!world_size.ok()) return cmd.usage_error(world_size.status().message());
+  if (!comm_groups && (args.has("rank") || args.has("world-size"))) {
+    return cmd.usage_error("--rank and --world-size are for --comm-groups");
+  }
   const bool quiet = args.has("quiet");
   if (!quiet && args.has("log-filename")) {
     cmd.note(
@@ -188,6 +233,27 @@ int run_convert_command(int argc, char** argv, int first) {
     summary += fmt::format("; {:.1f} MB in {:.3f} s\n", report.bytes_written / 1e6, seconds);
     summary += format_stats(report.stats);
     std::fputs(summary.c_str(), stderr);
+  }
+  if (comm_groups) {
+    // The world: --world-size, else every rank the metadata names (at least this one).
+    std::vector<int> world;
+    int size = static_cast<int>(*world_size);
+    if (!args.has("world-size")) {
+      auto scanned = scan_comm_groups(output, static_cast<int>(*rank), options.pg_name_offset);
+      if (!scanned.ok()) return cmd.failure(scanned.status());
+      size = static_cast<int>(*rank) + 1;
+      for (const auto& [name, members] : scanned->declared) {
+        if (!members.empty()) size = std::max(size, members.back() + 1);
+      }
+    }
+    for (int r = 0; r < size; ++r) world.push_back(r);
+    CommGroupFileReport groups;
+    if (Status s = write_comm_group_file({{static_cast<int>(*rank), output}}, world,
+                                         options.pg_name_offset, *comm_groups, &groups);
+        !s.ok()) {
+      return cmd.failure(s);
+    }
+    if (!quiet) std::fprintf(stderr, "  %s\n", describe(groups, *comm_groups).c_str());
   }
   return 0;
 }

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "pipeline/cli_args.h"
+#include "pipeline/comm_group_file.h"
 #include "pipeline/commands.h"
 #include "pipeline/link_graph.h"
 #include "pipeline/mpi_world.h"
@@ -311,7 +312,8 @@ Status check_outputs(const RunConfig& cfg) {
   const std::string summary = cfg.summary_path();
   const std::string simulation =
       fs::path(summary).replace_filename("simulation.json").string();
-  for (const std::string& output : {summary, simulation}) {
+  const std::string groups = convert && cfg.comm_groups ? cfg.comm_group_path() : std::string();
+  for (const std::string& output : {summary, simulation, groups}) {
     CF_RETURN_IF_ERROR(check_output_is_not_input(output, every_input));
   }
   return Status();
@@ -477,6 +479,8 @@ int run_run_command(int argc, char** argv, int first) {
   LinkGraphHooks hooks;
   ConvertOptions convert_options;
   convert_options.compat = cfg->convert_chakra_compat ? Compat::kChakra : Compat::kDefault;
+  convert_options.metadata_as_compute = cfg->metadata_as_compute;
+  convert_options.pg_name_offset = cfg->renumber_groups ? 1 : 0;
   // In memory, the converter reads each host node in the loader's pass (one pass over the text);
   // what it read waits here until the rank is linked.
   std::vector<std::optional<HostNodeFields>> host_fields(jobs.size());
@@ -589,6 +593,19 @@ int run_run_command(int argc, char** argv, int first) {
     if (!written.ok()) {
       std::fprintf(stderr, "chakraflow run: %s\n", written.message().c_str());
       return 1;
+    }
+    if (cfg->has(RunStage::kConvert) && cfg->comm_groups && failed == 0) {
+      // ASTRA-sim's --comm-group-configuration, from every rank's trace.
+      std::vector<std::pair<int, std::string>> traces;
+      for (int r : cfg->ranks) traces.emplace_back(r, cfg->et_path(r));
+      CommGroupFileReport groups;
+      Status grouped = write_comm_group_file(traces, cfg->ranks, convert_options.pg_name_offset,
+                                             cfg->comm_group_path(), &groups);
+      if (!grouped.ok()) {
+        std::fprintf(stderr, "chakraflow run: %s\n", grouped.message().c_str());
+        return 1;
+      }
+      if (!quiet) std::fprintf(stderr, "%s\n", describe(groups, cfg->comm_group_path()).c_str());
     }
     if (!cfg->has(RunStage::kSimulate)) return failed > 0 ? 1 : 0;
     if (failed > 0) {

@@ -161,6 +161,9 @@ std::string RunConfig::et_path(int rank) const {
 std::string RunConfig::summary_path() const {
   return resolve(base_dir, fmt::format("{}/{}", out_dir, summary));
 }
+std::string RunConfig::comm_group_path() const {
+  return resolve(base_dir, fmt::format("{}/{}.comm_group.json", out_dir, prefix));
+}
 
 StatusOr<std::vector<int>> parse_rank_list(const std::string& text) {
   // Far beyond any cluster; bounds the work on a hostile list ("0-999999,0-999999,...").
@@ -374,12 +377,22 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
     }
   }
   if (const YAML::Node v = root["convert"]) {
-    CF_RETURN_IF_ERROR(c.keys(v, "convert", {"compat"}));
+    CF_RETURN_IF_ERROR(c.keys(v, "convert", {"compat", "metadata_node", "renumber_groups"}));
     if (v["compat"]) {
       CF_ASSIGN_OR_RETURN(std::string m, c.string(v["compat"], "compat"));
       if (m != "default" && m != "chakra")
         return c.at(v["compat"], fmt::format("unknown compat '{}' (default, chakra)", m));
       cfg.convert_chakra_compat = m == "chakra";
+    }
+    if (v["metadata_node"]) {
+      CF_ASSIGN_OR_RETURN(std::string m, c.string(v["metadata_node"], "metadata_node"));
+      if (m != "keep" && m != "compute")
+        return c.at(v["metadata_node"], fmt::format("unknown metadata_node '{}' (keep, compute)", m));
+      cfg.metadata_as_compute = m == "compute";
+    }
+    if (v["renumber_groups"]) {
+      CF_ASSIGN_OR_RETURN(cfg.renumber_groups,
+                          c.boolean(v["renumber_groups"], "renumber_groups"));
     }
   }
   if (const YAML::Node v = root["simulate"]) {
@@ -390,7 +403,11 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
     }
   }
   if (const YAML::Node o = root["outputs"]) {
-    CF_RETURN_IF_ERROR(c.keys(o, "outputs", {"dir", "prefix", "keep_et_plus", "summary"}));
+    CF_RETURN_IF_ERROR(
+        c.keys(o, "outputs", {"dir", "prefix", "keep_et_plus", "summary", "comm_groups"}));
+    if (o["comm_groups"]) {
+      CF_ASSIGN_OR_RETURN(cfg.comm_groups, c.boolean(o["comm_groups"], "comm_groups"));
+    }
     if (o["dir"]) {
       CF_ASSIGN_OR_RETURN(cfg.out_dir, c.string(o["dir"], "dir"));
     }

@@ -26,12 +26,15 @@ struct RunConfig {
   std::vector<RunStage> stages;
   LinkOptions link;
   bool convert_chakra_compat = false;
+  bool metadata_as_compute = false;  // convert.metadata_node: compute
+  bool renumber_groups = false;      // convert.renumber_groups
   std::string simulate_config;  // path to a simulation YAML (may be empty)
   // outputs
   std::string out_dir = "out";
   std::string prefix = "trace";
   bool keep_et_plus = false;  // keep out/et_plus/{prefix}.{rank}.json.gz
   std::string summary = "summary.json";
+  bool comm_groups = true;  // write {prefix}.comm_group.json when converting
   // run
   uint64_t memory_budget_bytes = uint64_t{4} << 30;
   int max_ranks_in_flight = 0;  // 0: derived from the budget
@@ -43,6 +46,7 @@ struct RunConfig {
   std::string et_plus_path(int rank) const;
   std::string et_path(int rank) const;
   std::string summary_path() const;
+  std::string comm_group_path() const;
 };
 
 // Parses and validates a configuration file.

@@ -183,7 +183,7 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
   const bool chakra = options_.compat == Compat::kChakra;
   record.is_cpu_op = n.kind != OpKind::kGpu;
   if (n.kind == OpKind::kMetadata) {
-    record.type = ChakraNodeType::kMetadata;
+    record.type = options_.metadata_as_compute ? ChakraNodeType::kComp : ChakraNodeType::kMetadata;
     return;
   }
   record.type = ChakraNodeType::kComp;

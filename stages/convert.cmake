@@ -1,5 +1,5 @@
-# chakraflow_convert: the Chakra protobuf side: .et I/O, the PyTorch → Chakra converter stages and
-# the jsonizer. Included by stages/CMakeLists.txt.
+# chakraflow_convert: the Chakra protobuf side: .et I/O, lazily decoded node records, the
+# PyTorch → Chakra converter stages, the communicator groups of converted ranks and the jsonizer. Included by stages/CMakeLists.txt.
 add_library(chakraflow_convert STATIC
   python_repr.cc
   et_io.cc
@@ -9,5 +9,7 @@ add_library(chakraflow_convert STATIC
   dependency_encoding.cc
   cycle_check.cc
   pytorch_converter.cc
+  comm_groups.cc
+  compat/node_record.cc
 )
 target_link_libraries(chakraflow_convert PUBLIC chakraflow_link chakraflow_proto)

@@ -21,6 +21,7 @@
 #include <cstring>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -38,6 +39,12 @@ struct ConvertOptions {
   // Chakra sets the duration of every node whose name contains "Optimizer.step" to 0 (the op
   // "covers most of the runtime"). Kept in both modes unless turned off.
   bool zero_optimizer_step = true;
+  // Write PyTorch's process-group METADATA node as a compute node (same id, name, inputs and
+  // dependencies): current ASTRA-sim asserts on METADATA nodes (docs/astra-sim.md).
+  bool metadata_as_compute = false;
+  // Added to every numeric pg_name written (stages/comm_groups.h): older ASTRA-sim rejects the
+  // group named "0".
+  int pg_name_offset = 0;
 };
 
 // Chakra's PyTorchNodeType: what kind of op a JSON node is.
@@ -319,6 +326,8 @@ struct ChakraTrace {
   uint64_t removed_dangling = 0;
   uint64_t gpu_stream_edges = 0;  // default mode: GPU op → previous op of its stream
   uint64_t sync_edges = 0;        // default mode: sync dependencies emitted
+  // Storage of pg_names renamed by ConvertOptions::pg_name_offset (CommAttrs point into it).
+  std::vector<std::unique_ptr<std::string>> renamed_pg_names;
 
   const CommAttrs* comm_of(const ChakraNodeRecord& r) const {
     return r.comm == kNoNode ? nullptr : &comm[r.comm];

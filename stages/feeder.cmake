@@ -12,7 +12,6 @@
 set(CHAKRAFLOW_FEEDER_SOURCES
   et_feeder.cc
   et_index.cc
-  compat/node_record.cc
   compat/et_feeder.cc
   compat/et_feeder_node.cc
   compat/feeder_v3/et_feeder.cc
@@ -21,7 +20,8 @@ set(CHAKRAFLOW_FEEDER_SOURCES
 add_library(chakraflow_feeder STATIC ${CHAKRAFLOW_FEEDER_SOURCES} multi_feeder.cc)
 target_link_libraries(chakraflow_feeder PUBLIC chakraflow_convert chakraflow_proto fmt::fmt TBB::tbb)
 
-add_library(chakraflow_feeder_dist_objects OBJECT ${CHAKRAFLOW_FEEDER_SOURCES} et_io.cc file_io.cc)
+add_library(chakraflow_feeder_dist_objects OBJECT ${CHAKRAFLOW_FEEDER_SOURCES}
+  compat/node_record.cc et_io.cc file_io.cc)
 target_include_directories(chakraflow_feeder_dist_objects PRIVATE ${CMAKE_SOURCE_DIR})
 target_link_libraries(chakraflow_feeder_dist_objects PRIVATE chakraflow_proto fmt::fmt-header-only
                       ZLIB::ZLIB)

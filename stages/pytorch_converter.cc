@@ -8,6 +8,7 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/comm_attributes.h"
+#include "stages/comm_groups.h"
 #include "stages/cycle_check.h"
 #include "stages/dependency_encoding.h"
 #include "stages/et_io.h"
@@ -209,6 +210,19 @@ StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions
   DependencyStats dep_stats;
   encode_dependencies(t, options, graph, stats, &dep_stats);
   ChakraTrace out = remove_dangling_nodes(t, options, std::move(graph), stats);
+  if (options.pg_name_offset != 0) {
+    std::map<std::string_view, std::string_view> renamed;
+    for (CommAttrs& c : out.comm) {
+      if (c.pg_name.empty()) continue;
+      auto it = renamed.find(c.pg_name);
+      if (it == renamed.end()) {
+        out.renamed_pg_names.push_back(std::make_unique<std::string>(
+            offset_group_name(std::string(c.pg_name), options.pg_name_offset)));
+        it = renamed.emplace(c.pg_name, *out.renamed_pg_names.back()).first;
+      }
+      c.pg_name = it->second;
+    }
+  }
   out.gpu_stream_edges = dep_stats.gpu_stream_edges;
   out.sync_edges = dep_stats.sync_edges;
   CF_RETURN_IF_ERROR(check_acyclic(t, out));

@@ -5,6 +5,7 @@ chakraflow_add_test(convert_stages_test
     stages/et_io_test.cc
     stages/python_repr_test.cc
     stages/pytorch_converter_test.cc
+    stages/comm_groups_test.cc
   LIBS chakraflow_convert chakraflow_testing)
 
 chakraflow_add_test(convert_golden_test

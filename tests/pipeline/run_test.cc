@@ -10,10 +10,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "pipeline/commands.h"
 #include "pipeline/mpi_world.h"
 #include "pipeline/run_config.h"
+#include "proto/et_def.pb.h"
+#include "stages/et_io.h"
 #include "stages/file_io.h"
 #include "stages/synthetic_trace.h"
 #include "tests/testing/test_util.h"
@@ -287,7 +290,8 @@ TEST(RunMpi, TwoProcessesWriteTheSameBytesAsOne) {
   for (auto& e : fs::directory_iterator(dir.file("single"))) names.push_back(e.path().filename());
   std::sort(names.begin(), names.end());
   EXPECT_EQ(names, (std::vector<std::string>{"simulation.json", "summary.json", "trace.0.et",
-                                             "trace.1.et", "trace.2.et", "trace.3.et"}));
+                                             "trace.1.et", "trace.2.et", "trace.3.et",
+                                             "trace.comm_group.json"}));
   for (const std::string& name : names) {
     std::string a = testing::read_text(dir.file("single/" + name));
     std::string b = testing::read_text(dir.file("out/" + name));
@@ -348,6 +352,88 @@ TEST(RunDlrm, EightLegacyRanksInOneCommand) {
     EXPECT_LT(std::abs(predicted - measured) / measured, 0.05) << int64_t(rank["rank"]);
   }
   EXPECT_EQ(ranks, 8u);
+  // The DLRM traces record no process group: their collectives run on PyTorch's default group,
+  // written for ASTRA-sim as group "0" of all eight ranks.
+  EXPECT_EQ(testing::read_text(dir.file("out/dlrm.comm_group.json")),
+            "{\n  \"0\": [0, 1, 2, 3, 4, 5, 6, 7]\n}\n");
+}
+
+// A generated set records its process groups (a `## process_group:init ##` node per rank):
+// run writes them for ASTRA-sim; renumbered and with the metadata node as a compute node on
+// request, the traces' pg_name attributes follow the renumbering.
+TEST(RunGroups, GeneratedSetDefaultAndForOlderAstraSim) {
+  TempDir dir;
+  SynthOptions opt;
+  opt.ranks = 3;
+  opt.scale = 0.02;
+  for (int r = 0; r < opt.ranks; ++r) {
+    fs::create_directories(dir.path() / ("traces/rank" + std::to_string(r)));
+    std::string host, device;
+    synthesize_rank(
+        opt, r, [&](std::string_view b) { host.append(b); },
+        [&](std::string_view b) { device.append(b); });
+    testing::write_text(dir.file("traces/rank" + std::to_string(r) + "/host_et.json"), host);
+    testing::write_text(dir.file("traces/rank" + std::to_string(r) + "/kineto.json"), device);
+  }
+  const std::string inputs =
+      "inputs:\n  host: traces/rank{rank}/host_et.json\n  device: traces/rank{rank}/kineto.json\n"
+      "stages: [link, convert]\n";
+  testing::write_text(dir.file("plain.yaml"),
+                      inputs + "outputs: {dir: plain, keep_et_plus: true}\n");
+  testing::write_text(dir.file("older.yaml"),
+                      inputs + "outputs: {dir: older}\n"
+                               "convert: {renumber_groups: true, metadata_node: compute}\n");
+  std::string out;
+  ASSERT_EQ(run_command(kBin + " run " + dir.file("plain.yaml") + " --quiet", &out), 0) << out;
+  ASSERT_EQ(run_command(kBin + " run " + dir.file("older.yaml") + " --quiet", &out), 0) << out;
+  EXPECT_EQ(testing::read_text(dir.file("plain/trace.comm_group.json")),
+            "{\n  \"0\": [0, 1, 2]\n}\n");
+  EXPECT_EQ(testing::read_text(dir.file("older/trace.comm_group.json")),
+            "{\n  \"1\": [0, 1, 2]\n}\n");
+  for (int r = 0; r < opt.ranks; ++r) {
+    for (const std::string variant : {"plain", "older"}) {
+      auto reader = EtReader::open(dir.file(variant + "/trace." + std::to_string(r) + ".et"));
+      ASSERT_TRUE(reader.ok());
+      ChakraProtoMsg::GlobalMetadata meta;
+      ASSERT_TRUE(*reader->next(&meta));
+      ChakraProtoMsg::Node node;
+      int metadata_nodes = 0, named_pg = 0;
+      std::set<std::string> pg_names;
+      while (*reader->next(&node)) {
+        if (node.name().find("process_group:init") != std::string::npos) {
+          metadata_nodes += node.type() == ChakraProtoMsg::METADATA_NODE;
+          EXPECT_EQ(node.type(), variant == "plain" ? ChakraProtoMsg::METADATA_NODE
+                                                    : ChakraProtoMsg::COMP_NODE);
+        }
+        for (const auto& a : node.attr()) {
+          if (a.name() == "pg_name") {
+            pg_names.insert(a.string_val());
+            ++named_pg;
+          }
+        }
+      }
+      EXPECT_EQ(metadata_nodes, variant == "plain" ? 1 : 0) << variant << " rank " << r;
+      EXPECT_GT(named_pg, 0) << variant << " rank " << r;
+      EXPECT_EQ(pg_names, (std::set<std::string>{variant == "plain" ? "0" : "1"}));
+    }
+  }
+  // `convert --comm-groups` on one rank: the world from the metadata's rank list.
+  ASSERT_EQ(run_command(kBin + " convert --input " + dir.file("plain/et_plus/trace.1.json.gz") +
+                            " --output " + dir.file("one.et") + " --comm-groups " +
+                            dir.file("one.json") + " --rank 1 --quiet",
+                        &out),
+            0)
+      << out;
+  EXPECT_EQ(testing::read_text(dir.file("one.json")), "{\n  \"0\": [0, 1, 2]\n}\n");
+  // The same trace bytes as run's.
+  EXPECT_EQ(testing::read_text(dir.file("one.et")), testing::read_text(dir.file("plain/trace.1.et")));
+  // A group file that would overwrite an input is refused.
+  EXPECT_EQ(run_command(kBin + " convert --input " + dir.file("plain/et_plus/trace.1.json.gz") +
+                            " --output " + dir.file("two.et") + " --comm-groups " +
+                            dir.file("plain/et_plus/trace.1.json.gz") + " --quiet",
+                        &out),
+            2)
+      << out;
 }
 
 }  // namespace

@@ -1,0 +1,51 @@
+#include "pipeline/comm_group_file.h"
+
+#include <oneapi/tbb/parallel_for.h>
+
+#include <fmt/format.h>
+
+#include "stages/file_io.h"
+
+namespace chakraflow {
+
+Status write_comm_group_file(const std::vector<std::pair<int, std::string>>& rank_traces,
+                             const std::vector<int>& world, int name_offset,
+                             const std::string& out_path, CommGroupFileReport* report) {
+  std::vector<StatusOr<RankCommGroups>> scanned(rank_traces.size(), Status::error("not scanned"));
+  tbb::parallel_for(size_t{0}, rank_traces.size(), [&](size_t i) {
+    scanned[i] = scan_comm_groups(rank_traces[i].second, rank_traces[i].first, name_offset);
+  });
+  std::vector<RankCommGroups> ranks;
+  ranks.reserve(scanned.size());
+  report->unreadable_metadata = 0;
+  for (auto& s : scanned) {
+    if (!s.ok()) return s.status();
+    report->unreadable_metadata += s->unreadable_metadata;
+    ranks.push_back(std::move(s).value());
+  }
+  report->groups = build_comm_groups(ranks, world, name_offset);
+  return write_file_atomically(out_path, comm_groups_json(report->groups));
+}
+
+std::string describe(const CommGroupFileReport& report, const std::string& out_path) {
+  const CommGroups& g = report.groups;
+  std::string what = fmt::format("{} communicator group{}", g.groups.size(),
+                                 g.groups.size() == 1 ? "" : "s");
+  if (g.default_world) {
+    what += " (the traces record no process group: the default group of every rank)";
+  } else if (g.inferred > 0) {
+    what += fmt::format(" ({} inferred from the collectives' pg_name: no metadata declares them)",
+                        g.inferred);
+  }
+  if (g.disagreements > 0) {
+    what += fmt::format("; {} group(s) declared with different ranks by different ranks (union)",
+                        g.disagreements);
+  }
+  if (report.unreadable_metadata > 0) {
+    what += fmt::format("; {} process-group metadata node(s) unreadable (skipped)",
+                        report.unreadable_metadata);
+  }
+  return what + " -> " + out_path;
+}
+
+}  // namespace chakraflow
