@@ -51,11 +51,10 @@ install(FILES compat/et_feeder.h compat/et_feeder_node.h DESTINATION include/cha
 install(FILES compat/feeder_v3/common.h compat/feeder_v3/dependancy_solver.h
               compat/feeder_v3/et_feeder.h compat/feeder_v3/et_feeder_node.h
         DESTINATION include/chakraflow/compat/feeder_v3)
-# The path ASTRA-sim includes FeederV3 by, from its source root (docs/astra-sim.md): a header that
-# forwards to ours.
-install(FILES compat/feeder_v3/astra_sim_forward.h
-        DESTINATION include/chakraflow/astra-sim/extern/graph_frontend/chakra/src/feeder_v3
-        RENAME et_feeder.h)
+# The paths ASTRA-sim includes Chakra's feeders and schema by, from its source root
+# (docs/astra-sim.md): headers that forward to ours.
+install(DIRECTORY compat/astra_sim/
+        DESTINATION include/chakraflow/astra-sim/extern/graph_frontend/chakra)
 install(FILES ${CMAKE_BINARY_DIR}/proto/et_def.pb.h DESTINATION include/chakraflow/proto)
 # Also under Chakra's header name, beside the compat headers (on the include path of
 # chakraflow::feeder): a simulator includes "et_def.pb.h" and gets this one, and links only ours.

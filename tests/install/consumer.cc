@@ -79,6 +79,8 @@ int drive(Chakra::ETFeeder& feeder, std::string* order) {
 
 size_t chakra_includes_in_use();  // chakra_includes.cc
 
+long old_astra_sim_walk(const std::string& path);  // astra_sim_old_path.cc
+
 int main(int argc, char** argv) {
   if (chakra_includes_in_use() != 4) return 3;
   if (argc < 2 || !write_tiny_trace(argv[1])) {
@@ -90,6 +92,7 @@ int main(int argc, char** argv) {
   const int n = drive(tiny, &order);
   std::printf("tiny: %d nodes, order%s, more %d\n", n, order.c_str(),
               tiny.hasNodesToIssue() ? 1 : 0);
+  if (old_astra_sim_walk(argv[1]) != n) return 4;  // by ASTRA-sim's include paths
   if (argc > 2 && std::ifstream(argv[2]).good()) {
     Chakra::ETFeeder big(argv[2]);
     std::printf("chakra.0.et: %d nodes\n", drive(big, nullptr));

@@ -18,6 +18,8 @@ foreach(f include/chakraflow/compat/et_feeder.h include/chakraflow/compat/et_fee
           include/chakraflow/compat/feeder_v3/et_feeder.h
           include/chakraflow/compat/feeder_v3/et_feeder_node.h
           include/chakraflow/astra-sim/extern/graph_frontend/chakra/src/feeder_v3/et_feeder.h
+          include/chakraflow/astra-sim/extern/graph_frontend/chakra/src/feeder/et_feeder.h
+          include/chakraflow/astra-sim/extern/graph_frontend/chakra/schema/protobuf/et_def.pb.h
           include/chakraflow/proto/et_def.pb.h include/chakraflow/compat/et_def.pb.h)
   if(NOT EXISTS "${prefix}/${f}")
     message(FATAL_ERROR "not installed: ${prefix}/${f}")
