@@ -202,6 +202,7 @@ StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(const std::string& path,
     const uint32_t parent = x.index_of(parent_id);
     if (parent == kNoIndex) {
       ++x.deps_dangling_;
+      if (options.keep_dangling) x.dangling_edges_.emplace_back(parent_id, child);
       auto& ex = x.dangling_examples_;
       if (std::find(ex.begin(), ex.end(), parent_id) == ex.end()) {
         ex.push_back(parent_id);
@@ -214,6 +215,9 @@ StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(const std::string& path,
     ++count[parent + 1];
   }
   edges.resize(kept);
+  std::sort(x.dangling_edges_.begin(), x.dangling_edges_.end());
+  x.dangling_edges_.erase(std::unique(x.dangling_edges_.begin(), x.dangling_edges_.end()),
+                          x.dangling_edges_.end());
   for (uint32_t i = 0; i < n; ++i) count[i + 1] += count[i];
   std::vector<uint32_t> children(kept);
   {
@@ -266,7 +270,8 @@ Status EtIndex::read_record(uint32_t index, std::string* out) const {
 uint64_t EtIndex::memory_bytes() const {
   return ids_.capacity() * 8 + offsets_.capacity() * 8 + sizes_.capacity() * 4 +
          parent_count_.capacity() * 4 + child_begin_.capacity() * 8 + children_.capacity() * 4 +
-         dense_.capacity() * 4 + sparse_.capacity() * 16 + records_.capacity();
+         dense_.capacity() * 4 + sparse_.capacity() * 16 + records_.capacity() +
+         dangling_edges_.capacity() * 16;
 }
 
 }  // namespace chakraflow

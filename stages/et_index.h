@@ -27,6 +27,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "stages/status.h"
@@ -36,6 +37,8 @@ namespace chakraflow {
 struct EtIndexOptions {
   bool data_deps = true;
   bool ctrl_deps = true;
+  // Keep the dropped dangling dependencies as (missing id, child index) pairs (dangling_edges()).
+  bool keep_dangling = false;
 };
 
 class EtIndex {
@@ -79,6 +82,11 @@ class EtIndex {
   uint64_t dangling_dependencies() const { return deps_dangling_; }
   // Some ids depended on that are no node of the file (at most 8, ascending).
   const std::vector<uint64_t>& dangling_examples() const { return dangling_examples_; }
+  // With EtIndexOptions::keep_dangling: every dangling dependency as (missing id, child index),
+  // sorted, one per distinct pair.
+  const std::vector<std::pair<uint64_t, uint32_t>>& dangling_edges() const {
+    return dangling_edges_;
+  }
   bool records_in_memory() const { return !fd_reader_; }
   // Bytes of the arrays above and the record buffer (not the block buffer).
   uint64_t memory_bytes() const;
@@ -107,6 +115,7 @@ class EtIndex {
   uint64_t deps_duplicate_ = 0;
   uint64_t deps_dangling_ = 0;
   std::vector<uint64_t> dangling_examples_;
+  std::vector<std::pair<uint64_t, uint32_t>> dangling_edges_;
 };
 
 }  // namespace chakraflow

@@ -1,17 +1,22 @@
 // Chakra::ETFeeder: source-compatible with mlcommons/chakra's src/feeder/et_feeder.h
-// (reference/chakra_spec.md §4), running on chakraflow's feeder (stages/et_feeder.h). Simulator
-// code written against Chakra's feeder (ASTRA-sim's Workload, §4.7) compiles and runs unchanged.
-// Installed as <prefix>/include/chakraflow/compat/et_feeder.h; `find_package(chakraflow)` and
-// the target chakraflow::feeder put that folder on the include path, so `#include "et_feeder.h"`
-// works as with Chakra.
+// (reference/chakra_spec.md §4), the feeder ASTRA-sim used until Aug 2025. Simulator code written
+// against it (ASTRA-sim's Workload, §4.7) compiles and runs unchanged. Installed as
+// <prefix>/include/chakraflow/compat/et_feeder.h; `find_package(chakraflow)` and the target
+// chakraflow::feeder put that folder on the include path, so `#include "et_feeder.h"` works as
+// with Chakra.
+//
+// It runs on the trace's static index (stages/et_index.h: every node's dependencies in compact
+// arrays, records read again by offset); a node's object is made when it is handed out, from its
+// record, and dropped by removeNode.
 //
 // Same as Chakra, for the call sequences simulators make:
 // - The constructor opens the file (std::runtime_error "Failed to open trace file: ..." if it
-//   cannot) and reads the first window (1,048,576 nodes).
+//   cannot) and reads the first window (1,048,576 nodes, and on to the parents they name); each
+//   removeNode while fewer than a window of nodes are ready reads one more window.
 // - getNextIssuableNode() returns the ready node with the smallest id, or nullptr.
 // - freeChildrenNodes(id) makes the children that waited only on `id` issuable, also before `id`
-//   itself was issued; removeNode(id) drops `id`; lookupNode(id) of a removed or unknown node
-//   throws std::out_of_range; addNode(node) puts a removed node back for lookupNode.
+//   itself was issued; removeNode(id) drops `id`; lookupNode(id) of a removed, unknown or not yet
+//   read node throws std::out_of_range; addNode(node) puts a removed node back for lookupNode.
 // - pushBackIssuableNode(id) makes `id` issuable again (even one still waiting on parents).
 // - hasNodesToIssue() stays true while any node has not been removed: a simulator must
 //   removeNode every node it completes.
@@ -26,14 +31,17 @@
 // - freeChildrenNodes also works after removeNode (the wiki's order; Chakra segfaults).
 //   freeChildrenNodes / pushBackIssuableNode of an unknown id throw std::out_of_range (Chakra
 //   dereferences a null pointer).
-// - The window is refilled when the ready queue runs low, not on every removeNode; one dangling
-//   dependency does not make it read the whole file.
+// - One dangling dependency does not make it read the whole file.
 // - A stall (cycle, dependency on an id not in the file) is reported once on stderr with the node
 //   ids involved, and by isStalled()/stallReport(), instead of a silent hang. A corrupt or
 //   truncated file throws std::runtime_error naming the record and byte offset (Chakra stops
 //   reading silently).
 // - Nodes added with addNode() that were not read from the trace are for lookupNode only.
 // - ctrl_deps are ignored, as in Chakra, unless the options say otherwise.
+//
+// Memory: about 50 bytes per node of the trace, plus the objects of the nodes handed out and not
+// removed (Chakra: a parsed protobuf and its wrapper, about 3.2 KB, for every node of the window).
+// A gzip'd trace also keeps its decompressed records in memory (they cannot be read by offset).
 //
 // Not thread-safe (like Chakra's); one ETFeeder per thread.
 #pragma once
@@ -55,17 +63,11 @@
 
 #include "et_feeder_node.h"  // same folder, in the source tree and installed
 
-namespace chakraflow {
-class EtFeeder;
-}
-
 namespace Chakra {
 
-// chakraflow extension: how ETFeeder reads. The defaults are Chakra's: a window of 1,048,576
-// nodes filled eagerly, so that the issue order is Chakra's; ctrl_deps ignored.
+// chakraflow extension: how ETFeeder reads. The defaults are Chakra's.
 struct ETFeederOptions {
-  uint64_t window = uint64_t{1} << 20;  // most nodes held at once
-  uint64_t refill_below = 0;            // read more while fewer nodes are ready (0: keep full)
+  uint64_t window = uint64_t{1} << 20;  // nodes read at once (Chakra's window)
   bool ctrl_deps = false;               // honour ctrl_deps as well as data_deps
 };
 
@@ -87,25 +89,17 @@ class ETFeeder {
 
   // chakraflow extensions.
   static ETFeederOptions chakra_options() { return ETFeederOptions(); }
-  // Every node read was completed (or removed) and the file is at its end.
+  // Every node of the trace was removed.
   bool isDone();
   // Nothing can be issued any more but nodes are left (a cycle, a dependency on an id not in the
-  // file): stallReport() names them.
+  // file, a removed node whose children were never freed): stallReport() names them.
   bool isStalled();
   std::string stallReport();
-  // The feeder underneath (stages/et_feeder.h, not installed: for chakraflow's own tests).
-  chakraflow::EtFeeder& core() { return *core_; }
+  uint64_t nodesRead() const;  // nodes of the file read so far (the window)
 
  private:
-  class Mirror;
-  static void link(ETFeederNode& parent, std::shared_ptr<ETFeederNode> child);
-  static void unlink(ETFeederNode& node);
-  void throw_if_failed();
-  void report_stall_once();
-
-  std::unique_ptr<chakraflow::EtFeeder> core_;
-  std::unique_ptr<Mirror> mirror_;
-  bool stall_reported_ = false;
+  struct Impl;
+  std::shared_ptr<Impl> impl_;  // shared with the nodes handed out (their getChildren())
 };
 
 }  // namespace Chakra

@@ -1,5 +1,6 @@
 #include "stages/compat/et_feeder_node.h"
 
+#include "stages/compat/child_source.h"
 #include "stages/compat/node_record.h"
 
 #include <algorithm>
@@ -124,8 +125,9 @@ ETFeederNode::ETFeederNode(std::shared_ptr<ChakraProtoMsg::Node> node) : node_(s
   others_indexed_ = true;
 }
 
-ETFeederNode::ETFeederNode(RecordKey, std::shared_ptr<const chakraflow::compat::NodeRecord> record)
-    : record_(std::move(record)) {
+ETFeederNode::ETFeederNode(RecordKey, std::shared_ptr<const chakraflow::compat::NodeRecord> record,
+                           std::weak_ptr<chakraflow::compat::ChildSource> children)
+    : record_(std::move(record)), child_source_(std::move(children)) {
   const chakraflow::compat::NodeRecord& r = *record_;
   id_ = r.id();
   name_ = std::string(r.name());
@@ -179,6 +181,14 @@ void ETFeederNode::addChild(std::shared_ptr<ETFeederNode> node) {
 }
 
 std::vector<std::shared_ptr<ETFeederNode>> ETFeederNode::getChildren() {
+  // A feeder's node: the children the feeder linked (computed from its index), then any added.
+  if (auto source = child_source_.lock()) {
+    std::vector<std::shared_ptr<ETFeederNode>> out = source->children_of(id_);
+    for (const auto& c : children_vec_) {
+      if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+    }
+    return out;
+  }
   return children_vec_;
 }
 

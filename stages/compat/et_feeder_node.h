@@ -37,7 +37,8 @@
 
 namespace chakraflow::compat {
 class NodeRecord;
-}
+class ChildSource;
+}  // namespace chakraflow::compat
 
 namespace Chakra {
 
@@ -53,7 +54,8 @@ class ETFeederNode {
     friend class ETFeeder;
     RecordKey() = default;
   };
-  ETFeederNode(RecordKey, std::shared_ptr<const chakraflow::compat::NodeRecord> record);
+  ETFeederNode(RecordKey, std::shared_ptr<const chakraflow::compat::NodeRecord> record,
+               std::weak_ptr<chakraflow::compat::ChildSource> children);
 
   std::shared_ptr<ChakraProtoMsg::Node> getChakraNode();
   void addChild(std::shared_ptr<ETFeederNode> node);
@@ -124,6 +126,7 @@ class ETFeederNode {
 
   mutable std::shared_ptr<ChakraProtoMsg::Node> node_;  // parsed on first need for records
   std::shared_ptr<const chakraflow::compat::NodeRecord> record_;
+  std::weak_ptr<chakraflow::compat::ChildSource> child_source_;  // the feeder, while it lives
   mutable bool others_indexed_ = false;
   std::vector<std::shared_ptr<ETFeederNode>> children_vec_;
   std::unique_ptr<std::unordered_set<const ETFeederNode*>> children_set_;  // built when large
