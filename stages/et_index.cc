@@ -9,18 +9,10 @@
 
 #include "stages/et_feeder.h"  // scan_node
 #include "stages/et_io.h"
+#include "stages/wire_format.h"
 
 namespace chakraflow {
 namespace {
-
-size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
 
 bool is_gzip(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -142,7 +134,7 @@ StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(const std::string& path,
       x.offsets_.push_back(x.records_.size());
       x.records_.append(record.data(), record.size());
     } else {
-      x.offsets_.push_back(offset + varint_size(record.size()));
+      x.offsets_.push_back(offset + wire::varint_size(record.size()));
     }
     x.sizes_.push_back(static_cast<uint32_t>(record.size()));
     if (options.data_deps) {

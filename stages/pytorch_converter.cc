@@ -15,6 +15,7 @@
 #include "stages/et_plus_nodes.h"
 #include "stages/host_et_loader.h"
 #include "stages/python_repr.h"
+#include "stages/wire_format.h"
 
 namespace chakraflow {
 namespace {
@@ -361,19 +362,11 @@ namespace {
 // for byte (fields in number order; proto3 scalars only when not zero, oneof members and
 // sub-messages whenever set), without building a message per node. The encoder writes through a
 // raw pointer into a buffer sized beforehand to an upper bound of the node's size.
-namespace wire {
+namespace enc {
 
 constexpr uint32_t kVarint = 0, kLength = 2;
 constexpr size_t kMaxVarint = 10;
-
-size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    ++n;
-  }
-  return n;
-}
+using ::chakraflow::wire::varint_size;
 inline char* varint(char* p, uint64_t v) {
   while (v >= 0x80) {
     *p++ = static_cast<char>((v & 0x7F) | 0x80);
@@ -448,18 +441,18 @@ inline char* io_info(char* p, uint32_t field, const std::string_view (&s)[3]) {
   return p;
 }
 
-}  // namespace wire
+}  // namespace enc
 
 // An upper bound of the size of the node's encoding.
 size_t node_size_bound(const EtPlusTrace& t, const ChakraNodeRecord& rec, const CommAttrs* c,
                        const RenderedIo& io) {
   const EtPlusNode& src = t.nodes[rec.source];
   constexpr size_t kStringOverhead = 1 + 5;                         // a tag and a length
-  size_t bound = 4 * (1 + wire::kMaxVarint)                         // id, type, start, duration
-                 + 2 * (1 + 5) + 1 + 5 + wire::kMaxVarint           // IOInfo headers, ctrl_deps
-                 + 1 + 5 + rec.data_deps.size() * wire::kMaxVarint  // data_deps
+  size_t bound = 4 * (1 + enc::kMaxVarint)                         // id, type, start, duration
+                 + 2 * (1 + 5) + 1 + 5 + enc::kMaxVarint           // IOInfo headers, ctrl_deps
+                 + 1 + 5 + rec.data_deps.size() * enc::kMaxVarint  // data_deps
                  + kStringOverhead + src.name.size()                //
-                 + 15 * (wire::kAttrOverhead + 16)                  // attributes (names below 16)
+                 + 15 * (enc::kAttrOverhead + 16)                  // attributes (names below 16)
                  + src.op_schema.size() + (c ? c->pg_name.size() : 0) + 2 * kStringOverhead;
   for (std::string_view s : io.io) bound += kStringOverhead + s.size();
   return bound;
@@ -468,7 +461,7 @@ size_t node_size_bound(const EtPlusTrace& t, const ChakraNodeRecord& rec, const 
 // Writes the node's encoding at `p` (node_size_bound bytes available); returns its end.
 char* encode_node_at(const EtPlusTrace& t, const ChakraNodeRecord& rec, const CommAttrs* c,
                      const RenderedIo& rendered, char* p) {
-  using namespace wire;
+  using namespace enc;
   const EtPlusNode& src = t.nodes[rec.source];
   if (src.id != 0) {
     p = tag(p, 1, kVarint);
@@ -576,13 +569,13 @@ Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
     }
     const CommAttrs* c = chakra.comm_of(rec);
     const size_t bound = node_size_bound(t, rec, c, io);
-    const size_t guess = wire::varint_size(bound);
+    const size_t guess = enc::varint_size(bound);
     char* start = writer.record_room(guess + bound);
     char* body = start + guess;
     const size_t size = static_cast<size_t>(encode_node_at(t, rec, c, io, body) - body);
-    const size_t prefix = wire::varint_size(size);
+    const size_t prefix = enc::varint_size(size);
     if (prefix < guess) std::memmove(start + prefix, body, size);
-    wire::varint(start, size);
+    enc::varint(start, size);
     writer.keep_record(prefix + size);
   }
   return Status();

@@ -2,9 +2,20 @@
 // feeder's node scan, the compat layers' lazy nodes). Header-only, internal (not installed).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace chakraflow::wire {
+
+// Bytes of `v` as a base-128 varint.
+inline size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    ++n;
+  }
+  return n;
+}
 
 enum WireType : uint32_t {
   kVarint = 0,

@@ -11,6 +11,7 @@
 #include "feeder_v3/et_feeder.h"
 #include "feeder_v3/et_feeder_node.h"
 #include "et_def.pb.h"
+#include "record_writer.h"
 
 #include <cstdio>
 #include <fstream>
@@ -19,20 +20,6 @@
 #include <vector>
 
 namespace {
-
-void put_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-void put_record(std::string& out, const google::protobuf::MessageLite& message) {
-  const std::string bytes = message.SerializeAsString();
-  put_varint(out, bytes.size());
-  out += bytes;
-}
 
 // 40 nodes: a chain with skips, read partly before their parents; collectives carry comm_size.
 bool write_trace(const char* path) {

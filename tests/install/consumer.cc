@@ -11,22 +11,9 @@
 
 #include "et_feeder.h"
 #include "et_feeder_node.h"
+#include "record_writer.h"
 
 namespace {
-
-void put_varint(std::string& out, uint64_t v) {
-  while (v >= 0x80) {
-    out.push_back(static_cast<char>((v & 0x7F) | 0x80));
-    v >>= 7;
-  }
-  out.push_back(static_cast<char>(v));
-}
-
-void put_record(std::string& out, const google::protobuf::MessageLite& message) {
-  const std::string bytes = message.SerializeAsString();
-  put_varint(out, bytes.size());
-  out += bytes;
-}
 
 bool write_tiny_trace(const char* path) {
   std::string bytes;
