@@ -15,7 +15,8 @@ CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Saniti
   -DCHAKRAFLOW_BUILD_TESTS=OFF -DCHAKRAFLOW_BUILD_BENCH=OFF >/dev/null
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(fuzz_host_et fuzz_device_trace fuzz_link_pair
-                                     fuzz_et_reader fuzz_converter fuzz_run_config)
+                                     fuzz_et_reader fuzz_converter fuzz_compat_feeder
+                                     fuzz_run_config)
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
 
 data=../shared/data
@@ -49,11 +50,14 @@ if [ -d "$data" ]; then
     > "$seed_dir/fuzz_link_pair/simple_add"
   # Chakra .et traces: the 8-rank microbenchmarks and Chakra's converter output for small host ETs.
   seed_raw fuzz_et_reader "$data"/chakra_et/*/*/*.et "$data"/chakra_et/*/*.et "$data"/host_et/*/reference/chakra.et
+  seed_raw fuzz_compat_feeder "$data"/chakra_et/*/*/*.et "$data"/chakra_et/*/*.et \
+    "$data"/host_et/*/reference/chakra.et
   # ET+ (both linkers' references) and plain host ETs: the converter takes either.
   seed fuzz_converter "$data"/pairs/*/reference/et_plus.*.json.gz "$data"/pairs/simple_add/host_et.json.gz \
     "$data"/host_et/allgather_1.0.2/host_et.json.gz "$data"/host_et/pt2_compile_1.1.1/host_et.json.gz
 fi
 seed_raw fuzz_et_reader "$bad"/et/*
+seed_raw fuzz_compat_feeder "$bad"/et/*
 seed fuzz_converter "$bad"/et_plus/* "$bad"/host_et/*
 seed fuzz_run_config configs/*.yaml "$bad"/yaml/*
 

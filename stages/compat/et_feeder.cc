@@ -270,15 +270,21 @@ bool ETFeeder::hasNodesToIssue() {
 
 std::shared_ptr<ETFeederNode> ETFeeder::getNextIssuableNode() {
   Impl& f = *impl_;
-  while (!f.heap.empty()) {
-    const uint64_t id = f.heap.top();
-    f.heap.pop();
-    const uint32_t i = f.index_of(id);
-    if (f.state[i] != kQueued) continue;  // removed, or an older entry of a re-queued node
-    f.state[i] = kIssued;
-    --f.queued;
-    ++f.issued;
-    return f.object(i);
+  while (true) {
+    while (!f.heap.empty()) {
+      const uint64_t id = f.heap.top();
+      f.heap.pop();
+      const uint32_t i = f.index_of(id);
+      if (f.state[i] != kQueued) continue;  // removed, or an older entry of a re-queued node
+      f.state[i] = kIssued;
+      --f.queued;
+      ++f.issued;
+      return f.object(i);
+    }
+    // Every node read waits and none is in flight: reading on is the only way forward (Chakra
+    // would have read on already, as its window loop runs while a dependency is unresolved).
+    if (f.issued > 0 || f.read == f.n) break;
+    f.read_to(uint64_t{f.read} + std::max<uint64_t>(f.options.window, 1));
   }
   f.report_stall_once();
   return nullptr;

@@ -261,6 +261,26 @@ TEST(CompatFeeder, WindowIsReadAsChakraReadsIt) {
   EXPECT_EQ(trace.nodesRead(), 24u);
 }
 
+// A window whose every node waits on an id not in the trace, nothing in flight: it reads on
+// rather than leave the nodes after it unread.
+TEST(CompatFeeder, ReadsOnWhenTheWholeWindowWaits) {
+  TempDir dir;
+  write_trace(dir.file("t.et"), {{1, {99}}, {2, {99}}, {3, {}}, {4, {3}}});
+  Chakra::ETFeederOptions options;
+  options.window = 2;
+  Chakra::ETFeeder trace(dir.file("t.et"), options);
+  EXPECT_EQ(trace.nodesRead(), 2u);
+  std::vector<uint64_t> order;
+  while (auto node = trace.getNextIssuableNode()) {
+    order.push_back(node->id());
+    trace.freeChildrenNodes(node->id());
+    trace.removeNode(node->id());
+  }
+  EXPECT_EQ(order, (std::vector<uint64_t>{3, 4}));
+  EXPECT_TRUE(trace.isStalled());
+  EXPECT_THAT(trace.stallReport(), HasSubstr("id 99"));
+}
+
 // The wiki's order (removeNode, then freeChildrenNodes) crashes Chakra; it works here.
 TEST(CompatFeeder, RemoveThenFreeChildren) {
   CF_REQUIRE_SHARED_DATA(kChakra0);
