@@ -18,8 +18,8 @@
 #include <set>
 #include <string>
 
-#include "stages/compat/et_feeder.h"
-#include "stages/compat/feeder_v3/et_feeder.h"
+#include "stages/feed/compat/et_feeder.h"
+#include "stages/feed/compat/feeder_v3/et_feeder.h"
 
 namespace {
 

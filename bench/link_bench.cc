@@ -8,11 +8,11 @@
 
 #include "bench/pair_fixture.h"
 #include "pipeline/link_graph.h"
-#include "stages/device_trace_loader.h"
-#include "stages/et_plus_writer.h"
-#include "stages/file_io.h"
-#include "stages/host_et_loader.h"
-#include "stages/link.h"
+#include "stages/link/device_trace_loader.h"
+#include "stages/link/et_plus_writer.h"
+#include "stages/common/file_io.h"
+#include "stages/link/host_et_loader.h"
+#include "stages/link/link.h"
 
 namespace chakraflow {
 namespace {

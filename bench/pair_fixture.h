@@ -4,9 +4,9 @@
 #include <filesystem>
 #include <string>
 
-#include "stages/device_trace_loader.h"
-#include "stages/file_io.h"
-#include "stages/host_et_loader.h"
+#include "stages/link/device_trace_loader.h"
+#include "stages/common/file_io.h"
+#include "stages/link/host_et_loader.h"
 
 namespace chakraflow::bench {
 

@@ -1,4 +1,4 @@
-// Google Benchmarks for sequence matching (stages/sequence_matching.h) and the legacy ET+ writer
+// Google Benchmarks for sequence matching (stages/link/sequence_matching.h) and the legacy ET+ writer
 // on resnet_1gpu's legacy device trace (no "Record function id": 1,310 host ops of one
 // iteration against 39,506 device CPU ops of 30 iterations), from ../shared/data. Results are
 // checked before they are timed. Reports bytes/s of JSON input and items/s.
@@ -10,12 +10,12 @@
 
 #include "bench/pair_fixture.h"
 #include "pipeline/link_graph.h"
-#include "stages/device_trace_loader.h"
-#include "stages/et_plus_legacy_writer.h"
-#include "stages/file_io.h"
-#include "stages/host_et_loader.h"
-#include "stages/link.h"
-#include "stages/sequence_matching.h"
+#include "stages/link/device_trace_loader.h"
+#include "stages/link/et_plus_legacy_writer.h"
+#include "stages/common/file_io.h"
+#include "stages/link/host_et_loader.h"
+#include "stages/link/link.h"
+#include "stages/link/sequence_matching.h"
 
 namespace chakraflow {
 namespace {

@@ -16,11 +16,11 @@
 #include <fmt/format.h>
 
 #include "bench/pair_fixture.h"
-#include "stages/et_plus_writer.h"
-#include "stages/file_io.h"
-#include "stages/link.h"
-#include "stages/pytorch_converter.h"
-#include "stages/simulator.h"
+#include "stages/link/et_plus_writer.h"
+#include "stages/common/file_io.h"
+#include "stages/link/link.h"
+#include "stages/convert/pytorch_converter.h"
+#include "stages/simulate/simulator.h"
 
 namespace chakraflow {
 namespace {

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "stages/status.h"
+#include "stages/common/status.h"
 
 namespace chakraflow::cli {
 

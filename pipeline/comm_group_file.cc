@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "stages/file_io.h"
+#include "stages/common/file_io.h"
 
 namespace chakraflow {
 

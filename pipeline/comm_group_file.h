@@ -1,4 +1,4 @@
-// The communicator-group file of a set of converted ranks (stages/comm_groups.h), written by
+// The communicator-group file of a set of converted ranks (stages/convert/comm_groups.h), written by
 // `chakraflow run` beside its traces and by `chakraflow convert --comm-groups FILE`.
 #pragma once
 
@@ -6,8 +6,8 @@
 #include <utility>
 #include <vector>
 
-#include "stages/comm_groups.h"
-#include "stages/status.h"
+#include "stages/convert/comm_groups.h"
+#include "stages/common/status.h"
 
 namespace chakraflow {
 

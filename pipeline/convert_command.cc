@@ -11,9 +11,9 @@
 #include "pipeline/cli_args.h"
 #include "pipeline/comm_group_file.h"
 #include "pipeline/commands.h"
-#include "stages/file_io.h"
-#include "stages/jsonizer.h"
-#include "stages/pytorch_converter.h"
+#include "stages/common/file_io.h"
+#include "stages/convert/jsonizer.h"
+#include "stages/convert/pytorch_converter.h"
 
 namespace chakraflow {
 namespace {

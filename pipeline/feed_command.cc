@@ -1,5 +1,5 @@
 // `chakraflow feed X.et [Y.et ...] [--window N] [--refill N] [--ctrl-deps]`: issues a whole trace
-// through the feeder (stages/et_feeder.h) and reports what a simulator would meet: the nodes
+// through the feeder (stages/feed/et_feeder.h) and reports what a simulator would meet: the nodes
 // issued, an issue-order checksum, the end state (with the node ids when it stalls) and the
 // throughput.
 //
@@ -16,8 +16,8 @@
 
 #include "pipeline/cli_args.h"
 #include "pipeline/commands.h"
-#include "stages/et_feeder.h"
-#include "stages/multi_feeder.h"
+#include "stages/feed/et_feeder.h"
+#include "stages/feed/multi_feeder.h"
 
 namespace chakraflow {
 namespace {

@@ -9,7 +9,7 @@
 #include "pipeline/cli_args.h"
 #include "pipeline/commands.h"
 #include "pipeline/link_graph.h"
-#include "stages/file_io.h"
+#include "stages/common/file_io.h"
 
 namespace chakraflow {
 namespace {

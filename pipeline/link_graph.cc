@@ -6,11 +6,11 @@
 #include <memory>
 #include <tuple>
 
-#include "stages/device_trace_loader.h"
-#include "stages/et_plus_legacy_writer.h"
-#include "stages/et_plus_writer.h"
-#include "stages/file_io.h"
-#include "stages/host_et_loader.h"
+#include "stages/link/device_trace_loader.h"
+#include "stages/link/et_plus_legacy_writer.h"
+#include "stages/link/et_plus_writer.h"
+#include "stages/common/file_io.h"
+#include "stages/link/host_et_loader.h"
 
 namespace chakraflow {
 namespace {

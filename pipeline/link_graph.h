@@ -18,8 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "stages/link.h"
-#include "stages/status.h"
+#include "stages/link/link.h"
+#include "stages/common/status.h"
 
 namespace chakraflow {
 

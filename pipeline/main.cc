@@ -13,8 +13,8 @@
 
 #include "pipeline/commands.h"
 #include "pipeline/run_config.h"
-#include "stages/file_io.h"
-#include "stages/json_util.h"
+#include "stages/common/file_io.h"
+#include "stages/common/json_util.h"
 
 namespace {
 
@@ -137,7 +137,7 @@ void set_up_malloc(int argc, char** argv) {
 
 int main(int argc, char** argv) {
   set_up_malloc(argc, argv);
-  // An interrupted command leaves no temporary file behind (stages/file_io.h).
+  // An interrupted command leaves no temporary file behind (stages/common/file_io.h).
   chakraflow::install_cleanup_on_signals();
   std::string_view self = argv[0];
   if (auto slash = self.rfind('/'); slash != std::string_view::npos) self.remove_prefix(slash + 1);

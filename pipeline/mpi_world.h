@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "stages/status.h"
+#include "stages/common/status.h"
 
 struct ChakraflowMpi;  // pipeline/mpi_plugin.h
 

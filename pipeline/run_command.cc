@@ -22,13 +22,13 @@
 #include "pipeline/link_graph.h"
 #include "pipeline/mpi_world.h"
 #include "pipeline/run_config.h"
-#include "stages/et_plus_nodes.h"
-#include "stages/file_io.h"
-#include "stages/json_util.h"
-#include "stages/pytorch_converter.h"
-#include "stages/sim_config.h"
-#include "stages/simulator.h"
-#include "stages/simulator_report.h"
+#include "stages/convert/et_plus_nodes.h"
+#include "stages/common/file_io.h"
+#include "stages/common/json_util.h"
+#include "stages/convert/pytorch_converter.h"
+#include "stages/simulate/sim_config.h"
+#include "stages/simulate/simulator.h"
+#include "stages/simulate/simulator_report.h"
 
 namespace chakraflow {
 namespace {

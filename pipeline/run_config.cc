@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "stages/file_io.h"
-#include "stages/json_util.h"
+#include "stages/common/file_io.h"
+#include "stages/common/json_util.h"
 
 namespace chakraflow {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "stages/link_options.h"
-#include "stages/status.h"
+#include "stages/link/link_options.h"
+#include "stages/common/status.h"
 
 namespace chakraflow {
 

@@ -1,6 +1,6 @@
 // `chakraflow simulate --traces 'DIR/PREFIX.{rank}.et' --ranks N [--config sim.yaml]
 //  [--timeline FILE] [--report-json FILE] [--threads N]`: predicts every rank's step time from
-// its Chakra trace (stages/simulator.h, docs/simulation.md).
+// its Chakra trace (stages/simulate/simulator.h, docs/simulation.md).
 //
 // Exit status: 0 when every rank finished; 1 on a stall (the report says which ranks wait on
 // what; the timeline and the JSON report are still written) or bad input; 2 on a usage error.
@@ -15,10 +15,10 @@
 
 #include "pipeline/cli_args.h"
 #include "pipeline/commands.h"
-#include "stages/file_io.h"
-#include "stages/sim_config.h"
-#include "stages/simulator.h"
-#include "stages/simulator_timeline.h"
+#include "stages/common/file_io.h"
+#include "stages/simulate/sim_config.h"
+#include "stages/simulate/simulator.h"
+#include "stages/simulate/simulator_timeline.h"
 
 namespace chakraflow {
 namespace {

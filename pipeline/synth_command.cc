@@ -11,8 +11,8 @@
 
 #include "pipeline/cli_args.h"
 #include "pipeline/commands.h"
-#include "stages/file_io.h"
-#include "stages/synthetic_trace.h"
+#include "stages/common/file_io.h"
+#include "stages/generate/synthetic_trace.h"
 
 namespace chakraflow {
 

@@ -1,14 +1,14 @@
 // `chakraflow tile`: repeats a real (host ET, Kineto) pair's recorded iteration N times, to scale
 // real structure to big traces. The outputs link like the input, N times over (see
-// stages/trace_tiling.h for what is rewritten and what is kept once).
+// stages/generate/trace_tiling.h for what is rewritten and what is kept once).
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 
 #include "pipeline/cli_args.h"
 #include "pipeline/commands.h"
-#include "stages/file_io.h"
-#include "stages/trace_tiling.h"
+#include "stages/common/file_io.h"
+#include "stages/generate/trace_tiling.h"
 
 namespace chakraflow {
 

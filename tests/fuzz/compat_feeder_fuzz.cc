@@ -12,9 +12,9 @@
 
 #include <google/protobuf/stubs/logging.h>
 
-#include "stages/comm_groups.h"
-#include "stages/compat/et_feeder.h"
-#include "stages/compat/feeder_v3/et_feeder.h"
+#include "stages/convert/comm_groups.h"
+#include "stages/feed/compat/et_feeder.h"
+#include "stages/feed/compat/feeder_v3/et_feeder.h"
 #include "tests/fuzz/mem_file.h"
 
 namespace {

@@ -15,11 +15,11 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "proto/et_def.pb.h"
-#include "stages/et_feeder.h"
-#include "stages/et_io.h"
-#include "stages/et_plus_nodes.h"
-#include "stages/host_et_loader.h"
-#include "stages/pytorch_converter.h"
+#include "stages/feed/et_feeder.h"
+#include "stages/convert/et_io.h"
+#include "stages/convert/et_plus_nodes.h"
+#include "stages/link/host_et_loader.h"
+#include "stages/convert/pytorch_converter.h"
 #include "tests/fuzz/mem_file.h"
 
 namespace {

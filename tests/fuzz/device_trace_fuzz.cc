@@ -3,10 +3,10 @@
 #include <cstdint>
 #include <string>
 
-#include "stages/device_trace_loader.h"
-#include "stages/exclusive_durations.h"
-#include "stages/gap_dependencies.h"
-#include "stages/launcher_correlation.h"
+#include "stages/link/device_trace_loader.h"
+#include "stages/link/exclusive_durations.h"
+#include "stages/link/gap_dependencies.h"
+#include "stages/link/launcher_correlation.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);

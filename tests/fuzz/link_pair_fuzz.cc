@@ -5,10 +5,10 @@
 #include <cstring>
 #include <string>
 
-#include "stages/device_trace_loader.h"
-#include "stages/et_plus_writer.h"
-#include "stages/host_et_loader.h"
-#include "stages/link.h"
+#include "stages/link/device_trace_loader.h"
+#include "stages/link/et_plus_writer.h"
+#include "stages/link/host_et_loader.h"
+#include "stages/link/link.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const char* p = reinterpret_cast<const char*>(data);

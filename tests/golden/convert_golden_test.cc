@@ -22,12 +22,12 @@
 
 #include "pipeline/link_graph.h"
 #include "proto/et_def.pb.h"
-#include "stages/et_io.h"
-#include "stages/et_plus_nodes.h"
-#include "stages/host_et_loader.h"
-#include "stages/jsonizer.h"
-#include "stages/pytorch_converter.h"
-#include "stages/synthetic_trace.h"
+#include "stages/convert/et_io.h"
+#include "stages/convert/et_plus_nodes.h"
+#include "stages/link/host_et_loader.h"
+#include "stages/convert/jsonizer.h"
+#include "stages/convert/pytorch_converter.h"
+#include "stages/generate/synthetic_trace.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {

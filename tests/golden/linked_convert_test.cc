@@ -16,15 +16,15 @@
 #include <vector>
 
 #include "proto/et_def.pb.h"
-#include "stages/device_trace_loader.h"
-#include "stages/et_io.h"
-#include "stages/et_plus_nodes.h"
-#include "stages/et_plus_writer.h"
-#include "stages/file_io.h"
-#include "stages/host_et_loader.h"
-#include "stages/link.h"
-#include "stages/pytorch_converter.h"
-#include "stages/synthetic_trace.h"
+#include "stages/link/device_trace_loader.h"
+#include "stages/convert/et_io.h"
+#include "stages/convert/et_plus_nodes.h"
+#include "stages/link/et_plus_writer.h"
+#include "stages/common/file_io.h"
+#include "stages/link/host_et_loader.h"
+#include "stages/link/link.h"
+#include "stages/convert/pytorch_converter.h"
+#include "stages/generate/synthetic_trace.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {

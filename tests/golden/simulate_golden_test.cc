@@ -15,9 +15,9 @@
 
 #include <fmt/format.h>
 
-#include "stages/simulator.h"
-#include "stages/simulator_cost.h"
-#include "tests/stages/simulator_test_util.h"
+#include "stages/simulate/simulator.h"
+#include "stages/simulate/simulator_cost.h"
+#include "tests/simulate/simulator_test_util.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {

@@ -1,4 +1,4 @@
-// Golden tests for synchronization dependencies (stages/sync_dependencies.h) on real traces.
+// Golden tests for synchronization dependencies (stages/link/sync_dependencies.h) on real traces.
 //  - ../shared/data/kineto/hta_sync_small: HTA's three sync test traces (Kineto with cuda_sync
 //    records). The expectations are derived by hand from the traces' timestamps; each test says
 //    how.
@@ -17,11 +17,11 @@
 #include <set>
 
 #include "pipeline/link_graph.h"
-#include "stages/device_trace_loader.h"
-#include "stages/et_plus_writer.h"
-#include "stages/host_et_loader.h"
-#include "stages/link.h"
-#include "stages/sync_dependencies.h"
+#include "stages/link/device_trace_loader.h"
+#include "stages/link/et_plus_writer.h"
+#include "stages/link/host_et_loader.h"
+#include "stages/link/link.h"
+#include "stages/link/sync_dependencies.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {

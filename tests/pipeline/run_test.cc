@@ -16,9 +16,9 @@
 #include "pipeline/mpi_world.h"
 #include "pipeline/run_config.h"
 #include "proto/et_def.pb.h"
-#include "stages/et_io.h"
-#include "stages/file_io.h"
-#include "stages/synthetic_trace.h"
+#include "stages/convert/et_io.h"
+#include "stages/common/file_io.h"
+#include "stages/generate/synthetic_trace.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {

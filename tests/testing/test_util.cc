@@ -7,7 +7,7 @@
 #include <fstream>
 #include <random>
 
-#include "stages/file_io.h"
+#include "stages/common/file_io.h"
 
 namespace chakraflow::testing {
 

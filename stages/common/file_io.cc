@@ -1,0 +1,704 @@
+#include "stages/common/file_io.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <optional>
+
+namespace chakraflow {
+namespace {
+
+std::string errno_text() {
+  return std::strerror(errno);
+}
+
+// What a process may hold in memory of one input: its physical memory (more could never be
+// parsed). An endless stream stops there with an error instead of taking the machine down.
+uint64_t input_memory_bound() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return uint64_t{64} << 30;
+  return static_cast<uint64_t>(pages) * static_cast<uint64_t>(page);
+}
+
+// A text (JSON, YAML) never holds a NUL byte: one in a stream's first bytes (/dev/zero) is not a
+// text, and reading on would never end.
+Status check_text_chunk(const std::string& path, const char* data, size_t n, uint64_t offset,
+                        bool decompressed) {
+  const void* nul = std::memchr(data, 0, n);
+  if (nul == nullptr) return Status();
+  const uint64_t at = offset + static_cast<uint64_t>(static_cast<const char*>(nul) - data);
+  return Status::errorf("{}: {}byte {}: a NUL byte: not a text file (JSON or YAML)", path,
+                        decompressed ? "decompressed " : "", at);
+}
+
+Status too_large(const std::string& path, uint64_t at, bool decompressed) {
+  return Status::errorf(
+      "{}: {}byte {}: the input is larger than this machine's memory ({:.1f} GB): an endless "
+      "stream?",
+      path, decompressed ? "decompressed " : "", at, input_memory_bound() / 1e9);
+}
+
+bool is_gzip(const std::string& bytes) {
+  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
+         static_cast<unsigned char>(bytes[1]) == 0x8b;
+}
+
+StatusOr<std::string> gunzip(const std::string& path, const std::string& compressed,
+                             bool check_text) {
+  const uint64_t bound = input_memory_bound();
+  // ISIZE (last 4 bytes) is the size of the last member modulo 2^32: a hint, not a bound. In a
+  // truncated or corrupt file it is any 4 bytes; deflate expands at most 1032:1.
+  size_t hint = compressed.size() * 4;
+  if (compressed.size() >= 18) {
+    uint32_t isize;
+    std::memcpy(&isize, compressed.data() + compressed.size() - 4, 4);
+    if (isize > compressed.size()) hint = std::min<size_t>(isize, compressed.size() * 1032);
+  }
+  std::string out;
+  out.reserve(hint + kInputPadding);
+  z_stream zs{};
+  if (inflateInit2(&zs, 15 + 32) != Z_OK) return Status::errorf("{}: cannot initialise zlib", path);
+  zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data()));
+  zs.avail_in = static_cast<uInt>(0);
+  size_t consumed = 0;
+  const size_t total = compressed.size();
+  int rc = Z_OK;
+  while (true) {
+    if (zs.avail_in == 0 && consumed < total) {
+      size_t chunk = std::min<size_t>(total - consumed, 1u << 30);
+      zs.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(compressed.data() + consumed));
+      zs.avail_in = static_cast<uInt>(chunk);
+      consumed += chunk;
+    }
+    if (out.size() == out.capacity() || out.capacity() - out.size() < 4096) {
+      out.reserve(std::max<size_t>(out.capacity() * 2, 1 << 16));
+    }
+    // Resizing writes zeros: only over what this inflate call may fill, so that memory follows
+    // the data and not the reservation.
+    size_t old_size = out.size();
+    size_t room = std::min<size_t>(out.capacity() - old_size, 1u << 24);
+    out.resize(old_size + room);
+    zs.next_out = reinterpret_cast<Bytef*>(out.data() + old_size);
+    zs.avail_out = static_cast<uInt>(room);
+    size_t offered = zs.avail_out;
+    rc = inflate(&zs, Z_NO_FLUSH);
+    out.resize(old_size + (offered - zs.avail_out));
+    // A stream's content is a text; any input stops at the machine's memory (a small file of
+    // compressed zeros expands 1032:1).
+    if (check_text) {
+      Status text = check_text_chunk(path, out.data() + old_size, out.size() - old_size, old_size,
+                                     true);
+      if (!text.ok()) {
+        inflateEnd(&zs);
+        return text;
+      }
+    }
+    if (out.size() >= bound) {
+      inflateEnd(&zs);
+      return too_large(path, out.size(), true);
+    }
+    if (rc == Z_STREAM_END) {
+      // Concatenated gzip members are legal: continue with the next one if any input is left.
+      size_t left = zs.avail_in + (total - consumed);
+      if (left == 0) break;
+      if (inflateReset(&zs) != Z_OK) break;
+      continue;
+    }
+    if (rc == Z_BUF_ERROR && zs.avail_in == 0 && consumed >= total) {
+      inflateEnd(&zs);
+      return Status::errorf("{}: truncated gzip stream after {} decompressed bytes", path,
+                            out.size());
+    }
+    if (rc != Z_OK && rc != Z_BUF_ERROR) {
+      uint64_t at = consumed - zs.avail_in;
+      inflateEnd(&zs);
+      return Status::errorf("{}: corrupt gzip data near compressed byte {}: {}", path, at,
+                            zs.msg ? zs.msg : "inflate failed");
+    }
+  }
+  inflateEnd(&zs);
+  if (out.capacity() < out.size() + kInputPadding) out.reserve(out.size() + kInputPadding);
+  return out;
+}
+
+// ---- Temporary files removed on SIGINT / SIGTERM / SIGHUP ----------------------------------
+// Each slot holds a malloc'd path or null. Registration takes a free slot with a CAS; the handler
+// takes every path with an exchange (so that a path is removed, or freed, by one party only) and
+// unlinks it. A slot is released only after its file was renamed or removed, so that the handler
+// sees every temporary file that may exist.
+constexpr int kSignalSlots = 4096;
+std::atomic<char*> g_remove_on_signal[kSignalSlots];
+std::atomic<int> g_slot_hint{0};
+
+extern "C" void cleanup_and_die(int sig) {
+  const int saved = errno;
+  for (auto& slot : g_remove_on_signal) {
+    char* p = slot.exchange(nullptr);
+    if (p != nullptr) ::unlink(p);  // not freed: the process ends now
+  }
+  errno = saved;
+  // SA_RESETHAND restored the default action: the signal, pending while the handler runs, ends
+  // the process once it returns (status 128 + sig for the shell).
+  ::raise(sig);
+}
+
+// ---- Stale temporary files --------------------------------------------------------------------
+
+bool all_digits(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// For a directory entry "<target>.tmp.<pid>.<n>" (optionally followed by further
+// ".tmp.<pid>.<n>" parts: the temporary file of a temporary output), the target's name and the
+// first pid; nullopt for any other name.
+std::optional<std::pair<std::string, long>> parse_temp_name(const std::string& name) {
+  // Reads ".tmp.<pid>.<n>" at `rest`'s front; the pid, and `rest` past it, or -1.
+  auto part = [](std::string_view& rest) -> long {
+    constexpr std::string_view kTmp = ".tmp.";
+    if (rest.substr(0, kTmp.size()) != kTmp) return -1;
+    std::string_view r = rest.substr(kTmp.size());
+    const size_t dot = r.find('.');
+    if (dot == std::string_view::npos || dot > 9 || !all_digits(r.substr(0, dot))) return -1;
+    const long pid = std::strtol(std::string(r.substr(0, dot)).c_str(), nullptr, 10);
+    r.remove_prefix(dot + 1);
+    size_t digits = 0;
+    while (digits < r.size() && r[digits] >= '0' && r[digits] <= '9') ++digits;
+    if (digits == 0) return -1;
+    rest = r.substr(digits);
+    return pid;
+  };
+  // The first ".tmp." from which the rest of the name is parts only: the target is what precedes.
+  for (size_t at = name.find(".tmp."); at != std::string::npos && at > 0;
+       at = name.find(".tmp.", at + 1)) {
+    std::string_view rest = std::string_view(name).substr(at);
+    const long pid = part(rest);
+    if (pid <= 0) continue;
+    bool only_parts = true;
+    while (only_parts && !rest.empty()) only_parts = part(rest) >= 0;
+    if (only_parts) return std::make_pair(name.substr(0, at), pid);
+  }
+  return std::nullopt;
+}
+
+bool process_is_gone(long pid) {
+  if (pid == static_cast<long>(::getpid())) return false;
+  return ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+}
+
+// Per directory (listed once per process): target name -> stale temporary files for it.
+std::mutex g_stale_mutex;
+std::map<std::string, std::multimap<std::string, std::string>> g_stale_by_dir;
+
+// Where a symlink chain ends (the path itself when it is not a symlink). The target need not
+// exist. Relative links are resolved against the link's directory; gives up after 40 links.
+std::string final_target(const std::string& path) {
+  std::string current = path;
+  for (int hops = 0; hops < 40; ++hops) {
+    struct stat st {};
+    if (::lstat(current.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return current;
+    std::string link(static_cast<size_t>(PATH_MAX), '\0');
+    const ssize_t n = ::readlink(current.c_str(), link.data(), link.size());
+    if (n <= 0) return current;
+    link.resize(static_cast<size_t>(n));
+    if (link.front() == '/') {
+      current = link;
+    } else {
+      const std::filesystem::path dir = std::filesystem::path(current).parent_path();
+      current = (dir / link).string();
+    }
+  }
+  return current;
+}
+
+// The descriptor an output names without a file system entry of its own: "-" and /dev/stdout
+// (1), /dev/stderr (2), /dev/fd/N and /proc/self/fd/N (N); -1 for any other path. Writing through
+// it keeps the descriptor's offset and append mode (a shell's `>>`).
+int stream_descriptor(const std::string& path) {
+  if (path == "-" || path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (path.rfind(prefix, 0) == 0 && all_digits(std::string_view(path).substr(prefix.size()))) {
+      return std::atoi(path.c_str() + prefix.size());
+    }
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::string make_temp_path(const std::string& output) {
+  static std::atomic<uint64_t> counter{0};
+  return fmt::format("{}.tmp.{}.{}", output, static_cast<long>(::getpid()), counter.fetch_add(1));
+}
+
+void install_cleanup_on_signals() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction old {};
+      if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_DFL) continue;
+      struct sigaction sa {};
+      sa.sa_handler = cleanup_and_die;
+      sigemptyset(&sa.sa_mask);
+      sa.sa_flags = SA_RESETHAND;
+      ::sigaction(sig, &sa, nullptr);
+    }
+  });
+}
+
+RemoveOnSignal::RemoveOnSignal(const std::string& path) {
+  char* copy = ::strdup(path.c_str());
+  if (copy == nullptr) return;
+  const int start = g_slot_hint.load(std::memory_order_relaxed);
+  for (int k = 0; k < kSignalSlots; ++k) {
+    const int i = (start + k) % kSignalSlots;
+    char* expected = nullptr;
+    if (g_remove_on_signal[i].compare_exchange_strong(expected, copy)) {
+      slot_ = i;
+      g_slot_hint.store((i + 1) % kSignalSlots, std::memory_order_relaxed);
+      return;
+    }
+  }
+  std::free(copy);  // 4,096 files open at once: the next run's stale-file sweep removes this one
+}
+
+void RemoveOnSignal::release() {
+  if (slot_ < 0) return;
+  std::free(g_remove_on_signal[slot_].exchange(nullptr));
+  slot_ = -1;
+}
+
+void remove_stale_temps(const std::string& output) {
+  const std::filesystem::path p(output);
+  const std::string dir = p.has_parent_path() ? p.parent_path().string() : std::string(".");
+  const std::string name = p.filename().string();
+  if (name.empty()) return;
+  std::vector<std::string> stale;
+  {
+    std::lock_guard<std::mutex> lock(g_stale_mutex);
+    auto [it, fresh] = g_stale_by_dir.try_emplace(dir);
+    if (fresh) {
+      if (DIR* d = ::opendir(dir.c_str())) {
+        while (const dirent* e = ::readdir(d)) {
+          const std::string entry = e->d_name;
+          if (entry.find(".tmp.") == std::string::npos) continue;
+          auto parsed = parse_temp_name(entry);
+          if (!parsed || !process_is_gone(parsed->second)) continue;
+          it->second.emplace(parsed->first, entry);
+        }
+        ::closedir(d);
+      }
+    }
+    auto [first, last] = it->second.equal_range(name);
+    for (auto e = first; e != last; ++e) stale.push_back(dir + "/" + e->second);
+    it->second.erase(first, last);
+  }
+  for (const std::string& path : stale) {
+    struct stat st {};
+    // Only regular files: a directory or a FIFO of that name is not one of ours.
+    if (::lstat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(path.c_str());
+  }
+}
+
+Status check_output_is_not_input(const std::string& output,
+                                 const std::vector<std::string>& inputs) {
+  if (output.empty() || output == "-") return Status();
+  struct stat out {};
+  if (::stat(output.c_str(), &out) != 0) return Status();  // not there yet
+  // A device or a FIFO may well be read and written (e.g. /dev/null); only files are replaced.
+  if (!S_ISREG(out.st_mode)) return Status();
+  for (const std::string& input : inputs) {
+    struct stat in {};
+    if (input.empty() || ::stat(input.c_str(), &in) != 0) continue;
+    if (in.st_dev == out.st_dev && in.st_ino == out.st_ino) {
+      return Status::errorf(
+          "{}: the output is the input {} (the same file): refusing to overwrite an input", output,
+          input);
+    }
+  }
+  return Status();
+}
+
+bool has_gz_suffix(std::string_view path) {
+  return path.size() >= 3 && path.substr(path.size() - 3) == ".gz";
+}
+
+namespace {
+
+// `path` opened for reading, and its fstat in *st.
+StatusOr<int> open_for_reading(const std::string& path, struct stat* st) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::errorf("{}: cannot open: {}", path, errno_text());
+  if (::fstat(fd, st) != 0) {
+    std::string why = errno_text();
+    ::close(fd);
+    return Status::errorf("{}: cannot stat: {}", path, why);
+  }
+  return fd;
+}
+
+// Reads the open file `fd` (whose fstat is `st`) as read_input_file does, and closes it. A FIFO
+// is opened once only: its writer's bytes are gone once the last reader closes it.
+StatusOr<std::string> read_open_file(int fd, const struct stat& st, const std::string& path) {
+  if (S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return Status::errorf("{}: is a directory, expected a file", path);
+  }
+  // A regular file is read to its size; a pipe, FIFO or device (size 0) to its end, in chunks,
+  // stopping on what no text holds and at the machine's memory.
+  const bool stream = !S_ISREG(st.st_mode);
+  const uint64_t bound = input_memory_bound();
+  std::string bytes;
+  const size_t expected = stream ? size_t{1} << 16 : static_cast<size_t>(st.st_size);
+  bytes.reserve(expected + kInputPadding);
+  bytes.resize(expected);
+  size_t done = 0;
+  while (true) {
+    if (done == bytes.size()) {
+      if (!stream) break;
+      if (bytes.size() >= bound) {
+        ::close(fd);
+        return too_large(path, done, false);
+      }
+      bytes.reserve(std::min<uint64_t>(bytes.size() * 2, bound) + kInputPadding);
+      bytes.resize(std::min<uint64_t>(bytes.size() * 2, bound));
+    }
+    ssize_t n = ::read(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      ::close(fd);
+      return Status::errorf("{}: read failed at byte {}: {}", path, done, errno_text());
+    }
+    if (n == 0) break;
+    // A gzip'd stream is checked as it is decompressed.
+    const bool compressed = done + static_cast<size_t>(n) >= 2 &&
+                            static_cast<unsigned char>(bytes[0]) == 0x1f &&
+                            static_cast<unsigned char>(bytes[1]) == 0x8b;
+    if (stream && !compressed) {
+      Status text = check_text_chunk(path, bytes.data() + done, static_cast<size_t>(n), done,
+                                     false);
+      if (!text.ok()) {
+        ::close(fd);
+        return text;
+      }
+    }
+    done += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  bytes.resize(done);
+  if (is_gzip(bytes)) return gunzip(path, bytes, stream);
+  return bytes;
+}
+
+}  // namespace
+
+StatusOr<std::string> read_input_file(const std::string& path) {
+  struct stat st {};
+  CF_ASSIGN_OR_RETURN(int fd, open_for_reading(path, &st));
+  return read_open_file(fd, st, path);
+}
+
+InputText::InputText(std::string text) : owned_(std::move(text)) {
+  if (owned_.capacity() < owned_.size() + kInputPadding) {
+    owned_.reserve(owned_.size() + kInputPadding);
+  }
+  data_ = owned_.data();
+  size_ = owned_.size();
+  capacity_ = owned_.capacity();
+}
+
+InputText::~InputText() {
+  release();
+}
+
+void InputText::release() {
+  if (map_ != nullptr) ::munmap(map_, map_len_);
+  map_ = nullptr;
+  owned_ = std::string();
+  data_ = nullptr;
+  size_ = capacity_ = 0;
+}
+
+InputText::InputText(InputText&& other) noexcept {
+  *this = std::move(other);
+}
+
+InputText& InputText::operator=(InputText&& other) noexcept {
+  if (this != &other) {
+    release();
+    const bool owned = other.map_ == nullptr;
+    owned_ = std::move(other.owned_);
+    map_ = std::exchange(other.map_, nullptr);
+    map_len_ = other.map_len_;
+    data_ = owned ? owned_.data() : other.data_;
+    size_ = other.size_;
+    capacity_ = owned ? owned_.capacity() : other.capacity_;
+    writable_ = other.writable_;
+    other.data_ = nullptr;
+    other.size_ = other.capacity_ = 0;
+  }
+  return *this;
+}
+
+char* InputText::mutable_data() {
+  if (!writable_ && map_ != nullptr) {
+    ::mprotect(map_, map_len_, PROT_READ | PROT_WRITE);
+    writable_ = true;
+  }
+  return data_;
+}
+
+StatusOr<InputText> InputText::read(const std::string& path) {
+  constexpr off_t kMapAtLeast = off_t{1} << 20;
+  struct stat st {};
+  CF_ASSIGN_OR_RETURN(int fd, open_for_reading(path, &st));
+  {
+    unsigned char magic[2] = {0, 0};
+    if (S_ISREG(st.st_mode) && st.st_size >= kMapAtLeast &&
+        ::pread(fd, magic, 2, 0) == 2 && !(magic[0] == 0x1f && magic[1] == 0x8b)) {
+      const size_t size = static_cast<size_t>(st.st_size);
+      const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+      const size_t file_len = (size + page - 1) / page * page;
+      const size_t len = (size + kInputPadding + page - 1) / page * page;
+      // Reserve the whole range (the padding past the file's last page reads as zeros), then map
+      // the file over its start.
+      void* base = ::mmap(nullptr, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (base != MAP_FAILED) {
+        void* file =
+            ::mmap(base, file_len, PROT_READ, MAP_PRIVATE | MAP_FIXED | MAP_POPULATE, fd, 0);
+        if (file != MAP_FAILED) {
+          ::close(fd);
+          InputText text;
+          text.map_ = base;
+          text.map_len_ = len;
+          text.data_ = static_cast<char*>(base);
+          text.size_ = size;
+          text.capacity_ = len;
+          text.writable_ = false;
+          return text;
+        }
+        ::munmap(base, len);
+      }
+    }
+  }
+  // Small, compressed or special files, or mapping failed: read them (through the same
+  // descriptor).
+  CF_ASSIGN_OR_RETURN(std::string bytes, read_open_file(fd, st, path));
+  return InputText(std::move(bytes));
+}
+
+OutputFile::~OutputFile() {
+  discard();
+}
+
+OutputFile::OutputFile(OutputFile&& other) noexcept {
+  *this = std::move(other);
+}
+
+OutputFile& OutputFile::operator=(OutputFile&& other) noexcept {
+  if (this != &other) {
+    discard();
+    path_ = std::move(other.path_);
+    temp_path_ = std::move(other.temp_path_);
+    target_path_ = std::move(other.target_path_);
+    temp_guard_ = std::move(other.temp_guard_);
+    streaming_ = other.streaming_;
+    open_ = std::exchange(other.open_, false);
+    file_ = std::exchange(other.file_, nullptr);
+    gz_ = std::exchange(other.gz_, nullptr);
+    buffer_ = std::move(other.buffer_);
+    capacity_ = std::exchange(other.capacity_, 0);
+    used_ = std::exchange(other.used_, 0);
+    bytes_written_ = other.bytes_written_;
+    failed_ = other.failed_;
+    write_errno_ = other.write_errno_;
+    other.temp_path_.clear();
+  }
+  return *this;
+}
+
+StatusOr<OutputFile> OutputFile::open(const std::string& path) {
+  return open(path, has_gz_suffix(path));
+}
+
+StatusOr<OutputFile> OutputFile::open(const std::string& path, bool gzip) {
+  if (path.empty()) return Status::error("the output path is empty");
+  OutputFile out;
+  out.path_ = path;
+  int fd = -1;
+  const int descriptor = stream_descriptor(path);
+  struct stat st {};
+  if (descriptor >= 0) {
+    // Standard output and friends: a copy of the descriptor, so that closing it leaves theirs.
+    fd = ::fcntl(descriptor, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) return Status::errorf("{}: cannot write: {}", path, errno_text());
+    out.streaming_ = true;
+  } else if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) {
+      return Status::errorf("{}: is a directory, expected an output file name", path);
+    }
+    // A device, FIFO or socket (or a symlink to one) is written to, never replaced. A FIFO
+    // blocks here until a reader opens it, as a shell's redirection does.
+    fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0) return Status::errorf("{}: cannot open output: {}", path, errno_text());
+    out.streaming_ = true;
+  } else {
+    // A regular file or a new one; a symlink's target is replaced, the link kept.
+    out.target_path_ = final_target(path);
+    remove_stale_temps(out.target_path_);
+    out.temp_path_ = make_temp_path(out.target_path_);
+    out.temp_guard_ = RemoveOnSignal(out.temp_path_);
+    fd = ::open(out.temp_path_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      std::string why = errno_text();
+      out.temp_guard_.release();
+      out.temp_path_.clear();
+      return Status::errorf("{}: cannot create output: {}", path, why);
+    }
+    // An existing file keeps its permissions (umask applies to a new one).
+    if (::stat(out.target_path_.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+      ::fchmod(fd, st.st_mode & 07777);
+    }
+  }
+  out.open_ = true;
+  if (gzip) {
+    out.gz_ = gzdopen(fd, "wb1");
+    if (out.gz_ == nullptr) {
+      ::close(fd);
+      return Status::errorf("{}: cannot start gzip stream", path);
+    }
+    gzbuffer(static_cast<gzFile>(out.gz_), 1 << 18);
+  } else {
+    out.file_ = ::fdopen(fd, "wb");
+    if (out.file_ == nullptr) {
+      ::close(fd);
+      return Status::errorf("{}: cannot open output stream", path);
+    }
+  }
+  out.capacity_ = kFlushSize + 4096;
+  out.buffer_ = std::make_unique_for_overwrite<char[]>(out.capacity_);
+  return out;
+}
+
+void OutputFile::write(std::string_view bytes) {
+  if (used_ + bytes.size() > kFlushSize) flush_buffer();
+  if (bytes.size() > kFlushSize) {
+    bytes_written_ += bytes.size();
+    bool ok = true;
+    if (gz_) {
+      ok = gzwrite(static_cast<gzFile>(gz_), bytes.data(), static_cast<unsigned>(bytes.size())) ==
+           static_cast<int>(bytes.size());
+    } else if (file_) {
+      ok = std::fwrite(bytes.data(), 1, bytes.size(), file_) == bytes.size();
+    }
+    note_failure(ok);
+    return;
+  }
+  if (bytes.empty()) return;
+  std::memcpy(room(bytes.size()), bytes.data(), bytes.size());
+  used_ += bytes.size();
+}
+
+void OutputFile::note_failure(bool ok) {
+  if (ok || failed_) return;
+  failed_ = true;
+  write_errno_ = errno;  // the first failure's cause (ENOSPC, EPIPE, EIO ...)
+}
+
+void OutputFile::make_room(size_t n) {
+  flush_buffer();
+  if (capacity_ >= n) return;
+  // A record larger than the buffer: a buffer that holds it (nothing is buffered now).
+  capacity_ = n;
+  buffer_ = std::make_unique_for_overwrite<char[]>(capacity_);
+}
+
+void OutputFile::flush_buffer() {
+  if (used_ == 0) return;
+  bytes_written_ += used_;
+  bool ok = false;
+  if (gz_) {
+    ok = gzwrite(static_cast<gzFile>(gz_), buffer_.get(), static_cast<unsigned>(used_)) ==
+         static_cast<int>(used_);
+  } else if (file_) {
+    ok = std::fwrite(buffer_.get(), 1, used_, file_) == used_;
+  }
+  note_failure(ok);
+  used_ = 0;
+}
+
+Status OutputFile::commit() {
+  if (!open_) return Status::errorf("{}: output already closed", path_);
+  flush_buffer();
+  bool close_failed = false;
+  int close_errno = 0;
+  if (gz_) {
+    close_failed = gzclose(static_cast<gzFile>(gz_)) != Z_OK;
+    if (close_failed) close_errno = errno;
+    gz_ = nullptr;
+  }
+  if (file_) {
+    close_failed = std::fflush(file_) != 0;
+    if (close_failed) close_errno = errno;
+    close_failed |= std::fclose(file_) != 0;
+    if (close_failed && close_errno == 0) close_errno = errno;
+    file_ = nullptr;
+  }
+  open_ = false;
+  if (failed_ || close_failed) {
+    discard();
+    const int errnum = failed_ ? write_errno_ : close_errno;
+    const std::string why = errnum != 0 ? std::strerror(errnum) : "disk full or I/O error";
+    return Status::errorf("{}: write failed ({})", path_, why);
+  }
+  if (streaming_) return Status();
+  if (std::rename(temp_path_.c_str(), target_path_.c_str()) != 0) {
+    std::string why = errno_text();
+    discard();
+    return Status::errorf("{}: cannot rename temporary output into place: {}", path_, why);
+  }
+  temp_guard_.release();
+  temp_path_.clear();
+  return Status();
+}
+
+void OutputFile::discard() {
+  if (gz_) {
+    gzclose(static_cast<gzFile>(gz_));
+    gz_ = nullptr;
+  }
+  if (file_) {
+    std::fclose(file_);
+    file_ = nullptr;
+  }
+  open_ = false;
+  if (!temp_path_.empty()) {
+    ::unlink(temp_path_.c_str());
+    temp_guard_.release();
+    temp_path_.clear();
+  }
+  used_ = 0;
+}
+
+Status write_file_atomically(const std::string& path, std::string_view content) {
+  CF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::open(path));
+  out.write(content);
+  return out.commit();
+}
+
+}  // namespace chakraflow

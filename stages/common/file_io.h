@@ -1,0 +1,192 @@
+// File input and output shared by every loader and writer.
+//
+// read_input_file: reads a whole file, transparently gunzipping it when it starts with the gzip
+// magic (whatever its name), into a buffer padded for simdjson. A pipe, FIFO or device is read to
+// its end, but a text input that holds a NUL byte (e.g. /dev/zero) or outgrows the machine's memory
+// stops with a located error.
+//
+// OutputFile: a regular (or not yet existing) destination is written to a temporary file beside it
+// and renamed on commit(), so that a failed or interrupted run never leaves a half-written output;
+// a symlink is followed and its target replaced that way. "-", /dev/stdout, /dev/stderr, /dev/fd/N,
+// a FIFO, a device or a socket is written to as a stream (never replaced). Compresses with gzip
+// when the destination name ends in ".gz". Not thread-safe; one writer per file.
+//
+// Temporary files are named "<output>.tmp.<pid>.<n>". install_cleanup_on_signals() makes SIGINT,
+// SIGTERM and SIGHUP remove every temporary file of the process before it dies of the signal;
+// opening an output removes the temporary files that dead processes (kill -9) left for it.
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "stages/common/status.h"
+
+namespace chakraflow {
+
+// Extra capacity kept after the data so that simdjson can read past the end safely.
+inline constexpr size_t kInputPadding = 64;
+
+// The whole (decompressed) content of `path`. The returned string has capacity >= size() +
+// kInputPadding. Errors name the file.
+StatusOr<std::string> read_input_file(const std::string& path);
+
+// The text of an input trace, padded for simdjson: plain files of 1 MB or more are mapped
+// (read-only, private, populated: no copy of the page cache and no zeroed buffer to fill, which
+// cost a tenth of a link's time), other files are read (and gunzipped) into memory. A mapped file
+// must not be truncated while it is read. Move-only.
+class InputText {
+ public:
+  InputText() = default;
+  explicit InputText(std::string text);  // takes the string, padded
+  ~InputText();
+  InputText(InputText&& other) noexcept;
+  InputText& operator=(InputText&& other) noexcept;
+  InputText(const InputText&) = delete;
+  InputText& operator=(const InputText&) = delete;
+
+  // Errors name the file.
+  static StatusOr<InputText> read(const std::string& path);
+
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  // Bytes readable from data(): at least size() + kInputPadding.
+  size_t capacity() const { return capacity_; }
+  bool mapped() const { return map_ != nullptr; }
+  operator std::string_view() const { return {data_, size_}; }  // NOLINT: a text, implicitly
+  // Writable bytes (a mapped file is copied page by page as they are written).
+  char* mutable_data();
+
+ private:
+  void release();
+  std::string owned_;
+  void* map_ = nullptr;
+  size_t map_len_ = 0;
+  char* data_ = nullptr;
+  size_t size_ = 0;
+  size_t capacity_ = 0;
+  bool writable_ = true;
+};
+
+// True when `path` ends with ".gz".
+bool has_gz_suffix(std::string_view path);
+
+// An error when `output` already exists and is the same file (inode) as one of `inputs`: an output
+// must never replace an input. Inputs that do not exist are ignored (their readers report them).
+Status check_output_is_not_input(const std::string& output, const std::vector<std::string>& inputs);
+
+// Removes the temporary files "<output>.tmp.<pid>.<n>..." that processes no longer alive left
+// beside `output` (a run killed with SIGKILL, a crash). Each directory is listed once per process.
+// OutputFile::open calls it; a batch calls it for outputs it skips.
+void remove_stale_temps(const std::string& output);
+
+// From now on SIGINT, SIGTERM and SIGHUP (each only where its action is the default: a signal
+// that `nohup` ignores stays ignored) remove every registered temporary file, then end the process
+// by the same signal (the shell sees exit status 128 + n). Idempotent.
+void install_cleanup_on_signals();
+
+// A path removed by the signal handlers of install_cleanup_on_signals() while this object lives
+// (OutputFile registers its temporary file; a batch registers files it writes by other means).
+// Async-signal-safe on the handler's side. Move-only.
+class RemoveOnSignal {
+ public:
+  RemoveOnSignal() = default;
+  explicit RemoveOnSignal(const std::string& path);
+  ~RemoveOnSignal() { release(); }
+  RemoveOnSignal(RemoveOnSignal&& other) noexcept : slot_(std::exchange(other.slot_, -1)) {}
+  RemoveOnSignal& operator=(RemoveOnSignal&& other) noexcept {
+    if (this != &other) {
+      release();
+      slot_ = std::exchange(other.slot_, -1);
+    }
+    return *this;
+  }
+  RemoveOnSignal(const RemoveOnSignal&) = delete;
+  RemoveOnSignal& operator=(const RemoveOnSignal&) = delete;
+  // Forgets the path (after it was renamed or removed).
+  void release();
+
+ private:
+  int slot_ = -1;
+};
+
+// "<output>.tmp.<pid>.<n>": a fresh temporary name beside `output`, for this process.
+std::string make_temp_path(const std::string& output);
+
+class OutputFile {
+ public:
+  OutputFile() = default;
+  ~OutputFile();  // discards the temporary file unless commit() succeeded
+  OutputFile(const OutputFile&) = delete;
+  OutputFile& operator=(const OutputFile&) = delete;
+  OutputFile(OutputFile&& other) noexcept;
+  OutputFile& operator=(OutputFile&& other) noexcept;
+
+  // Opens a temporary file beside `path` (beside a symlink's final target), or `path` itself as a
+  // stream when it is "-" (standard output) or not a regular file. `gzip` defaults to the name's
+  // suffix. An empty path or a directory is an error.
+  static StatusOr<OutputFile> open(const std::string& path);
+  static StatusOr<OutputFile> open(const std::string& path, bool gzip);
+
+  // Buffered; errors are reported by commit().
+  void write(std::string_view bytes);
+  void write_byte(char c) {
+    *room(1) = c;
+    keep(1);
+  }
+  // For writers that know a bound of what they write: room for `n` bytes at the end of the
+  // buffer, to be written in place, then kept with keep(m), m <= n. Nothing else may be written
+  // in between.
+  char* room(size_t n) {
+    if (capacity_ - used_ < n) make_room(n);
+    return buffer_.get() + used_;
+  }
+  void keep(size_t m) {
+    used_ += m;
+    if (used_ >= kFlushSize) flush_buffer();
+  }
+  // Flushes, closes and renames the temporary file to the destination (a stream is flushed and
+  // closed).
+  Status commit();
+  // Removes the temporary file (also done by the destructor). A stream is closed: what was
+  // written to it stays written.
+  void discard();
+
+  const std::string& path() const { return path_; }
+  // True when the destination is written in place as a stream (see open()).
+  bool streaming() const { return streaming_; }
+  uint64_t bytes_written() const { return bytes_written_; }
+
+ private:
+  // 256 KB: with 1 MB, the buffer alone was 200 of the 3,700 pages a 10 MB rank faults in.
+  static constexpr size_t kFlushSize = size_t{256} << 10;
+  void flush_buffer();
+  void make_room(size_t n);
+  void note_failure(bool ok);
+
+  std::string path_;
+  std::string temp_path_;    // empty for a stream
+  std::string target_path_;  // what the temporary file is renamed to (a symlink's target)
+  RemoveOnSignal temp_guard_;
+  bool streaming_ = false;
+  bool open_ = false;
+  FILE* file_ = nullptr;
+  void* gz_ = nullptr;  // gzFile
+  // The bytes not yet written out: used_ of capacity_ (not zeroed: room() hands out the rest).
+  std::unique_ptr<char[]> buffer_;
+  size_t capacity_ = 0;
+  size_t used_ = 0;
+  uint64_t bytes_written_ = 0;
+  bool failed_ = false;
+  int write_errno_ = 0;
+};
+
+// Convenience: writes `content` atomically to `path`.
+Status write_file_atomically(const std::string& path, std::string_view content);
+
+}  // namespace chakraflow

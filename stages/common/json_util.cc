@@ -1,0 +1,753 @@
+#include "stages/common/json_util.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstring>
+
+namespace chakraflow::json {
+namespace {
+
+bool hex4(std::string_view s, size_t i, uint32_t* v) {
+  if (i + 4 > s.size()) return false;
+  uint32_t r = 0;
+  for (size_t k = 0; k < 4; ++k) {
+    char c = s[i + k];
+    r <<= 4;
+    if (c >= '0' && c <= '9')
+      r |= static_cast<uint32_t>(c - '0');
+    else if (c >= 'a' && c <= 'f')
+      r |= static_cast<uint32_t>(c - 'a' + 10);
+    else if (c >= 'A' && c <= 'F')
+      r |= static_cast<uint32_t>(c - 'A' + 10);
+    else
+      return false;
+  }
+  *v = r;
+  return true;
+}
+
+}  // namespace
+
+void append_utf8(std::string& out, uint32_t cp) {
+  if (cp < 0x80) {
+    out.push_back(static_cast<char>(cp));
+  } else if (cp < 0x800) {
+    out.push_back(static_cast<char>(0xC0 | (cp >> 6)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else if (cp < 0x10000) {
+    out.push_back(static_cast<char>(0xE0 | (cp >> 12)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  } else {
+    out.push_back(static_cast<char>(0xF0 | (cp >> 18)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 12) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | ((cp >> 6) & 0x3F)));
+    out.push_back(static_cast<char>(0x80 | (cp & 0x3F)));
+  }
+}
+
+std::string_view string_literal(const char* after_quote, const char* limit) {
+  const char* p = after_quote;
+  while (p < limit) {
+    const void* q = std::memchr(p, '"', static_cast<size_t>(limit - p));
+    if (q == nullptr) return {};
+    const char* quote = static_cast<const char*>(q);
+    // The quote is escaped when preceded by an odd number of backslashes.
+    size_t backslashes = 0;
+    for (const char* b = quote; b > after_quote && b[-1] == '\\'; --b) ++backslashes;
+    if (backslashes % 2 == 0) {
+      return std::string_view(after_quote - 1, static_cast<size_t>(quote + 1 - (after_quote - 1)));
+    }
+    p = quote + 1;
+  }
+  return {};
+}
+
+std::optional<std::string_view> unescape_escaped(std::string_view body,
+                                                 std::deque<std::string>& arena) {
+  std::string out;
+  out.reserve(body.size());
+  for (size_t i = 0; i < body.size(); ++i) {
+    char c = body[i];
+    if (c != '\\') {
+      out.push_back(c);
+      continue;
+    }
+    if (++i >= body.size()) return std::nullopt;
+    switch (body[i]) {
+      case '"':
+        out.push_back('"');
+        break;
+      case '\\':
+        out.push_back('\\');
+        break;
+      case '/':
+        out.push_back('/');
+        break;
+      case 'b':
+        out.push_back('\b');
+        break;
+      case 'f':
+        out.push_back('\f');
+        break;
+      case 'n':
+        out.push_back('\n');
+        break;
+      case 'r':
+        out.push_back('\r');
+        break;
+      case 't':
+        out.push_back('\t');
+        break;
+      case 'u': {
+        uint32_t cp;
+        if (!hex4(body, i + 1, &cp)) return std::nullopt;
+        i += 4;
+        if (cp >= 0xD800 && cp <= 0xDBFF && i + 6 < body.size() + 0 && body[i + 1] == '\\' &&
+            body[i + 2] == 'u') {
+          uint32_t lo;
+          if (hex4(body, i + 3, &lo) && lo >= 0xDC00 && lo <= 0xDFFF) {
+            cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+            i += 6;
+          }
+        }
+        append_utf8(out, cp);
+        break;
+      }
+      default:
+        return std::nullopt;
+    }
+  }
+  arena.push_back(std::move(out));
+  return std::string_view(arena.back());
+}
+
+void append_escaped(std::string& out, std::string_view s) {
+  out.push_back('"');
+  size_t run = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c != '"' && c != '\\') continue;
+    out.append(s.data() + run, i - run);
+    run = i + 1;
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default: {
+        static const char* kHex = "0123456789abcdef";
+        out += "\\u00";
+        out.push_back(kHex[c >> 4]);
+        out.push_back(kHex[c & 15]);
+      }
+    }
+  }
+  out.append(s.data() + run, s.size() - run);
+  out.push_back('"');
+}
+
+void append_minified(std::string& out, std::string_view s) {
+  const size_t old = out.size();
+  out.resize(old + s.size() + 64);
+  size_t len = 0;
+  if (simdjson::minify(s.data(), s.size(), out.data() + old, len) != simdjson::SUCCESS) {
+    out.resize(old);
+    out.append(s);
+    return;
+  }
+  out.resize(old + len);
+}
+
+void append_uint(std::string& out, uint64_t v) {
+  char tmp[24];
+  auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
+  out.append(tmp, static_cast<size_t>(r.ptr - tmp));
+}
+
+void append_int(std::string& out, int64_t v) {
+  char tmp[24];
+  auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
+  out.append(tmp, static_cast<size_t>(r.ptr - tmp));
+}
+
+std::string_view token(od::value& v) {
+  std::string_view t = v.raw_json_token();
+  while (!t.empty() &&
+         (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) {
+    t.remove_suffix(1);
+  }
+  return t;
+}
+
+simdjson::error_code raw_value(od::value& v, std::string_view* out) {
+  od::json_type type;
+  auto err = v.type().get(type);
+  if (err) return err;
+  if (type == od::json_type::object) {
+    od::object o;
+    if ((err = v.get_object().get(o))) return err;
+    return o.raw_json().get(*out);
+  }
+  if (type == od::json_type::array) {
+    od::array a;
+    if ((err = v.get_array().get(a))) return err;
+    return a.raw_json().get(*out);
+  }
+  *out = token(v);
+  // Consume a string: the parser skips a string left unread as if it were a key when a ':'
+  // follows, so `"a": "b": 1` would pass unnoticed. (Other scalars are skipped safely.)
+  if (type == od::json_type::string) {
+    od::raw_json_string consumed;
+    if ((err = v.get_raw_json_string().get(consumed))) return err;
+  }
+  return simdjson::SUCCESS;
+}
+
+bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional) {
+  *fractional = false;
+  if (token.empty()) return false;
+  // Fast path: [-]digits[.digits] with at most 18 integer digits.
+  size_t i = 0;
+  bool negative = false;
+  if (token[0] == '-') {
+    negative = true;
+    i = 1;
+  }
+  size_t int_begin = i;
+  uint64_t digits_value = 0;
+  i += read_digits(token, i, &digits_value);
+  if (i == int_begin || i - int_begin > 18) goto slow;
+  {
+    const auto whole = static_cast<int64_t>(digits_value);
+    int64_t frac_ns = 0;
+    if (i < token.size() && token[i] == '.') {
+      ++i;
+      int digits = 0;
+      bool extra_nonzero = false;
+      int next_digit = -1;
+      size_t frac_begin = i;
+      while (i < token.size() && token[i] >= '0' && token[i] <= '9') {
+        if (digits < 3) {
+          frac_ns = frac_ns * 10 + (token[i] - '0');
+          ++digits;
+        } else {
+          if (next_digit < 0) next_digit = token[i] - '0';
+          if (token[i] != '0') extra_nonzero = true;
+        }
+        ++i;
+      }
+      if (i == frac_begin) goto slow;
+      while (digits < 3) {
+        frac_ns *= 10;
+        ++digits;
+      }
+      if (next_digit >= 5) frac_ns += 1;  // round half up on the first dropped digit
+      (void)extra_nonzero;
+    }
+    if (i != token.size()) goto slow;
+    if (whole > (INT64_MAX - 999) / 1000) return false;  // beyond int64 nanoseconds
+    int64_t total = whole * 1000 + frac_ns;
+    *fractional = (total % 1000) != 0;
+    *ns = negative ? -total : total;
+    return true;
+  }
+slow : {
+  double d = 0;
+  auto res = std::from_chars(token.data(), token.data() + token.size(), d);
+  if (res.ec != std::errc() || res.ptr != token.data() + token.size() || !std::isfinite(d)) {
+    return false;
+  }
+  double scaled = std::round(d * 1000.0);
+  if (std::fabs(scaled) > 9.2e18) return false;
+  *ns = static_cast<TimeNs>(scaled);
+  *fractional = (*ns % 1000) != 0;
+  return true;
+}
+}
+
+double micros_value(TimeNs ns) {
+  constexpr TimeNs kExact = TimeNs{1} << 53;
+  constexpr TimeNs kLimit = TimeNs{1} << 62;  // the loaders' bound on times
+  if (ns > -kExact && ns < kExact) return static_cast<double>(ns) / 1000.0;
+  if (ns > -kLimit && ns < kLimit) {
+    return static_cast<double>(ns / 1000) + static_cast<double>(ns % 1000) / 1000.0;
+  }
+  std::string text;  // beyond the bound, parse the text
+  append_micros(text, ns);
+  double v = 0;
+  std::from_chars(text.data(), text.data() + text.size(), v);
+  return v;
+}
+
+void append_micros(std::string& out, TimeNs ns) {
+  char buf[48];
+  bool negative = ns < 0;
+  uint64_t mag = negative ? static_cast<uint64_t>(-(ns + 1)) + 1 : static_cast<uint64_t>(ns);
+  uint64_t whole = mag / 1000;
+  uint64_t frac = mag % 1000;
+  char* p = buf;
+  if (negative) *p++ = '-';
+  p = std::to_chars(p, buf + sizeof(buf), whole).ptr;
+  if (frac != 0) {
+    *p++ = '.';
+    char digits[3] = {static_cast<char>('0' + frac / 100),
+                      static_cast<char>('0' + (frac / 10) % 10),
+                      static_cast<char>('0' + frac % 10)};
+    int n = 3;
+    while (n > 0 && digits[n - 1] == '0') --n;
+    for (int k = 0; k < n; ++k) *p++ = digits[k];
+  }
+  out.append(buf, static_cast<size_t>(p - buf));
+}
+
+uint64_t repair_utf8(std::string& text) {
+  return repair_utf8(text.data(), text.size());
+}
+
+uint64_t repair_utf8(char* text, size_t n) {
+  uint64_t replaced = 0;
+  auto* b = reinterpret_cast<unsigned char*>(text);
+  size_t i = 0;
+  while (i < n) {
+    unsigned char c = b[i];
+    size_t len = c < 0x80           ? 1
+                 : (c >> 5) == 0x6  ? 2
+                 : (c >> 4) == 0xE  ? 3
+                 : (c >> 3) == 0x1E ? 4
+                                    : 0;
+    bool ok = len > 0 && i + len <= n;
+    for (size_t k = 1; ok && k < len; ++k) ok = (b[i + k] & 0xC0) == 0x80;
+    if (ok && len > 1) {
+      uint32_t cp = c & (0xFF >> (len + 1));
+      for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (b[i + k] & 0x3F);
+      // Overlong forms, surrogates and values past U+10FFFF are invalid too.
+      static constexpr uint32_t kMin[5] = {0, 0, 0x80, 0x800, 0x10000};
+      ok = cp >= kMin[len] && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
+    }
+    if (!ok) {
+      b[i] = '?';
+      ++replaced;
+      ++i;
+      continue;
+    }
+    i += len;
+  }
+  return replaced;
+}
+
+namespace {
+
+// Parses `data` (readable up to `capacity`); on invalid UTF-8, repairs the bytes that
+// `writable()` returns in place, counts them, and parses again.
+template <typename Writable>
+simdjson::error_code iterate_repairing(od::parser& parser, const char* data, size_t size,
+                                       size_t capacity, Writable writable, od::document* doc,
+                                       uint64_t* repaired) {
+  auto err = parser.iterate(simdjson::padded_string_view(data, size, capacity)).get(*doc);
+  if (err == simdjson::UTF8_ERROR) {
+    // Real traces carry stray bytes in names (HTA #324): repair them in place, count them, go on.
+    *repaired += repair_utf8(writable(), size);
+    err = parser.iterate(simdjson::padded_string_view(data, size, capacity)).get(*doc);
+  }
+  return err;
+}
+
+}  // namespace
+
+simdjson::error_code iterate_document(od::parser& parser, std::string& text, od::document* doc,
+                                      uint64_t* repaired) {
+  return iterate_repairing(
+      parser, text.data(), text.size(), text.capacity(), [&text] { return text.data(); }, doc,
+      repaired);
+}
+
+simdjson::error_code iterate_document(od::parser& parser, InputText& text, od::document* doc,
+                                      uint64_t* repaired) {
+  // A mapped file gets private copies of the pages written.
+  return iterate_repairing(
+      parser, text.data(), text.size(), text.capacity(), [&text] { return text.mutable_data(); },
+      doc, repaired);
+}
+
+uint64_t locate_document_error(std::string_view text, simdjson::error_code err) {
+  if (err == simdjson::UNCLOSED_STRING) return text.size();
+  if (err != simdjson::UNESCAPED_CHARS) return 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (!in_string) {
+      in_string = c == '"';
+    } else if (c == '\\') {
+      ++i;  // the escaped character
+    } else if (c == '"') {
+      in_string = false;
+    } else if (c < 0x20) {
+      return i;
+    }
+  }
+  return 0;
+}
+
+uint64_t unclosed_depth(std::string_view text) {
+  int64_t depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      ++depth;
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return static_cast<uint64_t>(depth);
+}
+
+Status explain_truncation(Status error, std::string_view path, std::string_view text) {
+  if (error.ok() || unclosed_depth(text) == 0) return error;
+  constexpr std::string_view kEnds = "the input ends inside an unclosed object or array";
+  std::string_view why = error.message();
+  if (why.find(kEnds) != std::string_view::npos) return error;
+  if (why.substr(0, path.size()) == path && why.substr(path.size(), 2) == ": ") {
+    why.remove_prefix(path.size() + 2);
+  }
+  return Status::errorf("{}: byte {}: {}: the file is truncated (reading stopped at: {})", path,
+                        text.size(), kEnds, why);
+}
+
+uint64_t offset_in(std::string_view text, const char* p) {
+  if (p == nullptr || p < text.data() || p > text.data() + text.size()) return text.size();
+  return static_cast<uint64_t>(p - text.data());
+}
+
+uint64_t current_offset(od::document& doc, std::string_view text) {
+  const char* p = nullptr;
+  if (doc.current_location().get(p)) return text.size();
+  return offset_in(text, p);
+}
+
+bool get_int64(od::value& v, int64_t* out) {
+  if (v.get_int64().get(*out) == simdjson::SUCCESS) return true;  // the common case
+  od::number_type nt;
+  if (v.get_number_type().get(nt)) return false;
+  if (nt == od::number_type::signed_integer) return !v.get_int64().get(*out);
+  if (nt == od::number_type::unsigned_integer) {
+    uint64_t u;
+    if (v.get_uint64().get(u) || u > static_cast<uint64_t>(INT64_MAX)) return false;
+    *out = static_cast<int64_t>(u);
+    return true;
+  }
+  double d;
+  if (v.get_double().get(d) || !std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.2e18) {
+    return false;
+  }
+  *out = static_cast<int64_t>(d);
+  return true;
+}
+
+bool get_uint64(od::value& v, uint64_t* out) {
+  if (v.get_uint64().get(*out) == simdjson::SUCCESS) return true;  // the common case
+  od::number_type nt;
+  if (v.get_number_type().get(nt)) return false;
+  if (nt == od::number_type::unsigned_integer) return !v.get_uint64().get(*out);
+  if (nt == od::number_type::signed_integer) {
+    int64_t i;
+    if (v.get_int64().get(i) || i < 0) return false;
+    *out = static_cast<uint64_t>(i);
+    return true;
+  }
+  double d;
+  if (v.get_double().get(d) || !std::isfinite(d) || d != std::floor(d) || d < 0 || d > 1.8e19) {
+    return false;
+  }
+  *out = static_cast<uint64_t>(d);
+  return true;
+}
+
+std::string_view builtin_kernel() {
+#define CHAKRAFLOW_STR2(x) #x
+#define CHAKRAFLOW_STR(x) CHAKRAFLOW_STR2(x)
+  return CHAKRAFLOW_STR(SIMDJSON_BUILTIN_IMPLEMENTATION);
+#undef CHAKRAFLOW_STR
+#undef CHAKRAFLOW_STR2
+}
+
+}  // namespace chakraflow::json
+
+namespace chakraflow::json {
+namespace {
+
+bool is_space(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+// Bytes patched for one parse, restored (last first) when it goes out of scope.
+class Patches {
+ public:
+  Patches() = default;
+  Patches(const Patches&) = delete;
+  Patches& operator=(const Patches&) = delete;
+  ~Patches() { restore(); }
+  void restore() {
+    while (n_ > 0) {
+      --n_;
+      *at_[n_] = old_[n_];
+    }
+  }
+  void set(char* at, char c) {
+    at_[n_] = at;
+    old_[n_] = *at;
+    *at = c;
+    ++n_;
+  }
+
+ private:
+  char* at_[8] = {};
+  char old_[8] = {};
+  size_t n_ = 0;
+};
+
+constexpr size_t kNone = static_cast<size_t>(-1);
+
+// Looks back from `end` for the last `c` in [begin, end) that `found` accepts: found(position)
+// returns the result, or kNone to look further back. kNone when there is none.
+template <typename Found>
+size_t find_last(const char* data, size_t begin, size_t end, char c, Found found) {
+  size_t limit = end;
+  while (limit > begin) {
+    const void* hit = ::memrchr(data + begin, c, limit - begin);
+    if (hit == nullptr) return kNone;
+    limit = static_cast<size_t>(static_cast<const char*>(hit) - data);
+    if (const size_t result = found(limit); result != kNone) return result;
+  }
+  return kNone;
+}
+
+// The comma of the last `}` , (whitespace between) whose comma lies in [begin, end), or kNone.
+size_t find_cut(const char* data, size_t begin, size_t end) {
+  return find_last(data, begin, end, '}', [&](size_t brace) {
+    size_t j = brace + 1;
+    while (j < end && is_space(data[j])) ++j;
+    return j < end && data[j] == ',' ? j : kNone;
+  });
+}
+
+// The last quote in [begin, end) that no backslash escapes, or kNone. `begin` is outside strings.
+size_t last_quote(const char* data, size_t begin, size_t end) {
+  return find_last(data, begin, end, '"', [&](size_t quote) {
+    size_t backslashes = 0;
+    while (quote - backslashes > begin && data[quote - backslashes - 1] == '\\') ++backslashes;
+    return backslashes % 2 == 0 ? quote : kNone;
+  });
+}
+
+// Parses [begin, end) of `data`. The byte at `end` must not be one that closes or continues a
+// container: the iterator reads it after the last token when a container is cut short (in a padded
+// document, a padding zero). Windows patch it to '\0'.
+simdjson::error_code iterate_at(od::parser& parser, char* data, size_t capacity, size_t begin,
+                                size_t end, od::document* doc) {
+  return parser.iterate(simdjson::padded_string_view(data + begin, end - begin, capacity - begin))
+      .get(*doc);
+}
+
+enum class ElementsRead { kEnded, kStopped, kMalformed };
+
+// Reads the elements of `elements` until its end or the first one that does not parse or that the
+// reader refuses. *resume: where the first element not read starts (its comma skipped), or the
+// array's `]`. kMalformed: an element read is followed by neither a comma nor a `]`.
+ElementsRead read_elements(od::document& doc, od::array elements, const char* first,
+                           ArrayWindowReader& reader, const char** resume) {
+  *resume = first;
+  for (auto element : elements) {
+    od::value value;
+    if (std::move(element).get(value) != simdjson::SUCCESS) return ElementsRead::kStopped;
+    const char* start = nullptr;
+    if (value.current_location().get(start) != simdjson::SUCCESS) return ElementsRead::kStopped;
+    if (!reader.element(doc, value, start)) return ElementsRead::kStopped;
+    const char* next = nullptr;
+    if (doc.current_location().get(next) != simdjson::SUCCESS) return ElementsRead::kMalformed;
+    if (*next == ',') {
+      *resume = next + 1;
+    } else if (*next == ']') {
+      *resume = next;
+    } else {
+      return ElementsRead::kMalformed;  // read again in a later window, it would be kept twice
+    }
+  }
+  return ElementsRead::kEnded;
+}
+
+bool at_document_end(od::document& doc) {
+  const char* trailing = nullptr;
+  return doc.current_location().get(trailing) != simdjson::SUCCESS;
+}
+
+// The root fields up to the array: parses the text up to its `[`, with `]}` patched after it.
+bool read_prefix(od::parser& parser, char* data, size_t capacity, size_t key_at, size_t open,
+                 ArrayWindowReader& reader) {
+  Patches patches;
+  patches.set(data + open + 1, ']');
+  patches.set(data + open + 2, '}');
+  patches.set(data + open + 3, '\0');  // see iterate_at
+  od::document doc;
+  if (iterate_at(parser, data, capacity, 0, open + 3, &doc) != simdjson::SUCCESS) return false;
+  od::object root;
+  if (doc.get_object().get(root) != simdjson::SUCCESS) return false;
+  bool found = false;
+  for (auto field_result : root) {
+    od::field field;
+    if (std::move(field_result).get(field) != simdjson::SUCCESS || found) return false;
+    if (field.key().raw() == data + key_at + 1) {
+      od::array elements;
+      if (field.value().get_array().get(elements) != simdjson::SUCCESS) return false;
+      size_t count = 0;
+      if (elements.count_elements().get(count) != simdjson::SUCCESS || count != 0) return false;
+      found = true;
+    } else if (!reader.root_field(field)) {
+      return false;
+    }
+  }
+  return found && at_document_end(doc);
+}
+
+// The last window: the rest of the text, read as the object `{"":[` + rest (the five bytes before
+// `pos` patched), so that the root fields after the array are read too.
+bool read_last_window(od::parser& parser, char* data, size_t size, size_t capacity, size_t pos,
+                      ArrayWindowReader& reader) {
+  if (pos < 5) return false;
+  Patches patches;
+  const char kOpen[] = "{\"\":[";
+  for (size_t i = 0; i < 5; ++i) patches.set(data + pos - 5 + i, kOpen[i]);
+  od::document doc;
+  if (iterate_at(parser, data, capacity, pos - 5, size, &doc) != simdjson::SUCCESS) return false;
+  od::object root;
+  if (doc.get_object().get(root) != simdjson::SUCCESS) return false;
+  bool first = true;
+  for (auto field_result : root) {
+    od::field field;
+    if (std::move(field_result).get(field) != simdjson::SUCCESS) return false;
+    if (first) {
+      first = false;
+      od::array elements;
+      if (field.value().get_array().get(elements) != simdjson::SUCCESS) return false;
+      const char* resume = nullptr;
+      if (read_elements(doc, elements, data + pos, reader, &resume) != ElementsRead::kEnded) {
+        return false;
+      }
+    } else if (!reader.root_field(field)) {
+      return false;
+    }
+  }
+  return !first && at_document_end(doc);
+}
+
+}  // namespace
+
+size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t capacity,
+                             std::string_view key_literal, size_t window_bytes,
+                             ArrayWindowReader& reader) {
+  if (window_bytes == 0 || key_literal.empty() || capacity < size + kInputPadding) return 0;
+  const void* hit = ::memmem(data, size, key_literal.data(), key_literal.size());
+  if (hit == nullptr) return 0;
+  const size_t key_at = static_cast<size_t>(static_cast<const char*>(hit) - data);
+  size_t open = key_at + key_literal.size();
+  while (open < size && is_space(data[open])) ++open;
+  if (open >= size || data[open] != ':') return 0;
+  ++open;
+  while (open < size && is_space(data[open])) ++open;
+  if (open + 3 > size || data[open] != '[') return 0;
+  if (!read_prefix(parser, data, capacity, key_at, open, reader)) return 0;
+  reader.before_elements();
+
+  size_t pos = open + 1;  // where the next window's elements start
+  size_t windows = 0;     // read before this one
+  od::document doc;
+  for (;;) {
+    size_t want = window_bytes;
+    for (;;) {  // until this window reads at least one element
+      if (pos + want + window_bytes / 2 >= size) {
+        return read_last_window(parser, data, size, capacity, pos, reader) ? windows + 1 : 0;
+      }
+      size_t end = find_cut(data, pos, pos + want);
+      if (end == kNone) end = pos + want;
+      Patches patches;
+      patches.set(data + pos - 1, '[');
+      patches.set(data + end, ']');
+      patches.set(data + end + 1, '\0');
+      auto err = iterate_at(parser, data, capacity, pos - 1, end + 1, &doc);
+      if (err == simdjson::UNCLOSED_STRING) {
+        // The window ends inside a string: end it before the string's opening quote instead.
+        const size_t quote = last_quote(data, pos, end);
+        if (quote == kNone || quote <= pos) {
+          want *= 2;
+          continue;
+        }
+        patches.restore();
+        end = quote;
+        patches.set(data + pos - 1, '[');
+        patches.set(data + end, ']');
+        patches.set(data + end + 1, '\0');
+        err = iterate_at(parser, data, capacity, pos - 1, end + 1, &doc);
+      }
+      if (err != simdjson::SUCCESS) return 0;  // e.g. invalid UTF-8: the whole parse repairs
+      od::array elements;
+      if (doc.get_array().get(elements) != simdjson::SUCCESS) return 0;
+      const char* resume = nullptr;
+      const ElementsRead read = read_elements(doc, elements, data + pos, reader, &resume);
+      if (read == ElementsRead::kMalformed) return 0;
+      if (read == ElementsRead::kEnded) {
+        const size_t resume_at = static_cast<size_t>(resume - data);
+        if (!at_document_end(doc)) {
+          // The array ended inside the window: the last window reads the root fields after it.
+          if (resume_at >= end || data[resume_at] != ']') return 0;
+          patches.restore();
+          return read_last_window(parser, data, size, capacity, resume_at, reader) ? windows + 1
+                                                                                   : 0;
+        }
+        // Every element of the window was read and the array closed at the patched `]`: the
+        // window ended between two elements.
+        patches.restore();
+        size_t next = end;
+        while (next < size && is_space(data[next])) ++next;
+        if (next >= size || data[next] != ',') return 0;
+        pos = next + 1;
+        ++windows;
+        break;
+      }
+      const size_t resume_at = static_cast<size_t>(resume - data);  // kStopped
+      if (resume_at > pos) {
+        pos = resume_at;  // the element cut by the window's end starts the next window
+        ++windows;
+        break;
+      }
+      want *= 2;  // not even the first element: it is larger than the window, or malformed
+    }
+  }
+}
+
+}  // namespace chakraflow::json

@@ -1,0 +1,32 @@
+#include "stages/common/stats.h"
+
+namespace chakraflow {
+
+void LinkStats::add(const std::string& kind, std::string example) {
+  Entry& e = entries_[kind];
+  ++e.count;
+  if (!example.empty() && e.examples.size() < kMaxExamples)
+    e.examples.push_back(std::move(example));
+}
+
+void LinkStats::add_count(const std::string& kind, uint64_t n) {
+  if (n == 0) return;
+  entries_[kind].count += n;
+}
+
+uint64_t LinkStats::count(const std::string& kind) const {
+  auto it = entries_.find(kind);
+  return it == entries_.end() ? 0 : it->second.count;
+}
+
+void LinkStats::merge(const LinkStats& other) {
+  for (const auto& [kind, entry] : other.entries_) {
+    Entry& e = entries_[kind];
+    e.count += entry.count;
+    for (const auto& ex : entry.examples) {
+      if (e.examples.size() < kMaxExamples) e.examples.push_back(ex);
+    }
+  }
+}
+
+}  // namespace chakraflow

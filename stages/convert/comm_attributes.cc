@@ -1,0 +1,306 @@
+#include "stages/convert/comm_attributes.h"
+
+#include <simdjson.h>
+
+#include <cctype>
+#include <string>
+#include <vector>
+
+namespace chakraflow {
+namespace {
+
+bool contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+// Chakra's normalisation: "_" and "-" removed, lower case. ":" is removed too in default mode
+// (it never matters for Chakra's substrings).
+std::string normalize(std::string_view name, bool drop_colons) {
+  std::string out;
+  out.reserve(name.size());
+  for (char c : name) {
+    if (c == '_' || c == '-' || (drop_colons && c == ':')) continue;
+    out.push_back(static_cast<char>(std::tolower(static_cast<unsigned char>(c))));
+  }
+  return out;
+}
+
+std::optional<CollectiveType> chakra_table(std::string_view normalized) {
+  // Chakra's comm_type_mapping, tested in this order; the first hit wins.
+  if (contains(normalized, "allreduce")) return CollectiveType::kAllReduce;
+  if (contains(normalized, "alltoall")) return CollectiveType::kAllToAll;
+  if (contains(normalized, "allgather")) return CollectiveType::kAllGather;
+  if (contains(normalized, "reducescatter")) return CollectiveType::kReduceScatter;
+  if (contains(normalized, "broadcast")) return CollectiveType::kBroadcast;
+  return std::nullopt;
+}
+
+bool checked_mul_add(int64_t a, int64_t b, int64_t* sum) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) return false;
+  return !__builtin_add_overflow(*sum, product, sum);
+}
+
+// Python's int() view of a JSON scalar that may be multiplied: ints and bools.
+bool python_int(simdjson::dom::element e, int64_t* out) {
+  if (e.is_int64()) {
+    *out = e.get_int64().value_unsafe();
+    return true;
+  }
+  if (e.is_bool()) {
+    *out = e.get_bool().value_unsafe() ? 1 : 0;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::optional<CollectiveType> chakra_collective_type(std::string_view kernel_name) {
+  if (auto t = chakra_table(normalize(kernel_name, false))) return t;
+  if (contains(kernel_name, "ncclDevKernel_SendRecv")) return CollectiveType::kAllToAll;
+  return std::nullopt;
+}
+
+std::optional<CollectiveType> collective_type_from_name(std::string_view name) {
+  std::string n = normalize(name, true);
+  if (auto t = chakra_table(n)) return t;
+  if (contains(n, "reduce")) return CollectiveType::kReduce;
+  if (contains(n, "gather")) return CollectiveType::kGather;
+  if (contains(n, "scatter")) return CollectiveType::kScatter;
+  if (contains(n, "barrier")) return CollectiveType::kBarrier;
+  return std::nullopt;
+}
+
+P2pDirection p2p_direction_from_name(std::string_view name) {
+  std::string n = normalize(name, true);
+  if (contains(n, "send")) return P2pDirection::kSend;
+  if (contains(n, "recv")) return P2pDirection::kRecv;
+  return P2pDirection::kNone;
+}
+
+struct CommTyper::Impl {
+  simdjson::dom::parser values_parser;
+  simdjson::dom::parser types_parser;
+};
+
+CommTyper::CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, LinkStats& stats)
+    : impl_(std::make_unique<Impl>()), t_(trace), options_(options), stats_(stats) {}
+
+CommTyper::~CommTyper() = default;
+
+std::optional<int64_t> CommTyper::comm_size(std::string_view values_raw, std::string_view types_raw,
+                                            bool chakra_rules) {
+  if (values_raw.empty() || types_raw.empty())
+    return chakra_rules ? std::nullopt : std::optional<int64_t>(0);
+  simdjson::padded_string values_text(values_raw), types_text(types_raw);
+  simdjson::dom::array values, types;
+  if (impl_->values_parser.parse(values_text).get_array().get(values) ||
+      impl_->types_parser.parse(types_text).get_array().get(types)) {
+    return std::nullopt;
+  }
+  int64_t size = 0;
+  auto value_it = values.begin();
+  const auto value_end = values.end();
+  for (simdjson::dom::element type : types) {
+    if (value_it == value_end) break;  // zip() stops at the shorter list
+    simdjson::dom::element value = *value_it;
+    ++value_it;
+    std::string_view type_name;
+    if (type.get_string().get(type_name)) {
+      if (chakra_rules) return std::nullopt;  // `"Tensor" in 3` raises TypeError
+      continue;
+    }
+    if (!contains(type_name, "Tensor")) continue;
+    if (chakra_rules) {
+      // value[3] * value[4], per element of a GenericList[Tensor...]. Anything that is not a list
+      // of at least 5 elements with integers there makes Python raise.
+      auto tensor_bytes = [&](simdjson::dom::element v) -> bool {
+        simdjson::dom::array a;
+        if (v.get_array().get(a) || a.size() < 5) return false;
+        int64_t numel = 0, itemsize = 0;
+        if (!python_int(a.at(3).value_unsafe(), &numel) ||
+            !python_int(a.at(4).value_unsafe(), &itemsize)) {
+          return false;
+        }
+        return checked_mul_add(numel, itemsize, &size);
+      };
+      if (type_name.substr(0, 18) == "GenericList[Tensor") {
+        simdjson::dom::array inner;
+        if (value.get_array().get(inner)) return std::nullopt;
+        for (simdjson::dom::element e : inner) {
+          if (!tensor_bytes(e)) return std::nullopt;
+        }
+      } else if (!tensor_bytes(value)) {
+        return std::nullopt;
+      }
+      continue;
+    }
+    // Default rules: every tensor value inside the (possibly nested) lists and tuples; undefined
+    // values ("<None>"), empty lists and scalars count 0. Iterative, whatever the nesting.
+    std::vector<simdjson::dom::element> stack{value};
+    while (!stack.empty()) {
+      simdjson::dom::element e = stack.back();
+      stack.pop_back();
+      simdjson::dom::array a;
+      if (e.get_array().get(a)) continue;
+      int64_t numel = 0, itemsize = 0;
+      if (a.size() == 6 && a.at(5).value_unsafe().is_string() &&
+          python_int(a.at(3).value_unsafe(), &numel) &&
+          python_int(a.at(4).value_unsafe(), &itemsize)) {
+        if (numel > 0 && itemsize > 0 && !checked_mul_add(numel, itemsize, &size)) {
+          size = INT64_MAX;
+        }
+        continue;
+      }
+      for (simdjson::dom::element child : a) stack.push_back(child);
+    }
+  }
+  return size;
+}
+
+std::optional<int64_t> CommTyper::p2p_peer(const EtPlusNode& rpc) {
+  const std::string_view values_raw = t_.raw_io(rpc, kInValues);
+  if (values_raw.empty()) return std::nullopt;
+  simdjson::padded_string values_text(values_raw);
+  simdjson::dom::array values;
+  if (impl_->values_parser.parse(values_text).get_array().get(values) || values.size() < 5) {
+    return std::nullopt;
+  }
+  // record_param_comms(inputTensors, seq, pg_name, rank, collective_name, ...): for send and recv
+  // `rank` is the peer (PyTorch's ProcessGroupNCCL::send / recv).
+  std::string_view collective;
+  int64_t peer = 0;
+  if (values.at(4).get_string().get(collective) || values.at(3).get_int64().get(peer)) {
+    return std::nullopt;
+  }
+  if (collective != "send" && collective != "recv") return std::nullopt;
+  return peer;
+}
+
+void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<CommAttrs>& comm) {
+  const EtPlusNode& n = t_.nodes[index];
+  const bool chakra = options_.compat == Compat::kChakra;
+  record.is_cpu_op = n.kind != OpKind::kGpu;
+  if (n.kind == OpKind::kMetadata) {
+    record.type = options_.metadata_as_compute ? ChakraNodeType::kComp : ChakraNodeType::kMetadata;
+    return;
+  }
+  record.type = ChakraNodeType::kComp;
+  if (n.kind != OpKind::kGpu) return;
+
+  const EtPlusNode* parent = n.parent != kNoNode ? &t_.nodes[n.parent] : nullptr;
+  std::string_view pg_name = t_.pg_name(n);
+  // Every name below contains "nccl": one scan rules the four out for the other kernels.
+  const bool nccl = contains(n.name, "nccl");
+  const bool sendrecv = nccl && (contains(n.name, "ncclDevKernel_SendRecv") ||
+                                 (!chakra && contains(n.name, "ncclKernel_SendRecv")));
+  const bool comm_kernel =
+      nccl && (contains(n.name, "ncclKernel") || contains(n.name, "ncclDevKernel"));
+  const EtPlusNode* rpc = nullptr;  // the launching record_param_comms node
+  std::optional<ChakraNodeType> type;
+  if (sendrecv && parent != nullptr) {
+    std::string_view keyword = parent->name;
+    if (parent->name == "record_param_comms") {
+      rpc = parent;
+      if (parent->parent != kNoNode) {
+        keyword = t_.nodes[parent->parent].name;
+      } else if (chakra) {
+        stats_.add(
+            "SendRecv kernel whose record_param_comms has no parent: Chakra 1.0.0 aborts "
+            "(KeyError); typed from record_param_comms",
+            fmt::format("node {}", n.id));
+      }
+      // Chakra copies the record_param_comms' pg_name onto the kernel (a side effect of typing).
+      if (!t_.pg_name(*parent).empty()) pg_name = t_.pg_name(*parent);
+    }
+    if (contains(keyword, "send")) {
+      type = ChakraNodeType::kCommSend;
+    } else if (contains(keyword, "recv")) {
+      type = ChakraNodeType::kCommRecv;
+    } else if (contains(keyword, "nccl:all_to_all")) {
+      type = ChakraNodeType::kCommColl;
+    }
+  }
+  if (!type && (comm_kernel || sendrecv)) type = ChakraNodeType::kCommColl;
+  if (!type) return;  // COMP_NODE
+
+  if (!chakra && parent != nullptr && rpc == nullptr &&
+      contains(parent->name, "record_param_comms"))
+    rpc = parent;
+  std::optional<CollectiveType> coll;
+  if (*type == ChakraNodeType::kCommColl) {
+    if (chakra) {
+      coll = chakra_collective_type(n.name);
+      if (!coll) {
+        stats_.add(
+            "collective kernel Chakra 1.0.0 cannot type (it aborts with ValueError); "
+            "typed as in default mode",
+            std::string(n.name));
+      }
+    }
+    if (!coll) coll = collective_type_from_name(n.name);
+    if (!coll && sendrecv) coll = CollectiveType::kAllToAll;
+    if (!coll && parent != nullptr) {
+      // The kernel name says nothing: ask the launching op (record_param_comms' collective_name,
+      // the op's name, or the op above record_param_comms).
+      std::string_view candidates[3] = {t_.collective_name(*parent), parent->name, {}};
+      if (parent->name == "record_param_comms" && parent->parent != kNoNode) {
+        candidates[2] = t_.nodes[parent->parent].name;
+      }
+      for (std::string_view c : candidates) {
+        if (c.empty() || coll) continue;
+        coll = collective_type_from_name(c);
+        if (!coll) {
+          P2pDirection d = p2p_direction_from_name(c);
+          if (d != P2pDirection::kNone) {
+            type = d == P2pDirection::kSend ? ChakraNodeType::kCommSend : ChakraNodeType::kCommRecv;
+            break;
+          }
+        }
+      }
+      if (coll || *type != ChakraNodeType::kCommColl) {
+        stats_.add("collective kernel typed from its launching op", std::string(n.name));
+      }
+    }
+    if (!coll && *type == ChakraNodeType::kCommColl) {
+      stats_.add("unknown collective kernel (written as COMP_NODE)", std::string(n.name));
+      return;
+    }
+  }
+  record.type = *type;
+  record.comm = static_cast<uint32_t>(comm.size());
+  CommAttrs& attrs = comm.emplace_back();
+  attrs.comm_type = coll;
+
+  std::optional<int64_t> size;
+  if (chakra) {
+    size = comm_size(t_.raw_io(n, kInValues), t_.raw_io(n, kInTypes), true);
+    if (!size) {
+      stats_.add("comm_size Chakra 1.0.0 cannot compute (it aborts); computed as in default mode",
+                 fmt::format("node {}", n.id));
+    }
+  }
+  if (!size) size = comm_size(t_.raw_io(n, kInValues), t_.raw_io(n, kInTypes), false);
+  attrs.comm_size = size.value_or(0);
+  if (!pg_name.empty()) attrs.pg_name = pg_name;
+
+  const bool p2p =
+      record.type == ChakraNodeType::kCommSend || record.type == ChakraNodeType::kCommRecv;
+  if (!chakra && p2p) {
+    if (std::optional<int64_t> peer = rpc ? p2p_peer(*rpc) : std::nullopt;
+        peer && *peer >= INT32_MIN && *peer <= INT32_MAX) {
+      if (record.type == ChakraNodeType::kCommSend) {
+        attrs.comm_dst = static_cast<int32_t>(*peer);
+      } else {
+        attrs.comm_src = static_cast<int32_t>(*peer);
+      }
+      attrs.comm_tag = 0;
+    } else {
+      stats_.add("send/recv node without a recorded peer rank (no comm_src/comm_dst)",
+                 fmt::format("node {}", n.id));
+    }
+  }
+}
+
+}  // namespace chakraflow

@@ -1,0 +1,73 @@
+// Converter stage 2: the Chakra node type of each converted node and its communication
+// attributes (reference/chakra_spec.md §2.5 - §2.7).
+//
+// Chakra mode: METADATA for `process_group:init`; GPU kernels named ncclKernel* / ncclDevKernel*
+// are COMM_COLL_NODE, except ncclDevKernel_SendRecv launched (through record_param_comms) by an op
+// whose name holds "send" / "recv" (COMM_SEND_NODE / COMM_RECV_NODE); everything else COMP_NODE.
+// comm_type comes from the kernel name (allreduce, alltoall, allgather, reducescatter, broadcast,
+// SendRecv → ALL_TO_ALL), comm_size from the bytes of the tensors among the node's inputs.
+//
+// Default mode fixes (docs/compatibility.md): ncclKernel_SendRecv (older NCCL) is treated like
+// ncclDevKernel_SendRecv; REDUCE, GATHER, SCATTER and BARRIER kernels are typed; a kernel whose
+// name says nothing is typed from its launching op (record_param_comms' collective_name attr, or
+// the nccl:* / c10d::* op); a collective that still cannot be typed is a COMP_NODE and a warning
+// instead of an abort; comm_size sums tensors in nested lists and tuples and ignores undefined
+// (`<None>`) values instead of failing; send/recv nodes get comm_dst / comm_src (the peer rank
+// PyTorch records in record_param_comms) and comm_tag 0 (NCCL point-to-point has no tags: messages
+// between two ranks match in issue order).
+//
+// Where Chakra 1.0.0 would abort (an unknown collective, a comm_size it cannot compute, a SendRecv
+// kernel whose grandparent is missing), Chakra mode continues with the default mode's answer for
+// that node and counts it: there is no Chakra output to reproduce.
+//
+// Stateless functions, except the per-call parser held by CommTyper; thread-compatible.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include "stages/convert/convert_model.h"
+#include "stages/common/status.h"
+
+namespace chakraflow {
+
+// Chakra's get_collective_comm_type: nullopt where Chakra raises ValueError.
+std::optional<CollectiveType> chakra_collective_type(std::string_view kernel_name);
+
+// Default mode: Chakra's table, then reduce, gather, scatter and barrier, on any name (kernel or
+// op: "ncclDevKernel_Reduce_Sum_f32", "nccl:all_gather", "c10d::allreduce_", "gloo:broadcast").
+std::optional<CollectiveType> collective_type_from_name(std::string_view name);
+
+// Whether a name (of a launching op) says send or recv.
+enum class P2pDirection : uint8_t { kNone, kSend, kRecv };
+P2pDirection p2p_direction_from_name(std::string_view name);
+
+class CommTyper {
+ public:
+  CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, LinkStats& stats);
+  ~CommTyper();
+
+  // Sets record.type, record.is_cpu_op and the communication attributes of node `index` (appended
+  // to `comm`, record.comm their index).
+  void assign(uint32_t index, ChakraNodeRecord& record, std::vector<CommAttrs>& comm);
+
+  // The bytes of the tensors among a node's inputs, given the raw JSON of inputs.values and
+  // inputs.types. chakra_rules: Chakra's computation (nullopt where Python would raise);
+  // otherwise the default mode's, which never fails on well-formed JSON.
+  std::optional<int64_t> comm_size(std::string_view values_raw, std::string_view types_raw,
+                                   bool chakra_rules);
+
+  // The peer rank recorded by a record_param_comms node for "send" / "recv", if any.
+  std::optional<int64_t> p2p_peer(const EtPlusNode& record_param_comms);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  const EtPlusTrace& t_;
+  const ConvertOptions& options_;
+  LinkStats& stats_;
+};
+
+}  // namespace chakraflow

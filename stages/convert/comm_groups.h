@@ -1,0 +1,65 @@
+// Communicator groups for ASTRA-sim (`--comm-group-configuration`): which ranks take part in each
+// process group the traces' collectives name, as the JSON object ASTRA-sim reads:
+//   {"0": [0, 1, 2, 3, 4, 5, 6, 7], "1": [0, 2, 4, 6]}
+// (key: a process group's name, the `pg_name` attribute of the collectives; value: its ranks).
+//
+// Sources, per rank's .et (scan_comm_groups):
+// - the PyTorch process-group METADATA node (`## process_group:init ##`, also when written as a
+//   compute node): its inputs values list every group with its ranks; an empty rank list is the
+//   default group, i.e. every rank of the run;
+// - the pg_name of every collective / send / recv node.
+// Combined over the ranks (build_comm_groups): a group declared by the metadata gets the declared
+// ranks (the union where ranks disagree, counted); a group named by collectives but declared
+// nowhere gets the ranks whose traces use it (counted as inferred); with no group at all (traces
+// that record no process groups, such as the DLRM pairs) the file holds PyTorch's default group
+// "0" with every rank of the run, the group such traces' collectives run on.
+//
+// Renumbering (`name_offset`): older ASTRA-sim rejects a group named "0" (PyTorch's default). With
+// an offset k, every numeric group name n becomes n + k in the file; the converter applies the same
+// offset to the pg_name attributes it writes (ConvertOptions::pg_name_offset), so that the names
+// still match. Non-numeric names are kept.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "stages/common/status.h"
+
+namespace chakraflow {
+
+struct RankCommGroups {
+  int rank = 0;
+  // Groups the metadata node declares, by name (numeric names already offset), with their ranks;
+  // an empty list: every rank.
+  std::map<std::string, std::vector<int>> declared;
+  std::set<std::string> used;  // pg_names on the rank's communication nodes
+  uint64_t unreadable_metadata = 0;  // metadata nodes whose group list does not parse
+};
+
+// Reads one rank's .et. `name_offset`: the offset the converter applied to the pg_name
+// attributes, applied here to the metadata's names too. Errors name the file and the record.
+StatusOr<RankCommGroups> scan_comm_groups(const std::string& et_path, int rank, int name_offset);
+
+struct CommGroups {
+  std::map<std::string, std::vector<int>> groups;
+  uint64_t inferred = 0;       // groups named by collectives but declared by no metadata
+  uint64_t disagreements = 0;  // groups whose declared ranks differ between ranks (union kept)
+  bool default_world = false;  // no group anywhere: the default group of every rank was written
+};
+
+// `world`: the ranks of the run, ascending.
+CommGroups build_comm_groups(const std::vector<RankCommGroups>& ranks,
+                             const std::vector<int>& world, int name_offset);
+
+// The JSON text ASTRA-sim reads: numeric names in numeric order, then the others; one line per
+// group; ends with a newline. Deterministic.
+std::string comm_groups_json(const CommGroups& groups);
+
+// `name` + offset when `name` is a non-negative decimal number (the pg names PyTorch gives), else
+// `name` unchanged.
+std::string offset_group_name(const std::string& name, int offset);
+
+}  // namespace chakraflow

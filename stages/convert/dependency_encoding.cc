@@ -1,0 +1,269 @@
+#include "stages/convert/dependency_encoding.h"
+
+#include <algorithm>
+#include <functional>
+#include <limits>
+#include <queue>
+
+#include "stages/convert/et_plus_nodes.h"
+#include "stages/common/move_to_targets.h"
+
+namespace chakraflow {
+namespace {
+
+void add_dep(ChakraNodeRecord& record, uint32_t dep) {
+  // Chakra appends an id only when it is not already there; lists are a handful long.
+  if (std::find(record.data_deps.begin(), record.data_deps.end(), dep) == record.data_deps.end()) {
+    record.data_deps.push_back(dep);
+  }
+}
+
+// The (start time, index) key of a node: nodes without a start time first, then by id.
+using StartKey = std::pair<double, uint32_t>;
+StartKey start_key(const ConversionGraph& graph, uint32_t i) {
+  return {graph.start[i], i};
+}
+
+// A rank per node that every data dependency respects (rank[dep] < rank[node]): a topological
+// order of the Chakra edges (Kahn's algorithm) that, among the nodes ready at each step, takes the
+// one that started first (the smallest start_key). Edges added against this order could close a
+// cycle and are skipped; edges along it cannot. Following start times makes the order agree with
+// the GPU streams and sync waits even where ids do not (a kernel launched later from another
+// thread may run earlier). Nodes on a cycle get no rank (UINT32_MAX); the cycle check reports
+// them.
+//
+// Nearly always every dependency's key is below its node's (a node starts after what it waits
+// for). Then the algorithm takes the nodes in key order (the next node in that order is ready,
+// and no ready node has a smaller key): the keys themselves are the order, and this returns an
+// empty vector (no queue, no dependents lists, no ranks to store).
+std::vector<uint32_t> dependency_ranks(const ConversionGraph& graph, size_t n) {
+  bool forward = true;
+  for (const ChakraNodeRecord& r : graph.records) {
+    const StartKey k = start_key(graph, r.source);
+    for (uint32_t d : r.data_deps) forward &= start_key(graph, d) < k;
+    if (!forward) break;
+  }
+  if (forward) return {};
+
+  std::vector<uint32_t> rank(n, UINT32_MAX);
+  using Key = StartKey;
+  auto key = [&](uint32_t i) { return start_key(graph, i); };
+  std::vector<uint32_t> indegree(n, 0), dependent_begin(n + 1, 0), dependents;
+  for (const ChakraNodeRecord& r : graph.records) {
+    indegree[r.source] = static_cast<uint32_t>(r.data_deps.size());
+    for (uint32_t d : r.data_deps) ++dependent_begin[d + 1];
+  }
+  for (size_t i = 0; i < n; ++i) dependent_begin[i + 1] += dependent_begin[i];
+  dependents.resize(dependent_begin[n]);
+  std::vector<uint32_t> fill(dependent_begin.begin(), dependent_begin.end() - 1);
+  for (const ChakraNodeRecord& r : graph.records) {
+    for (uint32_t d : r.data_deps) dependents[fill[d]++] = r.source;
+  }
+  std::priority_queue<Key, std::vector<Key>, std::greater<>> ready;
+  for (const ChakraNodeRecord& r : graph.records) {
+    if (indegree[r.source] == 0) ready.push(key(r.source));
+  }
+  uint32_t next = 0;
+  while (!ready.empty()) {
+    const uint32_t i = ready.top().second;
+    ready.pop();
+    rank[i] = next++;
+    for (uint32_t k = dependent_begin[i]; k < dependent_begin[i + 1]; ++k) {
+      if (--indegree[dependents[k]] == 0) ready.push(key(dependents[k]));
+    }
+  }
+  return rank;
+}
+
+}  // namespace
+
+void prepare_walk_facts(const ConvertOptions& options, size_t n, ConversionGraph& graph) {
+  graph.inter_thread_dep.assign(n, kNoNode);
+  if (options.compat == Compat::kDefault) {
+    graph.start.assign(n, -std::numeric_limits<double>::infinity());
+    // At most one key per node. Reserved, not touched: the vector no longer grows by doubling,
+    // each step into fresh memory (twice its final size in all).
+    graph.stream_keys.reserve(n);
+  }
+}
+
+void note_walk_facts(const EtPlusTrace& t, const ConvertOptions& options, uint32_t index,
+                     ChakraNodeRecord& rec, ConversionGraph& graph) {
+  const EtPlusNode& node = t.nodes[index];
+  if (is_thread_root_name(node.name)) graph.thread_roots.push_back(index);
+  if (node.inter_thread_dep != 0) {
+    rec.set(ChakraNodeRecord::kInterThreadDep);
+    graph.inter_thread_dep[index] = t.index_of(node.inter_thread_dep);
+  }
+  if (node.sync_dep_count != 0) graph.with_sync.push_back(index);
+  if (options.compat != Compat::kDefault) return;
+  if (node.has_ts) graph.start[index] = node.ts;
+  if (node.kind == OpKind::kGpu && node.stream_given && node.has_stream && node.has_ts) {
+    graph.stream_keys.push_back({node.device, node.stream, node.ts, index});
+  }
+}
+
+void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
+                         ConversionGraph& graph, LinkStats& stats, DependencyStats* out) {
+  const size_t n = t.nodes.size();
+  // What the walks ask of the nodes was copied out as they were converted (note_walk_facts): the
+  // walks read a node only for a message.
+  std::vector<uint32_t> roots = graph.thread_roots;
+  roots.insert(roots.end(), graph.extra_roots.begin(), graph.extra_roots.end());
+
+  // Chakra's convert_ctrl_dep_to_data_dep, once per root with fresh state. `visited` holds the
+  // walk number, so that it needs no clearing between walks.
+  std::vector<uint32_t> visited(n, 0);
+  std::vector<uint8_t> reached(n, 0);
+  std::vector<uint32_t> stack;
+  uint32_t walk = 0;
+  for (uint32_t root : roots) {
+    ++walk;
+    stack.assign(1, root);
+    uint32_t last_cpu = kNoNode, last_any = kNoNode;
+    while (!stack.empty()) {
+      const uint32_t i = stack.back();
+      stack.pop_back();
+      if (visited[i] == walk) continue;
+      visited[i] = walk;
+      reached[i] = 1;
+      ChakraNodeRecord& rec = *graph.record_of(i);
+      if (!rec.is_cpu_op) {  // a GPU node
+        if (last_any != kNoNode) add_dep(rec, last_any);
+        last_any = last_cpu;
+      } else {
+        if (rec.has(ChakraNodeRecord::kInterThreadDep)) {
+          const uint32_t dep = graph.inter_thread_dep[i];
+          const EtPlusNode& node = t.nodes[i];  // read for a message only
+          if (dep == i) {
+            stats.add("inter_thread_dep on the node itself (dropped)",
+                      fmt::format("node {}", node.id));
+          } else if (dep == kNoNode || graph.slot[dep] == kNoNode) {
+            stats.add("inter_thread_dep on a node that is not converted (dropped)",
+                      fmt::format("node {} -> {}", node.id, node.inter_thread_dep));
+          } else {
+            add_dep(rec, dep);
+          }
+        }
+        if (last_cpu != kNoNode) add_dep(rec, last_cpu);
+        last_cpu = last_any = i;
+      }
+      // Children, largest id first, so that the smallest is visited next.
+      for (uint32_t k = graph.child_begin[i + 1]; k-- > graph.child_begin[i];) {
+        const uint32_t c = graph.children[k];
+        if (graph.slot[c] != kNoNode && visited[c] != walk) stack.push_back(c);
+      }
+    }
+  }
+
+  DependencyStats result;
+  if (options.compat == Compat::kChakra) {
+    // Chakra keeps a sync dependency only if the target's start_time_micros is below the node's;
+    // it never sets start times, so none is kept (spec §5 #15).
+    if (out != nullptr) *out = result;
+    return;
+  }
+
+  const std::vector<uint32_t> rank = dependency_ranks(graph, n);
+  auto can_depend = [&](uint32_t node, uint32_t dep) {
+    if (rank.empty()) return start_key(graph, dep) < start_key(graph, node);  // the key order
+    return rank[dep] != UINT32_MAX && rank[node] != UINT32_MAX && rank[dep] < rank[node];
+  };
+
+  // Sync dependencies: the node waited for these GPU ops (trace_link's sync_dep).
+  for (uint32_t i : graph.with_sync) {
+    if (!reached[i]) continue;
+    ChakraNodeRecord& rec = *graph.record_of(i);
+    const EtPlusNode& node = t.nodes[i];
+    const uint64_t* ids = t.sync_deps(node);
+    for (uint32_t k = 0; k < node.sync_dep_count; ++k) {
+      const uint32_t dep = t.index_of(ids[k]);
+      if (dep == kNoNode || graph.slot[dep] == kNoNode || !reached[dep] || dep == rec.source) {
+        stats.add("sync_dep on a node that is not converted (dropped)",
+                  fmt::format("node {} -> {}", node.id, ids[k]));
+      } else if (!can_depend(rec.source, dep)) {
+        stats.add("sync_dep against the dependency order (dropped: it would allow a cycle)",
+                  fmt::format("node {} -> {}", node.id, ids[k]));
+      } else {
+        const size_t before = rec.data_deps.size();
+        add_dep(rec, dep);
+        result.sync_edges += rec.data_deps.size() - before;
+      }
+    }
+  }
+
+  // GPU ops chained per (device, stream) in start-time order. The keys were copied out of the
+  // nodes as they were converted, so that the sort does not wander over them.
+  using GpuKey = ConversionGraph::StreamKey;
+  std::vector<GpuKey>& keys = graph.stream_keys;
+  std::erase_if(keys, [&reached](const GpuKey& k) { return !reached[k.index]; });
+  std::stable_sort(keys.begin(), keys.end(), [](const GpuKey& x, const GpuKey& y) {
+    if (x.device != y.device) return x.device < y.device;
+    if (x.stream != y.stream) return x.stream < y.stream;
+    if (x.ts != y.ts) return x.ts < y.ts;
+    return x.index < y.index;
+  });
+  for (size_t k = 1; k < keys.size(); ++k) {
+    const GpuKey& prev_key = keys[k - 1];
+    const GpuKey& cur_key = keys[k];
+    if (prev_key.device != cur_key.device || prev_key.stream != cur_key.stream) continue;
+    const EtPlusNode& prev = t.nodes[prev_key.index];
+    const EtPlusNode& cur = t.nodes[cur_key.index];
+    if (!can_depend(cur_key.index, prev_key.index)) {
+      stats.add("GPU op launched before the previous op of its stream (stream edge skipped)",
+                fmt::format("node {} after {}", cur.id, prev.id));
+      continue;
+    }
+    ChakraNodeRecord& rec = *graph.record_of(cur_key.index);
+    const size_t before = rec.data_deps.size();
+    add_dep(rec, prev_key.index);
+    result.gpu_stream_edges += rec.data_deps.size() - before;
+  }
+  if (out != nullptr) *out = result;
+}
+
+ChakraTrace remove_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& options,
+                                  ConversionGraph&& graph, LinkStats& stats) {
+  const size_t n = t.nodes.size();
+  std::vector<uint8_t> referenced(n, 0);
+  for (const ChakraNodeRecord& r : graph.records) {
+    for (uint32_t d : r.data_deps) referenced[d] = 1;
+  }
+  ChakraTrace out;
+  // The kept records go to the front in id order (EtPlusTrace order: each node has at most one
+  // record, found through its slot), the removed ones after them; moved in place.
+  const size_t m = graph.records.size();
+  std::vector<uint32_t> target(m, kNoNode);
+  uint32_t kept = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (graph.slot[i] == kNoNode) continue;
+    const ChakraNodeRecord& r = graph.records[graph.slot[i]];
+    if (r.data_deps.empty() && !referenced[r.source]) {
+      ++out.removed_dangling;
+      continue;
+    }
+    target[graph.slot[i]] = kept++;
+  }
+  uint32_t removed = kept;
+  for (uint32_t& t : target) {
+    if (t == kNoNode) t = removed++;
+  }
+  move_to_targets(graph.records, target, m);
+  graph.records.resize(kept);
+  out.nodes = std::move(graph.records);
+  out.comm = std::move(graph.comm);
+  if (options.compat == Compat::kDefault) {
+    std::vector<uint8_t> kept(n, 0);
+    for (const ChakraNodeRecord& r : out.nodes) kept[r.source] = 1;
+    for (ChakraNodeRecord& r : out.nodes) {
+      if (r.ctrl_dep != kNoNode && !kept[r.ctrl_dep]) {
+        stats.add("ctrl_deps on a removed node (dropped)",
+                  fmt::format("node {} -> {}", t.nodes[r.source].id, t.nodes[r.ctrl_dep].id));
+        r.ctrl_dep = kNoNode;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace chakraflow

@@ -1,0 +1,82 @@
+// Converter stage 3: data dependencies (reference/chakra_spec.md §2.8, §2.9).
+//
+// encode_dependencies walks the call tree from every thread root in a pre-order DFS (children in
+// ascending id order; iterative, linear in the number of nodes) and encodes, like Chakra:
+//   - a chain over the CPU and METADATA nodes of each thread, in pre-order;
+//   - each GPU node → the CPU node that launched it;
+//   - each CPU node → its inter_thread_dep (before its chain predecessor).
+// Default mode adds (docs/compatibility.md):
+//   - sync dependencies: a CPU node → the GPU nodes in its `sync_dep` list (Chakra drops them all,
+//     spec §5 #15);
+//   - each GPU node → the previous GPU node of its (device, stream) by start time, so that a
+//     collective waits for the work queued before it on its stream (Chakra leaves GPU ops free
+//     once their launcher ran, so collectives start at time zero);
+// An added edge must point to a node that comes earlier in one topological order of the Chakra
+// edges (the one that follows start times), so the result stays acyclic; edges that would not are
+// skipped and counted.
+//
+// remove_dangling_nodes drops every node that has no data dependency and that no node depends on
+// (one pass suffices, as in Chakra). In default mode it also drops ctrl_deps pointing at a removed
+// node (the thread roots' link to the removed process root, spec §5 #21).
+//
+// Plain functions over the conversion state; thread-compatible.
+#pragma once
+
+#include <vector>
+
+#include "stages/convert/convert_model.h"
+
+namespace chakraflow {
+
+// The converted nodes, in Chakra's conversion order (its protobuf_node_map), with the call tree.
+struct ConversionGraph {
+  std::vector<ChakraNodeRecord> records;  // in conversion order
+  std::vector<CommAttrs> comm;            // ChakraNodeRecord::comm
+  std::vector<uint32_t> slot;             // EtPlusTrace index → records index, kNoNode if absent
+  // Children of every EtPlusTrace node in the call tree the walk follows, in ascending id order:
+  // children[child_begin[i] .. child_begin[i + 1]).
+  std::vector<uint32_t> child_begin;
+  std::vector<uint32_t> children;
+  // Extra walk roots (default mode: orphans with no thread root to attach to), in id order.
+  std::vector<uint32_t> extra_roots;
+
+  // What the walks ask of the converted nodes, copied out by note_walk_facts as each node is
+  // converted: by the walks, the nodes' cache lines (224 bytes a node) are long gone.
+  std::vector<uint32_t> inter_thread_dep;  // by node index: its inter_thread_dep's index, or
+                                           // kNoNode (none, or no such node)
+  std::vector<double> start;               // by node index, default mode: ts, -inf if none
+  struct StreamKey {
+    int64_t device;
+    int64_t stream;
+    double ts;
+    uint32_t index;
+  };
+  std::vector<StreamKey> stream_keys;  // default mode: GPU nodes with a stream and a start time
+  std::vector<uint32_t> thread_roots;  // the thread roots, in conversion order
+  std::vector<uint32_t> with_sync;     // the nodes with sync deps, in conversion order
+
+  ChakraNodeRecord* record_of(uint32_t index) {
+    return slot[index] == kNoNode ? nullptr : &records[slot[index]];
+  }
+};
+
+// Sizes the arrays note_walk_facts fills, for a trace of `n` nodes.
+void prepare_walk_facts(const ConvertOptions& options, size_t n, ConversionGraph& graph);
+// Sets record's kInterThreadDep flag and graph's dense arrays for node `index`.
+// Once per converted node, before encode_dependencies.
+void note_walk_facts(const EtPlusTrace& trace, const ConvertOptions& options, uint32_t index,
+                     ChakraNodeRecord& record, ConversionGraph& graph);
+
+struct DependencyStats {
+  uint64_t gpu_stream_edges = 0;
+  uint64_t sync_edges = 0;
+};
+
+void encode_dependencies(const EtPlusTrace& trace, const ConvertOptions& options,
+                         ConversionGraph& graph, LinkStats& stats, DependencyStats* out);
+
+// Moves the nodes that survive dangling removal into a ChakraTrace, sorted by id.
+ChakraTrace remove_dangling_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
+                                  ConversionGraph&& graph, LinkStats& stats);
+
+}  // namespace chakraflow

@@ -1,0 +1,226 @@
+#include "stages/convert/et_io.h"
+
+#include <google/protobuf/message_lite.h>
+#include <sys/stat.h>
+#include <zlib.h>
+
+#include <cerrno>
+#include <cstring>
+#include <limits>
+
+namespace chakraflow {
+namespace {
+
+// Per open file (a simulation opens one per rank): small, grown only for a larger record.
+constexpr size_t kReadChunk = 64 << 10;
+// protobuf refuses messages of 2 GiB and more; Chakra's readers take a 32-bit length.
+constexpr uint64_t kMaxRecordBytes = std::numeric_limits<int32_t>::max();
+
+gzFile as_gz(void* p) {
+  return static_cast<gzFile>(p);
+}
+
+}  // namespace
+
+bool first_record_is_node(std::string_view record) {
+  auto p = reinterpret_cast<const uint8_t*>(record.data());
+  const uint8_t* const end = p + record.size();
+  auto varint = [&](uint64_t* out) {
+    *out = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p == end) return false;
+      const uint8_t b = *p++;
+      *out |= static_cast<uint64_t>(b & 0x7F) << shift;
+      if ((b & 0x80) == 0) return true;
+    }
+    return false;
+  };
+  while (p < end) {
+    uint64_t tag = 0, length = 0;
+    if (!varint(&tag)) return false;
+    const uint64_t field = tag >> 3;
+    if ((field != 1 && field != 2) || (tag & 7) != 2) return true;
+    if (!varint(&length) || length > static_cast<uint64_t>(end - p)) return false;
+    p += length;
+  }
+  return false;
+}
+
+void append_varint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7F) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+EtReader::EtReader(EtReader&& other) noexcept {
+  *this = std::move(other);
+}
+
+EtReader& EtReader::operator=(EtReader&& other) noexcept {
+  if (this != &other) {
+    if (gz_ != nullptr) gzclose(as_gz(gz_));
+    path_ = std::move(other.path_);
+    gz_ = other.gz_;
+    other.gz_ = nullptr;
+    buf_ = std::move(other.buf_);
+    buf_pos_ = other.buf_pos_;
+    buf_end_ = other.buf_end_;
+    eof_ = other.eof_;
+    record_index_ = other.record_index_;
+    offset_ = other.offset_;
+    max_record_bytes_ = other.max_record_bytes_;
+    empty_in_a_row_ = other.empty_in_a_row_;
+  }
+  return *this;
+}
+
+EtReader::~EtReader() {
+  if (gz_ != nullptr) gzclose(as_gz(gz_));
+}
+
+StatusOr<EtReader> EtReader::open(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    return Status::errorf("{}: cannot open: {}", path, std::strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode)) return Status::errorf("{}: is a directory, not a .et file", path);
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (gz == nullptr) return Status::errorf("{}: cannot open: {}", path, std::strerror(errno));
+  gzbuffer(gz, 64 << 10);
+  EtReader reader;
+  reader.path_ = path;
+  reader.gz_ = gz;
+  reader.buf_.resize(kReadChunk);
+  return reader;
+}
+
+StatusOr<size_t> EtReader::fill(size_t n) {
+  size_t avail = buf_end_ - buf_pos_;
+  if (avail >= n || eof_) return avail;
+  // Move what is left to the front, grow to hold n bytes, then read until n are there or EOF.
+  if (buf_pos_ > 0) {
+    std::memmove(buf_.data(), buf_.data() + buf_pos_, avail);
+    buf_pos_ = 0;
+    buf_end_ = avail;
+  }
+  while (buf_end_ < n) {
+    // Grow with the data that arrives, not to the length a record announces: a corrupt length
+    // prefix in a tiny file must not allocate gigabytes before the truncation is found.
+    if (buf_end_ == buf_.size()) buf_.resize(std::min(n, std::max(buf_.size() * 2, kReadChunk)));
+    size_t room = std::min<size_t>(buf_.size() - buf_end_, 1u << 30);
+    int got = gzread(as_gz(gz_), buf_.data() + buf_end_, static_cast<unsigned>(room));
+    if (got < 0) {
+      int errnum = 0;
+      const char* msg = gzerror(as_gz(gz_), &errnum);
+      return Status::errorf("{}: read error near byte {}: {}", path_, offset_ + buf_end_,
+                            errnum == Z_ERRNO ? std::strerror(errno) : msg);
+    }
+    if (got == 0) {
+      int errnum = 0;
+      const char* msg = gzerror(as_gz(gz_), &errnum);
+      if (errnum != Z_OK && errnum != Z_STREAM_END) {
+        return Status::errorf("{}: corrupt or truncated gzip data after {} decompressed bytes: {}",
+                              path_, offset_ + buf_end_, msg);
+      }
+      eof_ = true;
+      break;
+    }
+    buf_end_ += static_cast<size_t>(got);
+  }
+  return buf_end_ - buf_pos_;
+}
+
+StatusOr<bool> EtReader::next_raw(std::string_view* record) {
+  CF_ASSIGN_OR_RETURN(size_t avail, fill(10));
+  if (avail == 0) return false;
+  // The length varint.
+  uint64_t length = 0;
+  size_t used = 0;
+  for (int shift = 0;; shift += 7) {
+    if (used >= avail) {
+      return Status::errorf("{}: record #{} at byte {}: truncated length prefix", path_,
+                            record_index_, offset_);
+    }
+    if (shift >= 64) {
+      return Status::errorf("{}: record #{} at byte {}: malformed length prefix", path_,
+                            record_index_, offset_);
+    }
+    auto b = static_cast<unsigned char>(buf_[buf_pos_ + used++]);
+    length |= static_cast<uint64_t>(b & 0x7F) << shift;
+    if ((b & 0x80) == 0) break;
+  }
+  if (length > kMaxRecordBytes) {
+    return Status::errorf(
+        "{}: record #{} at byte {}: length {} is too large (not a .et file, or corrupt)", path_,
+        record_index_, offset_, length);
+  }
+  CF_ASSIGN_OR_RETURN(avail, fill(used + length));
+  if (avail < used + length) {
+    return Status::errorf("{}: record #{} at byte {}: truncated: {} bytes announced, {} left",
+                          path_, record_index_, offset_, length, avail - used);
+  }
+  // An empty record is an all-default message (a node with id 0): one is valid, a second in a row
+  // is the same node again. Input that keeps giving them (/dev/zero) would never end.
+  if (length == 0 && record_index_ > 0) {
+    if (++empty_in_a_row_ >= 2) {
+      return Status::errorf(
+          "{}: record #{} at byte {}: a second empty record in a row (an all-default node, id 0, "
+          "again): not a .et trace",
+          path_, record_index_, offset_);
+    }
+  } else {
+    empty_in_a_row_ = 0;
+  }
+  *record = std::string_view(buf_.data() + buf_pos_ + used, length);
+  buf_pos_ += used + length;
+  offset_ += used + length;
+  ++record_index_;
+  if (length > max_record_bytes_) max_record_bytes_ = length;
+  return true;
+}
+
+StatusOr<bool> EtReader::next(google::protobuf::MessageLite* message) {
+  const uint64_t at = offset_;
+  const uint64_t index = record_index_;
+  std::string_view record;
+  CF_ASSIGN_OR_RETURN(bool have, next_raw(&record));
+  if (!have) return false;
+  message->Clear();
+  if (!message->ParseFromArray(record.data(), static_cast<int>(record.size()))) {
+    return Status::errorf("{}: record #{} at byte {} ({} bytes) does not parse as {}", path_, index,
+                          at, record.size(), message->GetTypeName());
+  }
+  return true;
+}
+
+StatusOr<EtWriter> EtWriter::open(const std::string& path) {
+  CF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::open(path));
+  return EtWriter(std::move(out));
+}
+
+void EtWriter::write(const google::protobuf::MessageLite& message) {
+  const size_t size = message.ByteSizeLong();
+  scratch_.clear();
+  append_varint(scratch_, size);
+  const size_t prefix = scratch_.size();
+  scratch_.resize(prefix + size);
+  message.SerializeWithCachedSizesToArray(reinterpret_cast<uint8_t*>(scratch_.data() + prefix));
+  out_.write(scratch_);
+  ++records_;
+}
+
+void EtWriter::write_raw(std::string_view serialized) {
+  scratch_.clear();
+  append_varint(scratch_, serialized.size());
+  out_.write(scratch_);
+  out_.write(serialized);
+  ++records_;
+}
+
+Status EtWriter::commit() {
+  return out_.commit();
+}
+
+}  // namespace chakraflow

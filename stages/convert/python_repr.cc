@@ -1,0 +1,537 @@
+#include "stages/convert/python_repr.h"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <optional>
+#include <vector>
+
+#include "stages/common/json_util.h"
+
+namespace chakraflow::pyrepr {
+namespace {
+
+constexpr char kHex[] = "0123456789abcdef";
+
+// Code points that CPython's str.isprintable() rejects, apart from unassigned ones: categories Cc,
+// Cf, Cs, Co, Zl, Zp and Zs other than the ASCII space (Unicode 15). Sorted, inclusive ranges.
+struct Range {
+  char32_t lo, hi;
+};
+constexpr Range kNonPrintable[] = {
+    {0x0000, 0x001F},   {0x007F, 0x00A0},   {0x00AD, 0x00AD},    {0x0600, 0x0605},
+    {0x061C, 0x061C},   {0x06DD, 0x06DD},   {0x070F, 0x070F},    {0x0890, 0x0891},
+    {0x08E2, 0x08E2},   {0x1680, 0x1680},   {0x180E, 0x180E},    {0x2000, 0x200F},
+    {0x2028, 0x202F},   {0x205F, 0x2064},   {0x2066, 0x206F},    {0x3000, 0x3000},
+    {0xD800, 0xF8FF},   {0xFEFF, 0xFEFF},   {0xFFF9, 0xFFFB},    {0x110BD, 0x110BD},
+    {0x110CD, 0x110CD}, {0x13430, 0x1343F}, {0x1BCA0, 0x1BCA3},  {0x1D173, 0x1D17A},
+    {0xE0001, 0xE0001}, {0xE0020, 0xE007F}, {0xF0000, 0x10FFFF},
+};
+
+bool is_printable(char32_t cp) {
+  size_t lo = 0, hi = std::size(kNonPrintable);
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    if (cp > kNonPrintable[mid].hi) {
+      lo = mid + 1;
+    } else if (cp < kNonPrintable[mid].lo) {
+      hi = mid;
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+void append_hex(std::string& out, char prefix, char32_t cp, int digits) {
+  out.push_back('\\');
+  out.push_back(prefix);
+  for (int shift = (digits - 1) * 4; shift >= 0; shift -= 4)
+    out.push_back(kHex[(cp >> shift) & 15]);
+}
+
+// Python's unicode_repr, given the code points of the string.
+void append_code_points(std::string& out, const std::vector<char32_t>& cps) {
+  bool has_single = false, has_double = false;
+  for (char32_t c : cps) {
+    has_single |= c == U'\'';
+    has_double |= c == U'"';
+  }
+  const char32_t quote = (has_single && !has_double) ? U'"' : U'\'';
+  out.push_back(static_cast<char>(quote));
+  for (char32_t c : cps) {
+    if (c == quote || c == U'\\') {
+      out.push_back('\\');
+      out.push_back(static_cast<char>(c));
+    } else if (c == U'\t') {
+      out += "\\t";
+    } else if (c == U'\n') {
+      out += "\\n";
+    } else if (c == U'\r') {
+      out += "\\r";
+    } else if (c < 0x20 || c == 0x7F) {
+      append_hex(out, 'x', c, 2);
+    } else if (c < 0x7F) {
+      out.push_back(static_cast<char>(c));
+    } else if (is_printable(c)) {
+      json::append_utf8(out, c);
+    } else if (c <= 0xFF) {
+      append_hex(out, 'x', c, 2);
+    } else if (c <= 0xFFFF) {
+      append_hex(out, 'u', c, 4);
+    } else {
+      append_hex(out, 'U', c, 8);
+    }
+  }
+  out.push_back(static_cast<char>(quote));
+}
+
+// Invalid bytes decode to U+DC80..U+DCFF, as Python's surrogateescape has them. A surrogate
+// encoded on its own (ED A0..BF xx, what json::unescape_literal writes for a lone \uD800) is kept
+// as that surrogate: Python keeps lone surrogates from JSON escapes.
+char32_t decode_utf8_or_escape(std::string_view s, size_t* i) {
+  const auto b0 = static_cast<unsigned char>(s[*i]);
+  if (b0 == 0xED && *i + 2 < s.size()) {
+    const auto b1 = static_cast<unsigned char>(s[*i + 1]);
+    const auto b2 = static_cast<unsigned char>(s[*i + 2]);
+    if (b1 >= 0xA0 && b1 <= 0xBF && (b2 & 0xC0) == 0x80) {
+      *i += 3;
+      return 0xD000 | ((b1 & 0x3F) << 6) | (b2 & 0x3F);
+    }
+  }
+  bool valid = true;
+  char32_t cp = decode_utf8(s, i, &valid);
+  return valid ? cp : 0xDC00 + b0;
+}
+
+// True when `s` is plain printable ASCII without backslashes: its repr needs no decoding.
+bool is_simple_ascii(std::string_view s) {
+  for (char c : s) {
+    if (c < 0x20 || c > 0x7E || c == '\\') return false;
+  }
+  return true;
+}
+
+void append_simple_ascii(std::string& out, std::string_view s) {
+  bool has_single = s.find('\'') != std::string_view::npos;
+  bool has_double = s.find('"') != std::string_view::npos;
+  char quote = (has_single && !has_double) ? '"' : '\'';
+  out.push_back(quote);
+  if (!(has_single && has_double)) {
+    out.append(s);
+  } else {
+    for (char c : s) {
+      if (c == quote) out.push_back('\\');
+      out.push_back(c);
+    }
+  }
+  out.push_back(quote);
+}
+
+size_t skip_ws(std::string_view s, size_t i) {
+  while (i < s.size() && (s[i] == ' ' || s[i] == '\n' || s[i] == '\r' || s[i] == '\t')) ++i;
+  return i;
+}
+
+// The end of the JSON string literal that starts at s[i] == '"', or npos.
+size_t string_end(std::string_view s, size_t i) {
+  for (size_t k = i + 1; k < s.size(); ++k) {
+    if (s[k] == '\\') {
+      ++k;
+    } else if (s[k] == '"') {
+      return k + 1;
+    }
+  }
+  return std::string_view::npos;
+}
+
+// Scans a JSON number at s[i]. Returns its end, or i when there is none; *is_int when it has
+// neither a fraction nor an exponent.
+size_t number_end(std::string_view s, size_t i, bool* is_int) {
+  size_t k = i;
+  *is_int = true;
+  if (k < s.size() && s[k] == '-') ++k;
+  size_t digits = k;
+  if (k < s.size() && s[k] == '0') {
+    ++k;
+  } else {
+    while (k < s.size() && s[k] >= '0' && s[k] <= '9') ++k;
+  }
+  if (k == digits) return i;
+  if (k < s.size() && s[k] == '.') {
+    size_t f = ++k;
+    while (k < s.size() && s[k] >= '0' && s[k] <= '9') ++k;
+    if (k == f) return i;
+    *is_int = false;
+  }
+  if (k < s.size() && (s[k] == 'e' || s[k] == 'E')) {
+    ++k;
+    if (k < s.size() && (s[k] == '+' || s[k] == '-')) ++k;
+    size_t e = k;
+    while (k < s.size() && s[k] >= '0' && s[k] <= '9') ++k;
+    if (k == e) return i;
+    *is_int = false;
+  }
+  return k;
+}
+
+double parse_double(std::string_view token) {
+  double d = 0;
+  auto r = std::from_chars(token.data(), token.data() + token.size(), d);
+  if (r.ec == std::errc()) return d;
+  // Out of range: overflow gives +-inf, underflow +-0 (what Python's float() returns).
+  std::string copy(token);
+  return std::strtod(copy.c_str(), nullptr);
+}
+
+bool starts_with_at(std::string_view s, size_t i, std::string_view word) {
+  return s.size() - i >= word.size() && s.compare(i, word.size(), word) == 0;
+}
+
+}  // namespace
+
+char32_t decode_utf8(std::string_view s, size_t* i, bool* valid) {
+  const auto b0 = static_cast<unsigned char>(s[*i]);
+  *valid = true;
+  if (b0 < 0x80) {
+    ++*i;
+    return b0;
+  }
+  size_t need = 0;
+  char32_t cp = 0;
+  char32_t min = 0;
+  if ((b0 & 0xE0) == 0xC0) {
+    need = 1, cp = b0 & 0x1F, min = 0x80;
+  } else if ((b0 & 0xF0) == 0xE0) {
+    need = 2, cp = b0 & 0x0F, min = 0x800;
+  } else if ((b0 & 0xF8) == 0xF0) {
+    need = 3, cp = b0 & 0x07, min = 0x10000;
+  }
+  bool ok = need > 0 && *i + need < s.size();
+  for (size_t k = 1; ok && k <= need; ++k) {
+    const auto b = static_cast<unsigned char>(s[*i + k]);
+    ok = (b & 0xC0) == 0x80;
+    cp = (cp << 6) | (b & 0x3F);
+  }
+  if (!ok || cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) {
+    *valid = false;
+    ++*i;
+    return b0;
+  }
+  *i += need + 1;
+  return cp;
+}
+
+void append_float(std::string& out, double v) {
+  if (std::isnan(v)) {
+    out += "nan";
+    return;
+  }
+  if (std::isinf(v)) {
+    out += v < 0 ? "-inf" : "inf";
+    return;
+  }
+  if (v == 0) {
+    out += std::signbit(v) ? "-0.0" : "0.0";
+    return;
+  }
+  // Shortest round-trip digits in scientific form: [-]d[.ddd]e(+|-)XX.
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
+  std::string_view sci(buf, static_cast<size_t>(r.ptr - buf));
+  bool negative = sci[0] == '-';
+  if (negative) sci.remove_prefix(1);
+  size_t e_pos = sci.find('e');
+  std::string_view mantissa = sci.substr(0, e_pos);
+  int exp10 = 0;
+  std::from_chars(sci.data() + e_pos + 1 + (sci[e_pos + 1] == '+' ? 1 : 0), sci.data() + sci.size(),
+                  exp10);
+  char digits[32];
+  size_t n = 0;
+  for (char c : mantissa) {
+    if (c != '.') digits[n++] = c;
+  }
+  if (negative) out.push_back('-');
+  // CPython's float_repr_style 'short': exponent form when the decimal point position
+  // (decpt = exp10 + 1) is <= -4 or > 16.
+  int decpt = exp10 + 1;
+  if (decpt <= -4 || decpt > 16) {
+    out.push_back(digits[0]);
+    if (n > 1) {
+      out.push_back('.');
+      out.append(digits + 1, n - 1);
+    }
+    out.push_back('e');
+    out.push_back(exp10 < 0 ? '-' : '+');
+    int mag = exp10 < 0 ? -exp10 : exp10;
+    if (mag < 10) out.push_back('0');
+    char eb[8];
+    auto er = std::to_chars(eb, eb + sizeof(eb), mag);
+    out.append(eb, static_cast<size_t>(er.ptr - eb));
+    return;
+  }
+  if (decpt <= 0) {
+    out += "0.";
+    out.append(static_cast<size_t>(-decpt), '0');
+    out.append(digits, n);
+  } else if (static_cast<size_t>(decpt) >= n) {
+    out.append(digits, n);
+    out.append(static_cast<size_t>(decpt) - n, '0');
+    out += ".0";
+  } else {
+    out.append(digits, static_cast<size_t>(decpt));
+    out.push_back('.');
+    out.append(digits + decpt, n - static_cast<size_t>(decpt));
+  }
+}
+
+void append_str(std::string& out, std::string_view s) {
+  if (is_simple_ascii(s)) {
+    append_simple_ascii(out, s);
+    return;
+  }
+  std::vector<char32_t> cps;
+  cps.reserve(s.size());
+  for (size_t i = 0; i < s.size();) cps.push_back(decode_utf8_or_escape(s, &i));
+  append_code_points(out, cps);
+}
+
+bool append_json_string_literal(std::string& out, std::string_view literal) {
+  if (literal.size() < 2 || literal.front() != '"' || literal.back() != '"') return false;
+  std::string_view body = literal.substr(1, literal.size() - 2);
+  if (is_simple_ascii(body)) {
+    append_simple_ascii(out, body);
+    return true;
+  }
+  // JSON escapes as Python's json module decodes them: pairs combined, lone surrogates kept.
+  std::deque<std::string> arena;
+  std::optional<std::string_view> text = json::unescape_literal(literal, arena);
+  if (!text) return false;
+  append_str(out, *text);
+  return true;
+}
+
+namespace {
+
+// Writes through a pointer into room made past the end of `out`, instead of a push_back per
+// character. The room is made once for the worst case of every token but a float (each input byte
+// gives at most two, as ", " for ","): a float (up to 25 characters from as few as 3) and a string
+// that needs decoding (up to 6 per byte) are written to a scratch string first, and make room if
+// they must, taking the value's size more, so that it is made only a few times per value.
+class Writer {
+ public:
+  Writer(std::string& out, size_t input_size) : out_(out), slack_(input_size) {
+    const size_t used = out_.size();
+    out_.resize(used + 2 * input_size + 8);
+    p_ = out_.data() + used;
+    end_ = out_.data() + out_.size();
+  }
+  // What was not written is given back.
+  ~Writer() { out_.resize(static_cast<size_t>(p_ - out_.data())); }
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+
+  void put(char c) { *p_++ = c; }
+  void put(std::string_view s) {
+    std::memcpy(p_, s.data(), s.size());
+    p_ += s.size();
+  }
+  // Puts `s`, keeping room for the `rest` bytes of input still to come.
+  void put_keeping_room(std::string_view s, size_t rest) {
+    if (static_cast<size_t>(end_ - p_) < s.size() + 2 * rest + 8) {
+      const auto used = static_cast<size_t>(p_ - out_.data());
+      out_.resize(used + s.size() + 2 * rest + 8 + slack_);
+      p_ = out_.data() + used;
+      end_ = out_.data() + out_.size();
+    }
+    put(s);
+  }
+
+ private:
+  std::string& out_;
+  size_t slack_;
+  char* p_ = nullptr;
+  char* end_ = nullptr;
+};
+
+// The open containers ('[' or '{'): inline up to a depth that IOInfo lists never pass, a string
+// beyond it.
+class ContainerStack {
+ public:
+  bool empty() const { return size_ == 0; }
+  char back() const { return size_ <= kInline ? inline_[size_ - 1] : deep_.back(); }
+  void push(char c) {
+    if (size_ < kInline) {
+      inline_[size_] = c;
+    } else {
+      deep_.push_back(c);
+    }
+    ++size_;
+  }
+  void pop() {
+    if (size_ > kInline) deep_.pop_back();
+    --size_;
+  }
+
+ private:
+  static constexpr size_t kInline = 32;
+  char inline_[kInline];
+  std::string deep_;
+  size_t size_ = 0;
+};
+
+// A string literal at s[i] == '"' of printable ASCII without backslashes (nearly all of them):
+// writes its repr and returns its end, or returns npos and writes nothing.
+size_t write_simple_string(Writer& w, std::string_view s, size_t i) {
+  bool has_single = false;
+  size_t k = i + 1;
+  for (; k < s.size(); ++k) {
+    const char c = s[k];
+    if (c == '"') break;
+    if (c < 0x20 || c > 0x7E || c == '\\') return std::string_view::npos;
+    has_single |= c == '\'';
+  }
+  if (k == s.size()) return std::string_view::npos;
+  // A '"' inside would need a backslash in JSON: the body has none, so no quote is escaped.
+  const std::string_view body = s.substr(i + 1, k - i - 1);
+  const char quote = has_single ? '"' : '\'';
+  w.put(quote);
+  w.put(body);
+  w.put(quote);
+  return k + 1;
+}
+
+}  // namespace
+
+Status append_json_value(std::string& out, std::string_view s) {
+  // An empty list, as most outputs lists are: no scan.
+  if (s.size() == 2 && s[0] == '[' && s[1] == ']') {
+    out += "[]";
+    return Status();
+  }
+  // An iterative scanner: the output is a token-by-token rewrite of the input, so only the
+  // container kinds need a stack (no recursion, whatever the nesting depth).
+  enum class Expect { kValue, kValueOrClose, kKeyOrClose, kKey, kColon, kCommaOrClose, kDone };
+  ContainerStack stack;
+  Expect expect = Expect::kValue;
+  Writer w(out, s.size());
+  std::string scratch;  // a float's or a decoded string's repr
+  auto after_value = [&] { expect = stack.empty() ? Expect::kDone : Expect::kCommaOrClose; };
+  auto error = [&](size_t at, std::string_view what) {
+    return Status::errorf("byte {} of the value: {}", at, what);
+  };
+  size_t i = skip_ws(s, 0);
+  while (i < s.size()) {
+    char c = s[i];
+    const bool want_value = expect == Expect::kValue || expect == Expect::kValueOrClose;
+    switch (c) {
+      case '[':
+      case '{':
+        if (!want_value) return error(i, "unexpected container");
+        w.put(c);
+        stack.push(c);
+        expect = c == '[' ? Expect::kValueOrClose : Expect::kKeyOrClose;
+        ++i;
+        break;
+      case ']':
+      case '}': {
+        char open = c == ']' ? '[' : '{';
+        bool empty_ok = (c == ']' && expect == Expect::kValueOrClose) ||
+                        (c == '}' && expect == Expect::kKeyOrClose);
+        if (stack.empty() || stack.back() != open || !(empty_ok || expect == Expect::kCommaOrClose))
+          return error(i, "unexpected closing bracket");
+        w.put(c);
+        stack.pop();
+        after_value();
+        ++i;
+        break;
+      }
+      case ',':
+        if (expect != Expect::kCommaOrClose) return error(i, "unexpected ','");
+        w.put(", ");
+        expect = stack.back() == '[' ? Expect::kValue : Expect::kKey;
+        ++i;
+        break;
+      case ':':
+        if (expect != Expect::kColon) return error(i, "unexpected ':'");
+        w.put(": ");
+        expect = Expect::kValue;
+        ++i;
+        break;
+      case '"': {
+        bool is_key = expect == Expect::kKey || expect == Expect::kKeyOrClose;
+        if (!is_key && !want_value) return error(i, "unexpected string");
+        size_t end = write_simple_string(w, s, i);
+        if (end == std::string_view::npos) {
+          end = string_end(s, i);
+          if (end == std::string_view::npos) return error(i, "unterminated string");
+          scratch.clear();
+          if (!append_json_string_literal(scratch, s.substr(i, end - i)))
+            return error(i, "invalid string escape");
+          w.put_keeping_room(scratch, s.size() - end);
+        }
+        i = end;
+        if (is_key) {
+          expect = Expect::kColon;
+        } else {
+          after_value();
+        }
+        break;
+      }
+      default: {
+        if (!want_value) return error(i, "unexpected value");
+        // Numbers first (most values of IOInfo lists are): no word starts with a digit, and only
+        // -Infinity with a '-'.
+        const bool number = (c >= '0' && c <= '9') || (c == '-' && !starts_with_at(s, i, "-I"));
+        if (number) {
+          bool is_int = true;
+          size_t end = number_end(s, i, &is_int);
+          if (end == i) return error(i, "invalid value");
+          std::string_view token = s.substr(i, end - i);
+          if (is_int) {
+            // Python ints print as written; "-0" is 0.
+            if (token.size() == 2 && token[0] == '-' && token[1] == '0') {
+              w.put('0');
+            } else {
+              w.put(token);
+            }
+          } else {
+            scratch.clear();
+            append_float(scratch, parse_double(token));
+            w.put_keeping_room(scratch, s.size() - end);
+          }
+          i = end;
+        } else if (starts_with_at(s, i, "true")) {
+          w.put("True");
+          i += 4;
+        } else if (starts_with_at(s, i, "false")) {
+          w.put("False");
+          i += 5;
+        } else if (starts_with_at(s, i, "null")) {
+          w.put("None");
+          i += 4;
+        } else if (starts_with_at(s, i, "NaN")) {
+          w.put("nan");
+          i += 3;
+        } else if (starts_with_at(s, i, "Infinity")) {
+          w.put("inf");
+          i += 8;
+        } else if (starts_with_at(s, i, "-Infinity")) {
+          w.put("-inf");
+          i += 9;
+        } else {
+          return error(i, "invalid value");
+        }
+        after_value();
+        break;
+      }
+    }
+    i = skip_ws(s, i);
+  }
+  if (expect != Expect::kDone) return error(s.size(), "unexpected end of the value");
+  return Status();
+}
+
+}  // namespace chakraflow::pyrepr

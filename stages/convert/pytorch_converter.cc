@@ -1,0 +1,609 @@
+#include "stages/convert/pytorch_converter.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <unordered_map>
+
+#include "proto/et_def.pb.h"
+#include "stages/convert/comm_attributes.h"
+#include "stages/convert/comm_groups.h"
+#include "stages/convert/cycle_check.h"
+#include "stages/convert/dependency_encoding.h"
+#include "stages/convert/et_io.h"
+#include "stages/convert/et_plus_nodes.h"
+#include "stages/link/host_et_loader.h"
+#include "stages/convert/python_repr.h"
+#include "stages/common/wire_format.h"
+
+namespace chakraflow {
+namespace {
+
+namespace pb = ChakraProtoMsg;
+
+uint64_t duration_micros(const EtPlusNode& node, const ConvertOptions& options, LinkStats& stats) {
+  if (options.zero_optimizer_step && node.name.find("Optimizer.step") != std::string_view::npos) {
+    return 0;
+  }
+  const double d = node.exclusive_dur;
+  if (!(d > 0)) {
+    if (d < 0) {
+      stats.add("negative exclusive_dur (written as 0)", fmt::format("node {}", node.id));
+    }
+    return 0;
+  }
+  if (d >= 1.8e19) return UINT64_MAX;
+  if (options.compat == Compat::kChakra) return static_cast<uint64_t>(d);  // Python int()
+  // Nearest µs, and never 0 for work that took time: ASTRA-sim skips 0-duration nodes.
+  const auto rounded = static_cast<uint64_t>(std::llround(d));
+  return rounded == 0 ? 1 : rounded;
+}
+
+// The parents the walk follows. Chakra: the parents as read. Default mode: a CPU node whose
+// parent is missing is attached to the thread root of its tid (else walked as a root of its own).
+// A node whose parent chain never reaches a root -- its own parent (the process root aside), or on
+// a ctrl_deps cycle -- is never walked from a thread root, so Chakra drops it as dangling with
+// everything below it; default mode cuts each cycle at its smallest id and attaches that node like
+// one whose parent is missing. Every such node is counted in both modes.
+std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& options,
+                                   std::vector<uint32_t>* extra_roots, LinkStats& stats) {
+  const size_t n = t.nodes.size();
+  const bool chakra = options.compat == Compat::kChakra;
+  std::vector<uint32_t> parent(n);
+  for (uint32_t i = 0; i < n; ++i) parent[i] = t.nodes[i].parent;
+
+  // Nodes with no parent to follow although their parent is not missing, in id order.
+  struct Detached {
+    const char* what;
+    std::string example;
+  };
+  std::map<uint32_t, Detached> detached;
+  for (uint32_t i = 0; i < n; ++i) {
+    const EtPlusNode& node = t.nodes[i];
+    if (node.parent == kNoNode && node.has_parent_id && node.parent_id == node.id &&
+        !t.parents_renumbered && !is_process_root_name(node.name)) {
+      detached[i] = {"node that is its own parent", fmt::format("node {}", node.id)};
+    }
+  }
+  // ctrl_deps cycles: every chain is followed once, so this is linear.
+  enum : uint8_t { kNew, kOnPath, kDone };
+  std::vector<uint8_t> state(n, kNew);
+  std::vector<uint32_t> path;
+  for (uint32_t start = 0; start < n; ++start) {
+    path.clear();
+    uint32_t i = start;
+    for (; i != kNoNode && state[i] == kNew; i = parent[i]) {
+      state[i] = kOnPath;
+      path.push_back(i);
+    }
+    if (i != kNoNode && state[i] == kOnPath) {
+      // The cycle is the end of the path, from i on; indices follow ids.
+      const auto cycle = std::find(path.begin(), path.end(), i);
+      const uint32_t cut = *std::min_element(cycle, path.end());
+      std::string ids;
+      for (auto k = cycle; k != path.end(); ++k) ids += fmt::format("{} -> ", t.nodes[*k].id);
+      detached[cut] = {"node on a ctrl_deps cycle",
+                       fmt::format("node {} (cycle {}{})", t.nodes[cut].id, ids, t.nodes[i].id)};
+      if (!chakra) parent[cut] = kNoNode;
+    }
+    for (uint32_t k : path) state[k] = kDone;
+  }
+  if (chakra) {
+    for (const auto& [i, d] : detached) {
+      stats.add(fmt::format("{} (never walked: dropped, as Chakra does)", d.what), d.example);
+    }
+    return parent;
+  }
+
+  std::unordered_map<int64_t, uint32_t> thread_root_of_tid;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (is_thread_root_name(t.nodes[i].name)) thread_root_of_tid.emplace(t.nodes[i].tid, i);
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    const EtPlusNode& node = t.nodes[i];
+    if (parent[i] != kNoNode || is_thread_root_name(node.name) || is_process_root_name(node.name)) {
+      continue;
+    }
+    if (node.kind == OpKind::kGpu) {
+      stats.add("GPU node without a launching node (not converted)",
+                fmt::format("node {}", node.id));
+      continue;
+    }
+    const auto d = detached.find(i);
+    const std::string what = d != detached.end() ? d->second.what : "node whose parent is missing";
+    std::string example =
+        d != detached.end()
+            ? d->second.example
+            : fmt::format("node {} (parent {})", node.id,
+                          node.has_parent_id ? std::to_string(node.parent_id) : "none");
+    auto it = thread_root_of_tid.find(node.tid);
+    if (it != thread_root_of_tid.end()) {
+      parent[i] = it->second;
+      stats.add(what + " (attached to its thread root)", std::move(example));
+    } else {
+      extra_roots->push_back(i);
+      stats.add(what + ", no thread root for its tid (walked on its own)", std::move(example));
+    }
+  }
+  return parent;
+}
+
+}  // namespace
+
+StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions& options,
+                                      LinkStats& stats) {
+  const size_t n = t.nodes.size();
+  const bool chakra = options.compat == Compat::kChakra;
+  ConversionGraph graph;
+  const std::vector<uint32_t> parent = walk_parents(t, options, &graph.extra_roots, stats);
+
+  // The call tree as children lists (CSR), in ascending id order.
+  graph.child_begin.assign(n + 2, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (parent[i] != kNoNode) ++graph.child_begin[parent[i] + 2];
+  }
+  for (size_t i = 0; i < n; ++i) graph.child_begin[i + 2] += graph.child_begin[i + 1];
+  graph.children.resize(graph.child_begin[n + 1]);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (parent[i] != kNoNode) graph.children[graph.child_begin[parent[i] + 1]++] = i;
+  }
+  graph.child_begin.pop_back();  // now child_begin[i] .. child_begin[i + 1]
+
+  // Chakra's conversion loop: CPU and METADATA nodes in input order, each followed by its GPU
+  // children.
+  CommTyper typer(t, options, stats);
+  graph.slot.assign(n, kNoNode);
+  graph.records.reserve(n);
+  prepare_walk_facts(options, n, graph);
+  auto convert = [&](uint32_t i) {
+    const EtPlusNode& node = t.nodes[i];
+    ChakraNodeRecord rec;
+    rec.source = i;
+    // Chakra: ctrl_deps only if the parent is already converted. Default: set below.
+    if (chakra && parent[i] != kNoNode && graph.slot[parent[i]] != kNoNode)
+      rec.ctrl_dep = parent[i];
+    rec.duration_micros = duration_micros(node, options, stats);
+    typer.assign(i, rec, graph.comm);
+    const bool gpu_stream = node.kind == OpKind::kGpu && node.stream_given && node.has_stream;
+    if (chakra) {
+      if (node.has_stream) {  // CPU nodes: Chakra's default 0
+        rec.stream = node.stream;
+        rec.set(ChakraNodeRecord::kHasStream);
+      }
+    } else {
+      if (gpu_stream) {
+        rec.stream = node.stream;
+        rec.set(ChakraNodeRecord::kHasStream);
+      }
+      if (node.has_ts && node.ts >= 0 && node.ts < 1.8e19) {
+        rec.start_time_micros = static_cast<uint64_t>(std::llround(node.ts));
+        rec.set(ChakraNodeRecord::kHasStart);
+      }
+    }
+    // What the dependency walks ask of the node, while it is at hand.
+    note_walk_facts(t, options, i, rec, graph);
+    graph.slot[i] = static_cast<uint32_t>(graph.records.size());
+    graph.records.push_back(std::move(rec));
+  };
+  for (uint32_t i : t.file_order) {
+    if (t.nodes[i].kind == OpKind::kGpu) continue;
+    convert(i);
+    for (uint32_t k = graph.child_begin[i]; k < graph.child_begin[i + 1]; ++k) {
+      const uint32_t c = graph.children[k];
+      if (t.nodes[c].kind == OpKind::kGpu && graph.slot[c] == kNoNode) convert(c);
+    }
+  }
+  if (!chakra) {
+    for (ChakraNodeRecord& rec : graph.records) {
+      const uint32_t p = parent[rec.source];
+      if (p != kNoNode && graph.slot[p] != kNoNode) rec.ctrl_dep = p;
+    }
+    for (uint32_t i = 0; i < n; ++i) {
+      const EtPlusNode& node = t.nodes[i];
+      if (node.kind == OpKind::kGpu && graph.slot[i] == kNoNode && node.parent != kNoNode) {
+        stats.add("GPU node launched by a node that is not converted (not converted)",
+                  fmt::format("node {} (launcher {})", node.id, t.nodes[node.parent].id));
+      }
+    }
+  }
+
+  DependencyStats dep_stats;
+  encode_dependencies(t, options, graph, stats, &dep_stats);
+  ChakraTrace out = remove_dangling_nodes(t, options, std::move(graph), stats);
+  if (options.pg_name_offset != 0) {
+    std::map<std::string_view, std::string_view> renamed;
+    for (CommAttrs& c : out.comm) {
+      if (c.pg_name.empty()) continue;
+      auto it = renamed.find(c.pg_name);
+      if (it == renamed.end()) {
+        out.renamed_pg_names.push_back(std::make_unique<std::string>(
+            offset_group_name(std::string(c.pg_name), options.pg_name_offset)));
+        it = renamed.emplace(c.pg_name, *out.renamed_pg_names.back()).first;
+      }
+      c.pg_name = it->second;
+    }
+  }
+  out.gpu_stream_edges = dep_stats.gpu_stream_edges;
+  out.sync_edges = dep_stats.sync_edges;
+  CF_RETURN_IF_ERROR(check_acyclic(t, out));
+  return out;
+}
+
+void fill_global_metadata(const EtPlusTrace& t, const ConvertOptions& options,
+                          pb::GlobalMetadata* md) {
+  md->Clear();
+  // Chakra leaves the version empty (spec §5 #20); default mode names the schema it writes.
+  if (options.compat == Compat::kDefault) md->set_version("1.0.0");
+  const EtPlusMetadata& m = t.metadata;
+  auto add_string = [&](const char* name, const std::optional<std::string>& v) {
+    if (!v) return;
+    pb::AttributeProto* a = md->add_attr();
+    a->set_name(name);
+    a->set_string_val(*v);
+  };
+  auto add_uint = [&](const char* name, const std::optional<uint64_t>& v) {
+    if (!v) return;
+    pb::AttributeProto* a = md->add_attr();
+    a->set_name(name);
+    a->set_uint64_val(*v);
+  };
+  add_string("schema", m.schema);
+  add_uint("pid", m.pid);
+  add_string("time", m.time);
+  add_uint("start_ts", m.start_ts);
+  add_uint("finish_ts", m.finish_ts);
+  if (options.compat == Compat::kDefault) {
+    if (auto step = measured_step(t)) {
+      auto add_double = [&](const char* name, double v) {
+        pb::AttributeProto* a = md->add_attr();
+        a->set_name(name);
+        a->set_double_val(v);
+      };
+      add_double("step_start_us", step->start_us);
+      add_double("step_end_us", step->end_us);
+      add_double("step_time_us", step->end_us - step->start_us);
+    }
+  }
+}
+
+std::optional<MeasuredStep> measured_step(const EtPlusTrace& t) {
+  std::optional<MeasuredStep> step;
+  for (const EtPlusNode& n : t.nodes) {
+    if (!n.has_ts || !(n.ts > 0)) continue;  // not linked to the device trace
+    const double end = n.ts + std::max({n.inclusive_dur, n.exclusive_dur, 0.0});
+    if (!step) {
+      step = MeasuredStep{n.ts, end};
+    } else {
+      step->start_us = std::min(step->start_us, n.ts);
+      step->end_us = std::max(step->end_us, end);
+    }
+  }
+  return step;
+}
+
+Status render_io(const EtPlusTrace& t, const EtPlusNode& n, RenderedIo& out) {
+  static constexpr const char* kFieldNames[] = {"inputs.values",  "inputs.shapes",
+                                                "inputs.types",   "outputs.values",
+                                                "outputs.shapes", "outputs.types"};
+  out.text.clear();
+  size_t end[kIoFieldCount];
+  for (int f = 0; f < kIoFieldCount; ++f) {
+    if (n.io_at[f] == EtPlusNode::kIoMissing) {
+      out.text += "[]";
+    } else if (const std::string_view raw = t.raw_io(n, static_cast<IoField>(f)); !raw.empty()) {
+      Status s = pyrepr::append_json_value(out.text, raw);
+      if (!s.ok()) {
+        return Status::errorf("{}: byte {}: node id {}: {}: {}", t.path, n.byte_offset, n.id,
+                              kFieldNames[f], s.message());
+      }
+    }
+    end[f] = out.text.size();
+  }
+  size_t begin = 0;
+  for (int f = 0; f < kIoFieldCount; ++f) {
+    out.io[f] = std::string_view(out.text).substr(begin, end[f] - begin);
+    begin = end[f];
+  }
+  return Status();
+}
+
+Status fill_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNodeRecord& rec,
+                 pb::Node* node) {
+  node->Clear();
+  const EtPlusNode& src = t.nodes[rec.source];
+  RenderedIo io;
+  CF_RETURN_IF_ERROR(render_io(t, src, io));
+  node->set_id(src.id);
+  node->set_name(src.name.data(), src.name.size());
+  node->set_type(static_cast<pb::NodeType>(rec.type));
+  if (rec.ctrl_dep != kNoNode) node->add_ctrl_deps(t.nodes[rec.ctrl_dep].id);
+  for (uint32_t d : rec.data_deps) node->add_data_deps(t.nodes[d].id);
+  if (rec.has(ChakraNodeRecord::kHasStart)) node->set_start_time_micros(rec.start_time_micros);
+  node->set_duration_micros(rec.duration_micros);
+  pb::IOInfo* in = node->mutable_inputs();
+  in->set_values(std::string(io.io[kInValues]));
+  in->set_shapes(std::string(io.io[kInShapes]));
+  in->set_types(std::string(io.io[kInTypes]));
+  pb::IOInfo* out = node->mutable_outputs();
+  out->set_values(std::string(io.io[kOutValues]));
+  out->set_shapes(std::string(io.io[kOutShapes]));
+  out->set_types(std::string(io.io[kOutTypes]));
+  auto add = [&](const char* name) {
+    pb::AttributeProto* a = node->add_attr();
+    a->set_name(name);
+    return a;
+  };
+  add("rf_id")->set_int64_val(src.rf_id);
+  add("fw_parent")->set_int64_val(src.fw_parent);
+  add("seq_id")->set_int64_val(src.seq_id);
+  add("scope")->set_int64_val(src.scope);
+  add("tid")->set_int64_val(src.tid);
+  add("fw_tid")->set_int64_val(src.fw_tid);
+  add("op_schema")->set_string_val(std::string(src.op_schema));
+  add("is_cpu_op")->set_bool_val(rec.is_cpu_op);
+  if (rec.has(ChakraNodeRecord::kHasStream)) add("stream")->set_int64_val(rec.stream);
+  const CommAttrs* c = chakra.comm_of(rec);
+  if (c == nullptr) return Status();
+  if (rec.type == ChakraNodeType::kCommColl && c->comm_type) {
+    add("comm_type")->set_int64_val(static_cast<int64_t>(*c->comm_type));
+  }
+  if (c->comm_size) add("comm_size")->set_int64_val(*c->comm_size);
+  if (!c->pg_name.empty()) add("pg_name")->set_string_val(std::string(c->pg_name));
+  if (c->comm_src) add("comm_src")->set_int32_val(*c->comm_src);
+  if (c->comm_dst) add("comm_dst")->set_int32_val(*c->comm_dst);
+  if (c->comm_tag) add("comm_tag")->set_int32_val(*c->comm_tag);
+  return Status();
+}
+
+namespace {
+
+// Protocol buffers wire format, written directly: what fill_node + SerializeToString give, byte
+// for byte (fields in number order; proto3 scalars only when not zero, oneof members and
+// sub-messages whenever set), without building a message per node. The encoder writes through a
+// raw pointer into a buffer sized beforehand to an upper bound of the node's size.
+namespace enc {
+
+constexpr uint32_t kVarint = 0, kLength = 2;
+constexpr size_t kMaxVarint = 10;
+using ::chakraflow::wire::varint_size;
+inline char* varint(char* p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = static_cast<char>((v & 0x7F) | 0x80);
+    v >>= 7;
+  }
+  *p++ = static_cast<char>(v);
+  return p;
+}
+// Field numbers here are below 16: a tag is one byte.
+inline char* tag(char* p, uint32_t field, uint32_t type) {
+  *p++ = static_cast<char>((field << 3) | type);
+  return p;
+}
+constexpr size_t kTagSize = 1;
+// An empty view may have no data pointer, which memcpy must not be given.
+inline char* copy(char* p, std::string_view s) {
+  if (!s.empty()) std::memcpy(p, s.data(), s.size());
+  return p + s.size();
+}
+inline char* bytes(char* p, uint32_t field, std::string_view s) {
+  p = tag(p, field, kLength);
+  p = varint(p, s.size());
+  return copy(p, s);
+}
+size_t bytes_size(std::string_view s) {
+  return kTagSize + varint_size(s.size()) + s.size();
+}
+// int32 and int64 values: negative ones as 64-bit two's complement (10 bytes), as protobuf does.
+uint64_t signed_bits(int64_t v) {
+  return static_cast<uint64_t>(v);
+}
+
+// AttributeProto fields.
+constexpr uint32_t kAttrName = 1, kInt32Val = 7, kInt64Val = 9, kBoolVal = 27, kStringVal = 29;
+constexpr uint32_t kNodeAttr = 10;
+// Bytes an attribute takes besides its name and string value: tags and length prefixes.
+constexpr size_t kAttrOverhead = 1 + 5 + 1 + 5 + 2 + kMaxVarint;
+
+inline char* attr_header(char* p, std::string_view name, size_t value_size) {
+  p = tag(p, kNodeAttr, kLength);
+  p = varint(p, bytes_size(name) + value_size);
+  return bytes(p, kAttrName, name);
+}
+// The value's tag: two bytes for field numbers 16 and above.
+inline char* value_tag(char* p, uint32_t field, uint32_t type) {
+  return varint(p, (field << 3) | type);
+}
+inline char* attr_varint(char* p, std::string_view name, uint32_t field, uint64_t v) {
+  p = attr_header(p, name, varint_size(field << 3) + varint_size(v));
+  p = value_tag(p, field, kVarint);
+  return varint(p, v);
+}
+inline char* attr_string(char* p, std::string_view name, std::string_view v) {
+  const size_t value_size = varint_size(kStringVal << 3) + varint_size(v.size()) + v.size();
+  p = attr_header(p, name, value_size);
+  p = value_tag(p, kStringVal, kLength);
+  p = varint(p, v.size());
+  return copy(p, v);
+}
+
+// IOInfo {values = 1, shapes = 2, types = 3}: written even when empty (mutable_inputs()).
+inline char* io_info(char* p, uint32_t field, const std::string_view (&s)[3]) {
+  size_t size = 0;
+  for (std::string_view v : s) {
+    if (!v.empty()) size += bytes_size(v);
+  }
+  p = tag(p, field, kLength);
+  p = varint(p, size);
+  for (uint32_t k = 0; k < 3; ++k) {
+    if (!s[k].empty()) p = bytes(p, k + 1, s[k]);
+  }
+  return p;
+}
+
+}  // namespace enc
+
+// An upper bound of the size of the node's encoding.
+size_t node_size_bound(const EtPlusTrace& t, const ChakraNodeRecord& rec, const CommAttrs* c,
+                       const RenderedIo& io) {
+  const EtPlusNode& src = t.nodes[rec.source];
+  constexpr size_t kStringOverhead = 1 + 5;                         // a tag and a length
+  size_t bound = 4 * (1 + enc::kMaxVarint)                         // id, type, start, duration
+                 + 2 * (1 + 5) + 1 + 5 + enc::kMaxVarint           // IOInfo headers, ctrl_deps
+                 + 1 + 5 + rec.data_deps.size() * enc::kMaxVarint  // data_deps
+                 + kStringOverhead + src.name.size()                //
+                 + 15 * (enc::kAttrOverhead + 16)                  // attributes (names below 16)
+                 + src.op_schema.size() + (c ? c->pg_name.size() : 0) + 2 * kStringOverhead;
+  for (std::string_view s : io.io) bound += kStringOverhead + s.size();
+  return bound;
+}
+
+// Writes the node's encoding at `p` (node_size_bound bytes available); returns its end.
+char* encode_node_at(const EtPlusTrace& t, const ChakraNodeRecord& rec, const CommAttrs* c,
+                     const RenderedIo& rendered, char* p) {
+  using namespace enc;
+  const EtPlusNode& src = t.nodes[rec.source];
+  if (src.id != 0) {
+    p = tag(p, 1, kVarint);
+    p = varint(p, src.id);
+  }
+  if (!src.name.empty()) p = bytes(p, 2, src.name);
+  if (rec.type != ChakraNodeType::kInvalid) {
+    p = tag(p, 3, kVarint);
+    p = varint(p, static_cast<uint64_t>(rec.type));
+  }
+  if (rec.ctrl_dep != kNoNode) {  // packed repeated uint64
+    const uint64_t id = t.nodes[rec.ctrl_dep].id;
+    p = tag(p, 4, kLength);
+    p = varint(p, varint_size(id));
+    p = varint(p, id);
+  }
+  if (!rec.data_deps.empty()) {
+    size_t size = 0;
+    for (uint32_t d : rec.data_deps) size += varint_size(t.nodes[d].id);
+    p = tag(p, 5, kLength);
+    p = varint(p, size);
+    for (uint32_t d : rec.data_deps) p = varint(p, t.nodes[d].id);
+  }
+  if (rec.has(ChakraNodeRecord::kHasStart) && rec.start_time_micros != 0) {
+    p = tag(p, 6, kVarint);
+    p = varint(p, rec.start_time_micros);
+  }
+  if (rec.duration_micros != 0) {
+    p = tag(p, 7, kVarint);
+    p = varint(p, rec.duration_micros);
+  }
+  const std::string_view(&io)[kIoFieldCount] = rendered.io;
+  p = io_info(p, 8, {io[kInValues], io[kInShapes], io[kInTypes]});
+  p = io_info(p, 9, {io[kOutValues], io[kOutShapes], io[kOutTypes]});
+  p = attr_varint(p, "rf_id", kInt64Val, signed_bits(src.rf_id));
+  p = attr_varint(p, "fw_parent", kInt64Val, signed_bits(src.fw_parent));
+  p = attr_varint(p, "seq_id", kInt64Val, signed_bits(src.seq_id));
+  p = attr_varint(p, "scope", kInt64Val, signed_bits(src.scope));
+  p = attr_varint(p, "tid", kInt64Val, signed_bits(src.tid));
+  p = attr_varint(p, "fw_tid", kInt64Val, signed_bits(src.fw_tid));
+  p = attr_string(p, "op_schema", src.op_schema);
+  p = attr_varint(p, "is_cpu_op", kBoolVal, rec.is_cpu_op ? 1 : 0);
+  if (rec.has(ChakraNodeRecord::kHasStream)) {
+    p = attr_varint(p, "stream", kInt64Val, signed_bits(rec.stream));
+  }
+  if (c == nullptr) return p;
+  if (rec.type == ChakraNodeType::kCommColl && c->comm_type) {
+    p = attr_varint(p, "comm_type", kInt64Val, static_cast<uint64_t>(*c->comm_type));
+  }
+  if (c->comm_size) p = attr_varint(p, "comm_size", kInt64Val, signed_bits(*c->comm_size));
+  if (!c->pg_name.empty()) p = attr_string(p, "pg_name", c->pg_name);
+  if (c->comm_src) p = attr_varint(p, "comm_src", kInt32Val, signed_bits(*c->comm_src));
+  if (c->comm_dst) p = attr_varint(p, "comm_dst", kInt32Val, signed_bits(*c->comm_dst));
+  if (c->comm_tag) p = attr_varint(p, "comm_tag", kInt32Val, signed_bits(*c->comm_tag));
+  return p;
+}
+
+}  // namespace
+
+Status encode_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNodeRecord& rec,
+                   std::string& out) {
+  const CommAttrs* c = chakra.comm_of(rec);
+  RenderedIo io;
+  CF_RETURN_IF_ERROR(render_io(t, t.nodes[rec.source], io));
+  out.resize(node_size_bound(t, rec, c, io));
+  char* end = encode_node_at(t, rec, c, io, out.data());
+  out.resize(static_cast<size_t>(end - out.data()));
+  return Status();
+}
+
+Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
+                          const ConvertOptions& options, EtWriter& writer) {
+  pb::GlobalMetadata md;
+  fill_global_metadata(t, options, &md);
+  writer.write(md);
+  // Each record: its length (a varint), then the node, encoded in place in the output buffer.
+  // The length's size is guessed from the node's bound; when the node comes out shorter and its
+  // length takes fewer bytes (a node of fewer than 128 bytes, or just below a power of 128), the
+  // node moves up against it.
+  // The IOInfo strings are rendered per node into one buffer; a GPU node shares its launcher's
+  // lists (the same text), rendered once for both.
+  RenderedIo io;
+  const EtPlusNode* rendered = nullptr;
+  auto same_io = [](const EtPlusNode& a, const EtPlusNode& b) {
+    return a.byte_offset == b.byte_offset &&
+           std::equal(a.io_at, a.io_at + kIoFieldCount, b.io_at) &&
+           std::equal(a.io_len, a.io_len + kIoFieldCount, b.io_len);
+  };
+  // The lists' text was last read when the input was parsed: it is asked for a few nodes ahead.
+  constexpr size_t kAhead = 8;
+  auto prefetch_io = [&t](const EtPlusNode& n) {
+    for (IoField f : {kInValues, kOutValues}) {
+      const std::string_view raw = t.raw_io(n, f);
+      if (!raw.empty()) __builtin_prefetch(raw.data());
+    }
+  };
+  const std::vector<ChakraNodeRecord>& records = chakra.nodes;
+  for (size_t k = 0; k < records.size(); ++k) {
+    const ChakraNodeRecord& rec = records[k];
+    if (k + kAhead < records.size()) prefetch_io(t.nodes[records[k + kAhead].source]);
+    const EtPlusNode& src = t.nodes[rec.source];
+    if (rendered == nullptr || !same_io(*rendered, src)) {
+      CF_RETURN_IF_ERROR(render_io(t, src, io));
+      rendered = &src;
+    }
+    const CommAttrs* c = chakra.comm_of(rec);
+    const size_t bound = node_size_bound(t, rec, c, io);
+    const size_t guess = enc::varint_size(bound);
+    char* start = writer.record_room(guess + bound);
+    char* body = start + guess;
+    const size_t size = static_cast<size_t>(encode_node_at(t, rec, c, io, body) - body);
+    const size_t prefix = enc::varint_size(size);
+    if (prefix < guess) std::memmove(start + prefix, body, size);
+    enc::varint(start, size);
+    writer.keep_record(prefix + size);
+  }
+  return Status();
+}
+
+Status convert_file(const std::string& input_path, const std::string& output_path,
+                    const ConvertOptions& options, ConvertReport* report) {
+  CF_ASSIGN_OR_RETURN(EtPlusFile input, load_et_plus(input_path, options));
+  return convert_trace(input.trace, output_path, options, report);
+}
+
+Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
+                     const ConvertOptions& options, ConvertReport* report) {
+  LinkStats stats = trace.stats;
+  CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(trace, options, stats));
+  CF_ASSIGN_OR_RETURN(EtWriter writer, EtWriter::open(output_path));
+  CF_RETURN_IF_ERROR(write_chakra_trace(trace, chakra, options, writer));
+  CF_RETURN_IF_ERROR(writer.commit());
+  if (report != nullptr) {
+    report->input_nodes = trace.nodes.size();
+    report->output_nodes = chakra.nodes.size();
+    report->removed_dangling = chakra.removed_dangling;
+    report->gpu_stream_edges = chakra.gpu_stream_edges;
+    report->sync_edges = chakra.sync_edges;
+    report->bytes_written = writer.bytes_written();
+    report->stats = std::move(stats);
+  }
+  return Status();
+}
+
+}  // namespace chakraflow

@@ -1,0 +1,99 @@
+// The PyTorch → Chakra converter (`chakraflow convert`, Chakra's `chakra_converter PyTorch`).
+//
+// Input: an ET+ (trace_link output) or a plain host execution trace, schema 1.0.1 to 1.1.1,
+// .json or .json.gz. Output: a Chakra .et file (stages/convert/et_io.h). The stages, in order (see
+// stages/convert/convert_model.h): read_et_plus_nodes → node selection and attributes (here, with
+// CommTyper) → encode_dependencies → remove_dangling_nodes → check_acyclic → write.
+//
+// Which nodes are converted, as Chakra does it (reference/chakra_spec.md §2.4): every CPU and
+// METADATA node in input order, each followed by its GPU children; a GPU node whose launcher is
+// missing is not converted. ctrl_deps = [parent] when the parent was converted before the node
+// (Chakra mode: host traces list children before parents, so most of their nodes get none);
+// default mode writes [parent] whenever the parent is in the output. Default mode also keeps the
+// subtrees of nodes whose parent is missing, attached to the thread root of their tid.
+//
+// Durations: Chakra truncates exclusive_dur to whole µs (sub-µs kernels become 0, which ASTRA-sim
+// skips); default mode rounds to the nearest µs and writes at least 1 µs for any positive
+// duration, and writes start_time_micros from ts. Nodes named *Optimizer.step* get duration 0
+// (Chakra's rule) unless ConvertOptions::zero_optimizer_step is false.
+//
+// Output bytes are deterministic. Functions are thread-compatible (no shared state).
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "stages/convert/convert_model.h"
+#include "stages/common/status.h"
+
+namespace ChakraProtoMsg {
+class GlobalMetadata;
+class Node;
+}  // namespace ChakraProtoMsg
+
+namespace chakraflow {
+
+class EtWriter;
+
+struct ConvertReport {
+  uint64_t input_nodes = 0;
+  uint64_t output_nodes = 0;
+  uint64_t removed_dangling = 0;
+  uint64_t gpu_stream_edges = 0;
+  uint64_t sync_edges = 0;
+  uint64_t bytes_written = 0;
+  LinkStats stats;  // data problems that did not stop the conversion, by kind
+};
+
+// ET+ nodes → the Chakra nodes that are written, sorted by id, dependencies encoded and checked
+// for cycles. Data problems are added to `stats`.
+StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& trace, const ConvertOptions& options,
+                                      LinkStats& stats);
+
+// The step the trace recorded, in the device trace's clock (µs): from the first start to the last
+// end (ts + inclusive_dur, or exclusive_dur when larger) of the nodes linked to the device trace
+// (those with a ts). nullopt when no node has one (a plain host trace). Default mode writes it to
+// the GlobalMetadata as the double attrs step_start_us, step_end_us and step_time_us, the measured
+// step time `chakraflow simulate` compares its prediction with (docs/simulation.md).
+struct MeasuredStep {
+  double start_us = 0;
+  double end_us = 0;
+};
+std::optional<MeasuredStep> measured_step(const EtPlusTrace& trace);
+
+// The messages Chakra writes for the trace (default mode adds the measured step).
+void fill_global_metadata(const EtPlusTrace& trace, const ConvertOptions& options,
+                          ChakraProtoMsg::GlobalMetadata* metadata);
+// A node's six IOInfo strings (Python's str() of each list, stages/convert/python_repr.h), rendered from
+// the raw JSON the node points at (EtPlusTrace::raw_io); a missing list is "[]".
+struct RenderedIo {
+  std::string text;
+  std::string_view io[kIoFieldCount];  // into text
+};
+// Fails, naming the file, the node's byte offset and id, and the list, on a list that is not
+// well-formed JSON (the loader only checks that its brackets balance).
+Status render_io(const EtPlusTrace& trace, const EtPlusNode& node, RenderedIo& out);
+
+// `record` is one of `chakra`'s nodes (its communication attributes are in `chakra`). Fails as
+// render_io.
+Status fill_node(const EtPlusTrace& trace, const ChakraTrace& chakra,
+                 const ChakraNodeRecord& record, ChakraProtoMsg::Node* node);
+// The serialized bytes of fill_node's message, encoded directly (what write_chakra_trace writes:
+// no message objects per node). Replaces `out`.
+Status encode_node(const EtPlusTrace& trace, const ChakraTrace& chakra,
+                   const ChakraNodeRecord& record, std::string& out);
+
+// Writes the GlobalMetadata then every node (in id order) to `writer` (not committed).
+Status write_chakra_trace(const EtPlusTrace& trace, const ChakraTrace& chakra,
+                          const ConvertOptions& options, EtWriter& writer);
+
+// The whole converter: loads `input_path`, converts, and writes `output_path` atomically.
+Status convert_file(const std::string& input_path, const std::string& output_path,
+                    const ConvertOptions& options, ConvertReport* report);
+
+// The converter after reading: converts `trace` (from load_et_plus, read_et_plus_nodes or
+// read_linked_nodes) and writes `output_path` atomically.
+Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
+                     const ConvertOptions& options, ConvertReport* report);
+
+}  // namespace chakraflow

@@ -1,0 +1,269 @@
+#include "stages/feed/et_index.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "stages/feed/et_feeder.h"  // scan_node
+#include "stages/convert/et_io.h"
+#include "stages/common/wire_format.h"
+
+namespace chakraflow {
+namespace {
+
+bool is_gzip(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  unsigned char magic[2] = {0, 0};
+  const ssize_t n = ::pread(fd, magic, 2, 0);
+  ::close(fd);
+  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
+}  // namespace
+
+// Reads records of a plain file by offset through one block: a run of lookups in ascending file
+// order costs one pread per block, not one per record.
+struct EtIndex::BlockReader {
+  static constexpr size_t kBlock = size_t{256} << 10;
+  int fd = -1;
+  std::string path;
+  std::string block;
+  uint64_t block_start = 0;
+  size_t block_len = 0;
+
+  ~BlockReader() {
+    if (fd >= 0) ::close(fd);
+  }
+
+  Status read_at(uint64_t offset, char* dst, size_t n) {
+    while (n > 0) {
+      const ssize_t got = ::pread(fd, dst, n, static_cast<off_t>(offset));
+      if (got < 0 && errno == EINTR) continue;
+      if (got < 0) return Status::errorf("{}: cannot read at byte {}: {}", path, offset,
+                                         std::strerror(errno));
+      if (got == 0) {
+        return Status::errorf("{}: ends before byte {} (the file changed after it was indexed)",
+                              path, offset + n);
+      }
+      dst += got;
+      offset += static_cast<uint64_t>(got);
+      n -= static_cast<size_t>(got);
+    }
+    return Status();
+  }
+
+  Status get(uint64_t offset, uint32_t size, std::string* out) {
+    if (offset >= block_start && offset + size <= block_start + block_len) {
+      out->assign(block.data() + (offset - block_start), size);
+      return Status();
+    }
+    if (size > kBlock / 2) {  // a large record: straight into `out`
+      out->resize(size);
+      return read_at(offset, out->data(), size);
+    }
+    block.resize(kBlock);
+    block_start = offset & ~uint64_t{4095};
+    ssize_t got;
+    do {
+      got = ::pread(fd, block.data(), kBlock, static_cast<off_t>(block_start));
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) {
+      block_len = 0;
+      return Status::errorf("{}: cannot read at byte {}: {}", path, block_start,
+                            std::strerror(errno));
+    }
+    block_len = static_cast<size_t>(got);
+    if (offset + size > block_start + block_len) {
+      block_len = 0;
+      return Status::errorf("{}: ends before byte {} (the file changed after it was indexed)",
+                            path, offset + size);
+    }
+    out->assign(block.data() + (offset - block_start), size);
+    return Status();
+  }
+};
+
+EtIndex::~EtIndex() = default;
+
+StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(const std::string& path,
+                                                  const EtIndexOptions& options) {
+  CF_ASSIGN_OR_RETURN(EtReader reader, EtReader::open(path));
+  std::unique_ptr<EtIndex> index(new EtIndex());
+  EtIndex& x = *index;
+  x.path_ = path;
+  const bool keep_records = is_gzip(path);
+
+  // Pass over the file: ids, offsets, and every listed edge as (parent id, child index).
+  std::vector<std::pair<uint64_t, uint32_t>> edges;
+  std::vector<NodeId> data_deps;
+  std::vector<NodeId> ctrl_deps;
+  std::string_view record;
+  bool first = true;
+  while (true) {
+    const uint64_t record_index = reader.record_index();
+    const uint64_t offset = reader.offset();
+    CF_ASSIGN_OR_RETURN(bool more, reader.next_raw(&record));
+    if (!more) break;
+    if (first) {
+      first = false;
+      if (!first_record_is_node(record)) {
+        x.metadata_.assign(record.data(), record.size());
+        continue;
+      }
+      x.metadata_missing_ = true;
+    }
+    NodeHeader header;
+    data_deps.clear();
+    ctrl_deps.clear();
+    Status scanned = scan_node(record, &header, &data_deps, &ctrl_deps);
+    if (!scanned.ok()) {
+      return Status::errorf("{}: record #{} at byte {}: {}", path, record_index, offset,
+                            scanned.message());
+    }
+    if (x.ids_.size() >= kNoIndex - 1) {
+      return Status::errorf("{}: record #{} at byte {}: more than {} nodes", path, record_index,
+                            offset, kNoIndex - 1);
+    }
+    const auto child = static_cast<uint32_t>(x.ids_.size());
+    x.ids_.push_back(header.id);
+    if (keep_records) {
+      x.offsets_.push_back(x.records_.size());
+      x.records_.append(record.data(), record.size());
+    } else {
+      x.offsets_.push_back(offset + wire::varint_size(record.size()));
+    }
+    x.sizes_.push_back(static_cast<uint32_t>(record.size()));
+    if (options.data_deps) {
+      for (NodeId p : data_deps) edges.emplace_back(p, child);
+    }
+    if (options.ctrl_deps) {
+      for (NodeId p : ctrl_deps) edges.emplace_back(p, child);
+    }
+  }
+  x.deps_listed_ = edges.size();
+  const uint32_t n = x.size();
+
+  // id -> index.
+  if (n > 0) {
+    auto [lo, hi] = std::minmax_element(x.ids_.begin(), x.ids_.end());
+    const uint64_t span = *hi - *lo;
+    if (span < uint64_t{4} * n + 1024) {
+      x.id_base_ = *lo;
+      x.dense_.assign(span + 1, kNoIndex);
+      for (uint32_t i = 0; i < n; ++i) {
+        uint32_t& slot = x.dense_[x.ids_[i] - x.id_base_];
+        if (slot != kNoIndex) {
+          return Status::errorf("{}: record #{}: node id {} appears again (first at record #{})",
+                                path, x.record_number(i), x.ids_[i], x.record_number(slot));
+        }
+        slot = i;
+      }
+    } else {
+      x.sparse_.reserve(n);
+      for (uint32_t i = 0; i < n; ++i) x.sparse_.emplace_back(x.ids_[i], i);
+      std::sort(x.sparse_.begin(), x.sparse_.end());
+      for (size_t i = 1; i < x.sparse_.size(); ++i) {
+        if (x.sparse_[i].first == x.sparse_[i - 1].first) {
+          const uint32_t a = std::min(x.sparse_[i - 1].second, x.sparse_[i].second);
+          const uint32_t b = std::max(x.sparse_[i - 1].second, x.sparse_[i].second);
+          return Status::errorf("{}: record #{}: node id {} appears again (first at record #{})",
+                                path, x.record_number(b), x.ids_[b], x.record_number(a));
+        }
+      }
+    }
+  }
+  if (keep_records) {
+    x.records_.shrink_to_fit();  // offsets_ are into records_
+  } else {
+    x.fd_reader_ = std::make_unique<BlockReader>();
+    x.fd_reader_->path = path;
+    x.fd_reader_->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (x.fd_reader_->fd < 0) {
+      return Status::errorf("{}: cannot open again: {}", path, std::strerror(errno));
+    }
+  }
+
+  // Edges to (parent index, child index), dangling ones dropped; then counting sort by parent.
+  std::vector<uint64_t> count(static_cast<size_t>(n) + 1, 0);
+  size_t kept = 0;
+  for (const auto& [parent_id, child] : edges) {
+    const uint32_t parent = x.index_of(parent_id);
+    if (parent == kNoIndex) {
+      ++x.deps_dangling_;
+      if (options.keep_dangling) x.dangling_edges_.emplace_back(parent_id, child);
+      auto& ex = x.dangling_examples_;
+      if (std::find(ex.begin(), ex.end(), parent_id) == ex.end()) {
+        ex.push_back(parent_id);
+        std::sort(ex.begin(), ex.end());
+        if (ex.size() > 8) ex.pop_back();
+      }
+      continue;
+    }
+    edges[kept++] = {parent, child};
+    ++count[parent + 1];
+  }
+  edges.resize(kept);
+  std::sort(x.dangling_edges_.begin(), x.dangling_edges_.end());
+  x.dangling_edges_.erase(std::unique(x.dangling_edges_.begin(), x.dangling_edges_.end()),
+                          x.dangling_edges_.end());
+  for (uint32_t i = 0; i < n; ++i) count[i + 1] += count[i];
+  std::vector<uint32_t> children(kept);
+  {
+    std::vector<uint64_t> fill(count.begin(), count.end() - 1);
+    for (const auto& [parent, child] : edges) children[fill[parent]++] = child;
+  }
+  std::vector<std::pair<uint64_t, uint32_t>>().swap(edges);
+  // Per parent: ascending, distinct children; parents counted per child.
+  x.parent_count_.assign(n, 0);
+  x.child_begin_.assign(static_cast<size_t>(n) + 1, 0);
+  uint64_t out = 0;
+  for (uint32_t p = 0; p < n; ++p) {
+    auto b = children.begin() + static_cast<std::ptrdiff_t>(count[p]);
+    auto e = children.begin() + static_cast<std::ptrdiff_t>(count[p + 1]);
+    if (!std::is_sorted(b, e)) std::sort(b, e);
+    x.child_begin_[p] = out;
+    for (auto it = b; it != e; ++it) {
+      if (it != b && *it == *(it - 1)) {
+        ++x.deps_duplicate_;
+        continue;
+      }
+      children[out++] = *it;
+      ++x.parent_count_[*it];
+    }
+  }
+  x.child_begin_[n] = out;
+  children.resize(out);
+  children.shrink_to_fit();
+  x.children_ = std::move(children);
+  return index;
+}
+
+uint32_t EtIndex::index_of(uint64_t id) const {
+  if (!dense_.empty()) {
+    if (id < id_base_ || id - id_base_ >= dense_.size()) return kNoIndex;
+    return dense_[id - id_base_];
+  }
+  auto it = std::lower_bound(sparse_.begin(), sparse_.end(), std::make_pair(id, uint32_t{0}));
+  return it != sparse_.end() && it->first == id ? it->second : kNoIndex;
+}
+
+Status EtIndex::read_record(uint32_t index, std::string* out) const {
+  if (!fd_reader_) {
+    out->assign(records_.data() + offsets_[index], sizes_[index]);
+    return Status();
+  }
+  return fd_reader_->get(offsets_[index], sizes_[index], out);
+}
+
+uint64_t EtIndex::memory_bytes() const {
+  return ids_.capacity() * 8 + offsets_.capacity() * 8 + sizes_.capacity() * 4 +
+         parent_count_.capacity() * 4 + child_begin_.capacity() * 8 + children_.capacity() * 4 +
+         dense_.capacity() * 4 + sparse_.capacity() * 16 + records_.capacity() +
+         dangling_edges_.capacity() * 16;
+}
+
+}  // namespace chakraflow

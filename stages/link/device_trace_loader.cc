@@ -1,0 +1,545 @@
+#include "stages/link/device_trace_loader.h"
+
+#include <algorithm>
+#include <cctype>
+#include <unordered_map>
+
+#include "stages/common/file_io.h"
+#include "stages/common/json_util.h"
+
+namespace chakraflow {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+bool iequals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Kineto writes some ids as strings ("tid": "stream 7", pid "Spans"); map those to a stable
+// integer.
+int64_t id_from_text(std::string_view s) {
+  int64_t v = 0;
+  bool digits = !s.empty();
+  for (char c : s) {
+    if (c < '0' || c > '9') {
+      digits = false;
+      break;
+    }
+    v = v * 10 + (c - '0');
+    if (v > (int64_t{1} << 60)) {
+      digits = false;
+      break;
+    }
+  }
+  if (digits) return v;
+  uint64_t h = 1469598103934665603ull;  // FNV-1a, negative so it cannot collide with real ids
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+  return -static_cast<int64_t>(h >> 2) - 1;
+}
+
+// The key of the events array, as a JSON string literal (keys are compared with their quotes).
+constexpr std::string_view kEventsKey = "\"traceEvents\"";
+
+class DeviceParser {
+ public:
+  DeviceParser(DeviceTrace& t, size_t window_bytes)
+      : t_(t), text_(t.text), window_bytes_(window_bytes) {}
+
+  Status parse() {
+    if (text_.empty())
+      return Status::errorf("{}: empty file, expected a Kineto device trace", t_.path);
+    od::parser parser;
+    // Real traces take 250-350 bytes per event, generated ones ~190: reserving for 128 avoids
+    // growing by copying (the untouched tail of the reservation costs no memory).
+    t_.events.reserve(t_.text.size() / 128);
+    if (window_bytes_ > 0 && text_.size() > 2 * window_bytes_) {
+      EventWindows windows(*this);
+      t_.parse_windows =
+          json::read_array_in_windows(parser, t_.text.mutable_data(), t_.text.size(),
+                                      t_.text.capacity(), kEventsKey, window_bytes_, windows);
+      if (t_.parse_windows > 0) {
+        build_indices();
+        return Status();
+      }
+      // Not a text the windows can read, or a bad one: the whole document's parse reports it.
+      t_.events.clear();
+      t_.pg_names.clear();
+      t_.load_stats = LinkStats();
+      t_.flow_events = 0;
+      t_.arena.clear();
+    }
+    od::document doc;
+    auto err = json::iterate_document(parser, t_.text, &doc, &t_.invalid_utf8_bytes);
+    if (err) {
+      last_offset_ = json::locate_document_error(text_, err);
+      return fail(doc, err, "cannot parse JSON");
+    }
+    od::object root;
+    // A cut-off file fails here at byte 0: parse_*_text restates it at the end of the input.
+    if ((err = doc.get_object().get(root))) return fail(doc, err, "top level is not a JSON object");
+    bool saw_events = false;
+    uint64_t events_key_at = 0;
+    for (auto field_result : root) {
+      od::field field;
+      if ((err = std::move(field_result).get(field)))
+        return fail(doc, err, "invalid top-level field");
+      std::string_view key_literal = json::string_literal(field.key().raw(), end());
+      if (key_literal != kEventsKey) continue;  // deviceProperties etc. are skipped
+      const uint64_t key_at = json::offset_in(text_, key_literal.data());
+      if (saw_events) {
+        return Status::errorf("{}: byte {}: top-level key {} appears twice (first at byte {})",
+                              t_.path, key_at, kEventsKey, events_key_at);
+      }
+      saw_events = true;
+      events_key_at = key_at;
+      od::value events_value = field.value();
+      const char* at = nullptr;
+      if (events_value.current_location().get(at) == simdjson::SUCCESS) {
+        last_offset_ = json::offset_in(text_, at);
+      }
+      od::array events;
+      if ((err = events_value.get_array().get(events))) {
+        return fail(doc, err, "\"traceEvents\" is not an array");
+      }
+      size_t index = 0;
+      for (auto element : events) {
+        od::value value;
+        if ((err = std::move(element).get(value)))
+          return fail(doc, err, fmt::format("traceEvents[{}]", index));
+        const char* start = nullptr;
+        if ((err = value.current_location().get(start))) {
+          return fail(doc, err, fmt::format("traceEvents[{}]", index));
+        }
+        last_offset_ = json::offset_in(text_, start);
+        CF_RETURN_IF_ERROR(read_event(doc, value, index));
+        ++index;
+      }
+    }
+    if (!saw_events) {
+      return Status::errorf("{}: no \"traceEvents\" array: not a Kineto device trace", t_.path);
+    }
+    const char* trailing = nullptr;
+    if (doc.current_location().get(trailing) == simdjson::SUCCESS) {
+      return Status::errorf("{}: byte {}: unexpected content after the top-level object", t_.path,
+                            json::current_offset(doc, text_));
+    }
+    build_indices();
+    return Status();
+  }
+
+ private:
+  // traceEvents read a window at a time (the whole document's parse reports what they refuse).
+  class EventWindows final : public json::ArrayWindowReader {
+   public:
+    explicit EventWindows(DeviceParser& p) : p_(p) {}
+    bool root_field(od::field& field) override {
+      // deviceProperties etc. are skipped; a second traceEvents is left to the whole parse.
+      return json::string_literal(field.key().raw(), p_.end()) != kEventsKey;
+    }
+    bool element(od::document& doc, od::value& value, const char* start) override {
+      p_.last_offset_ = json::offset_in(p_.text_, start);
+      if (!p_.read_event(doc, value, index_).ok()) return false;
+      ++index_;
+      return true;
+    }
+
+   private:
+    DeviceParser& p_;
+    size_t index_ = 0;
+  };
+
+  // The event at last_offset_: kept, or counted when it is an ac2g flow event.
+  Status read_event(od::document& doc, od::value& value, size_t index) {
+    od::object obj;
+    if (auto err = value.get_object().get(obj)) {
+      return fail(doc, err, fmt::format("traceEvents[{}] is not an object", index));
+    }
+    // Read where it stays (a copy of 120 bytes per event saved); taken back unless it is kept.
+    DeviceEvent& e = t_.events.emplace_back();
+    e.byte_offset = last_offset_;
+    has_ph_ = false;
+    quoted_id_ = {};
+    Status read = parse_event(doc, obj, index, e);
+    if (read.ok() && e.cat != DeviceCategory::kOther) {
+      // Counted once the event is read whole (a window's cut element is read again).
+      if (!has_ph_) {
+        t_.load_stats.add("device event without \"ph\" (read as a complete event)",
+                          fmt::format("traceEvents[{}] at byte {}", index, e.byte_offset));
+      }
+      if (!quoted_id_.empty()) {
+        t_.load_stats.add(
+            "device event id given as a JSON string (read as its number)",
+            fmt::format("traceEvents[{}] at byte {}: \"{}\"", index, e.byte_offset, quoted_id_));
+      }
+    }
+    if (!read.ok() || e.cat == DeviceCategory::kAc2g) {
+      if (read.ok()) ++t_.flow_events;  // checked, counted, not kept: no stage reads them
+      // Its process group name, if any, is the last one in the side table.
+      if (e.pg_name != DeviceEvent::kNoPgName) t_.pg_names.pop_back();
+      t_.events.pop_back();
+    }
+    return read;
+  }
+
+  const char* end() const { return text_.data() + text_.size(); }
+
+  // The iterator cannot be asked where it is once it has failed: errors name the start of the
+  // element being read (last_offset_), which is where the user should look.
+  Status fail(od::document& doc, simdjson::error_code err, std::string_view what) {
+    (void)doc;
+    const char* hint = (err == simdjson::INCOMPLETE_ARRAY_OR_OBJECT || err == simdjson::TAPE_ERROR)
+                           ? " (the file is truncated or malformed after this point)"
+                           : "";
+    return Status::errorf("{}: byte {}: {}: {}{}", t_.path, last_offset_, what,
+                          simdjson::error_message(err), hint);
+  }
+  uint64_t last_offset_ = 0;
+  // Of the event being read: whether it has "ph"; the first linking id given as a string.
+  bool has_ph_ = false;
+  std::string_view quoted_id_;
+
+  Status event_error(const DeviceEvent& e, size_t index, std::string_view what) {
+    return Status::errorf("{}: byte {}: traceEvents[{}]: {}", t_.path, e.byte_offset, index, what);
+  }
+
+  Status read_literal(od::value& v, const DeviceEvent& e, size_t index, std::string_view what,
+                      std::string_view* literal, std::string_view* unescaped) {
+    // The literal ends where the structural index says its token ends (no scan for the quote).
+    const std::string_view token = json::token(v);
+    od::raw_json_string raw;
+    if (v.get_raw_json_string().get(raw)) {
+      return event_error(e, index, fmt::format("\"{}\" is not a string", what));
+    }
+    *literal = token;
+    auto s = json::unescape_literal(*literal, t_.arena);
+    if (!s) return event_error(e, index, fmt::format("\"{}\" holds an invalid escape", what));
+    *unescaped = *s;
+    return Status();
+  }
+
+  // `part` (inside the event's text) as a span relative to the event's start.
+  Status span_in_event(const DeviceEvent& e, size_t index, std::string_view part, Span* out) {
+    const uint64_t begin = json::offset_in(text_, part.data()) - e.byte_offset;
+    if (begin + part.size() > UINT32_MAX) {
+      return event_error(e, index, "the event is larger than 4 GiB");
+    }
+    *out = Span{static_cast<uint32_t>(begin), static_cast<uint32_t>(begin + part.size())};
+    return Status();
+  }
+
+  // Integer-like id fields: numbers, integral doubles, or strings (`quoted` is then set to the
+  // string).
+  bool read_id(od::value& v, int64_t* out, std::string_view* quoted = nullptr) {
+    od::json_type type;
+    if (v.type().get(type)) return false;
+    if (type == od::json_type::number) {
+      if (json::get_int64(v, out)) return true;
+      uint64_t u;
+      if (json::get_uint64(v, &u)) {  // ids above int64: keep the bit pattern
+        *out = static_cast<int64_t>(u);
+        return true;
+      }
+      return false;
+    }
+    if (type == od::json_type::string) {
+      std::string_view s;
+      if (v.get_string().get(s)) return false;
+      *out = id_from_text(s);
+      if (quoted != nullptr && quoted->empty()) *quoted = s;
+      return true;
+    }
+    return false;
+  }
+
+  Status read_time(od::value& v, const DeviceEvent& e, size_t index, std::string_view what,
+                   TimeNs* out, bool* fractional) {
+    od::json_type type{};  // read below even when type() failed
+    if (v.type().get(type) || type != od::json_type::number) {
+      // Some exporters quote numbers; accept "123.4" but nothing else.
+      std::string_view s;
+      if (type == od::json_type::string && !v.get_string().get(s) &&
+          json::parse_micros_as_ns(s, out, fractional)) {
+        return Status();
+      }
+      return event_error(e, index, fmt::format("\"{}\" is not a number", what));
+    }
+    const std::string_view token = json::token(v);
+    if (!json::parse_micros_as_ns(token, out, fractional)) {
+      return event_error(
+          e, index,
+          fmt::format("\"{}\" ({}) is not a finite number of int64 nanoseconds", what, token));
+    }
+    return Status();
+  }
+
+  Status parse_event(od::document& doc, od::object obj, size_t index, DeviceEvent& e) {
+    std::string_view cat;
+    bool has_ts = false;
+    for (auto field_result : obj) {
+      if (field_result.error()) return event_error(e, index, "invalid field");
+      od::field& field = field_result.value_unsafe();  // a reference: copies of it stall
+      const std::string_view key = json::raw_key(field);
+      od::value& v = field.value();
+      if (json::equals(key, "ph")) {
+        std::string_view lit, s;
+        CF_RETURN_IF_ERROR(read_literal(v, e, index, "ph", &lit, &s));
+        e.ph = s.empty() ? 0 : s[0];
+        has_ph_ = !s.empty();
+      } else if (json::equals(key, "cat")) {
+        std::string_view lit;
+        CF_RETURN_IF_ERROR(read_literal(v, e, index, "cat", &lit, &cat));
+      } else if (json::equals(key, "name")) {
+        od::json_type type;
+        if (v.type().get(type) == simdjson::SUCCESS && type != od::json_type::string) continue;
+        std::string_view literal;
+        CF_RETURN_IF_ERROR(read_literal(v, e, index, "name", &literal, &e.name));
+        CF_RETURN_IF_ERROR(span_in_event(e, index, literal, &e.name_literal));
+      } else if (json::equals(key, "ts")) {
+        bool frac = false;
+        CF_RETURN_IF_ERROR(read_time(v, e, index, "ts", &e.ts, &frac));
+        if (frac) e.flags |= kTsFractional;
+        has_ts = true;
+      } else if (json::equals(key, "dur")) {
+        od::json_type type;
+        if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) continue;
+        bool frac = false;
+        CF_RETURN_IF_ERROR(read_time(v, e, index, "dur", &e.dur, &frac));
+        e.flags |= kHasDur;
+        if (frac) e.flags |= kDurFractional;
+      } else if (json::equals(key, "tid")) {
+        if (read_id(v, &e.tid)) e.flags |= kHasTid;
+      } else if (json::equals(key, "pid")) {
+        read_id(v, &e.pid);
+      } else if (json::equals(key, "args")) {
+        const char* args_start = nullptr;
+        od::object args;
+        if (v.current_location().get(args_start) || v.get_object().get(args)) continue;
+        CF_RETURN_IF_ERROR(parse_args(args, index, e));
+        // Keep the raw text of args for stages that read more of it (synchronization events).
+        const char* after = nullptr;
+        if (doc.current_location().get(after)) after = end();
+        while (after > args_start && after[-1] != '}') --after;
+        CF_RETURN_IF_ERROR(span_in_event(
+            e, index, std::string_view(args_start, static_cast<size_t>(after - args_start)),
+            &e.args));
+      }
+    }
+    // Times are int64 nanoseconds: bounding ts, dur and their sum to ±2^62 ns (146 years) keeps
+    // every end time, and every difference of two times that the stages take, within int64.
+    constexpr TimeNs kTimeLimit = TimeNs{1} << 62;
+    const auto in_range = [](TimeNs t) { return t > -kTimeLimit && t < kTimeLimit; };
+    if (!in_range(e.ts) || !in_range(e.dur) || !in_range(e.ts + e.dur)) {
+      return event_error(e, index, "\"ts\", \"dur\" or their sum is beyond ±2^62 ns (146 years)");
+    }
+    e.cat = classify_category(cat);
+    // A negative duration, or a negative start of an op (a time before the trace's epoch), would
+    // be carried into ET+ and lost from the .et (whose times are unsigned): the trace is corrupt.
+    if (e.dur < 0) {
+      return event_error(e, index, fmt::format("\"dur\" is negative ({} ns)", e.dur));
+    }
+    if (e.ts < 0 && e.cat != DeviceCategory::kOther) {
+      return event_error(e, index,
+                         fmt::format("\"{}\" event with a negative \"ts\" ({} ns)", cat, e.ts));
+    }
+    // Only metadata events ("ph": "M") come without a time; an op without one cannot be ordered.
+    if (!has_ts && e.cat != DeviceCategory::kOther) {
+      return event_error(e, index, fmt::format("\"{}\" event without \"ts\"", cat));
+    }
+    if ((e.cat == DeviceCategory::kCpuOp || e.cat == DeviceCategory::kUserAnnotation) &&
+        e.name.find("ProfilerStep") != std::string_view::npos) {
+      e.flags |= kProfilerStep;
+    }
+    return Status();
+  }
+
+  Status parse_args(od::object args, size_t index, DeviceEvent& e) {
+    for (auto field_result : args) {
+      if (field_result.error()) return event_error(e, index, "invalid \"args\"");
+      od::field& field = field_result.value_unsafe();
+      const std::string_view key = json::raw_key(field);
+      od::value& v = field.value();
+      int64_t id = 0;
+      // The ids that link events to each other: a string is read, and counted.
+      if (json::equals(key, "External id")) {
+        if (read_id(v, &id, &quoted_id_)) {
+          e.external_id = id;
+          e.flags |= kHasExternalId;
+        }
+      } else if (json::equals(key, "correlation")) {
+        if (read_id(v, &id, &quoted_id_)) {
+          e.correlation = id;
+          e.flags |= kHasCorrelation;
+        }
+      } else if (json::equals(key, "stream")) {
+        od::json_type type;
+        if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) {
+          e.flags |= kStreamNull;
+        } else if (read_id(v, &id)) {
+          e.stream = id;
+          e.flags |= kHasStream;
+        }
+      } else if (json::equals(key, "device")) {
+        if (read_id(v, &id)) {
+          e.device = id;
+          e.flags |= kHasDevice;
+        }
+      } else if (json::equals(key, "Record function id")) {
+        if (read_id(v, &id, &quoted_id_) && id > 0) {
+          e.rf_id = static_cast<uint64_t>(id);
+          e.flags |= kHasRfId;
+        }
+      } else if (json::equals(key, "Process Group Name")) {
+        od::json_type type;
+        if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::string) {
+          std::string_view lit, pg_name;
+          CF_RETURN_IF_ERROR(read_literal(v, e, index, "Process Group Name", &lit, &pg_name));
+          if (e.pg_name == DeviceEvent::kNoPgName) {
+            e.pg_name = static_cast<uint32_t>(t_.pg_names.size());
+            t_.pg_names.push_back(pg_name);
+          } else {
+            t_.pg_names[e.pg_name] = pg_name;  // a second one replaces the first, as before
+          }
+        }
+      }
+    }
+    return Status();
+  }
+
+  void build_indices() {
+    const auto& ev = t_.events;
+    for (uint32_t i = 0; i < ev.size(); ++i) {
+      const DeviceEvent& e = ev[i];
+      switch (e.cat) {
+        case DeviceCategory::kCpuOp:
+        case DeviceCategory::kUserAnnotation:
+          if (!e.has(kProfilerStep)) {
+            t_.cpu_ops.push_back({i});
+            if (e.has(kHasRfId)) t_.has_rf_ids = true;
+          }
+          break;
+        case DeviceCategory::kCudaRuntime:
+        case DeviceCategory::kCudaDriver:
+          t_.launches.push_back({i});
+          break;
+        case DeviceCategory::kKernel:
+        case DeviceCategory::kGpuMemcpy:
+        case DeviceCategory::kGpuMemset:
+          t_.gpu_ops.push_back({i});
+          break;
+        case DeviceCategory::kOther:
+          if (!e.args.empty() && e.has(kHasCorrelation)) t_.other_with_args.push_back({i});
+          break;
+        default:
+          break;
+      }
+    }
+    // By (ts, file order): the lists are in file order, so the index breaks ties. The keys are
+    // copied out of the events, so that the sort does not wander over them.
+    std::vector<std::pair<TimeNs, uint32_t>> keys;
+    auto sort_by_ts = [&](std::vector<DeviceEventIdx>& list) {
+      keys.clear();
+      keys.reserve(list.size());
+      for (DeviceEventIdx i : list) keys.emplace_back(ev[i.value].ts, i.value);
+      if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());
+      for (size_t k = 0; k < keys.size(); ++k) list[k] = DeviceEventIdx{keys[k].second};
+    };
+    sort_by_ts(t_.cpu_ops);
+    sort_by_ts(t_.launches);
+    sort_by_ts(t_.gpu_ops);
+    group_cpu_ops_by_thread();
+  }
+
+  void group_cpu_ops_by_thread() {
+    std::vector<uint32_t> thread_of(t_.cpu_ops.size());
+    std::vector<uint32_t> count;
+    std::unordered_map<int64_t, uint32_t> slot;
+    // Ops come in runs of one thread: the last thread's slot saves most lookups.
+    int64_t last_tid = 0;
+    uint32_t last_slot = UINT32_MAX;
+    for (size_t k = 0; k < t_.cpu_ops.size(); ++k) {
+      const int64_t tid = t_[t_.cpu_ops[k]].tid;
+      if (last_slot == UINT32_MAX || tid != last_tid) {
+        auto [it, inserted] = slot.try_emplace(tid, static_cast<uint32_t>(count.size()));
+        if (inserted) count.push_back(0);
+        last_tid = tid;
+        last_slot = it->second;
+      }
+      thread_of[k] = last_slot;
+      ++count[last_slot];
+    }
+    t_.thread_begin.assign(count.size() + 1, 0);
+    for (size_t k = 0; k < count.size(); ++k)
+      t_.thread_begin[k + 1] = t_.thread_begin[k] + count[k];
+    t_.cpu_ops_by_thread.resize(t_.cpu_ops.size());
+    std::vector<uint32_t> fill(t_.thread_begin.begin(), t_.thread_begin.end() - 1);
+    for (size_t k = 0; k < t_.cpu_ops.size(); ++k) {
+      t_.cpu_ops_by_thread[fill[thread_of[k]]++] = t_.cpu_ops[k];
+    }
+  }
+
+  DeviceTrace& t_;
+  std::string_view text_;
+  size_t window_bytes_;
+};
+
+}  // namespace
+
+DeviceCategory classify_category(std::string_view cat) {
+  if (json::equals(cat, "cpu_op") || iequals(cat, "operator")) return DeviceCategory::kCpuOp;
+  if (json::equals(cat, "user_annotation") || iequals(cat, "user_annotation") ||
+      iequals(cat, "user annotation")) {
+    return DeviceCategory::kUserAnnotation;
+  }
+  if (json::equals(cat, "cuda_runtime") || iequals(cat, "runtime") ||
+      iequals(cat, "cuda_runtime")) {
+    return DeviceCategory::kCudaRuntime;
+  }
+  if (json::equals(cat, "cuda_driver") || iequals(cat, "cuda_driver") || iequals(cat, "driver")) {
+    return DeviceCategory::kCudaDriver;
+  }
+  if (json::equals(cat, "kernel") || iequals(cat, "kernel")) return DeviceCategory::kKernel;
+  if (json::equals(cat, "gpu_memcpy") || iequals(cat, "memcpy") || iequals(cat, "gpu_memcpy")) {
+    return DeviceCategory::kGpuMemcpy;
+  }
+  if (json::equals(cat, "gpu_memset") || iequals(cat, "memset") || iequals(cat, "gpu_memset")) {
+    return DeviceCategory::kGpuMemset;
+  }
+  if (json::equals(cat, "ac2g")) return DeviceCategory::kAc2g;
+  return DeviceCategory::kOther;
+}
+
+namespace {
+
+StatusOr<DeviceTrace> parse_device_text(std::string path, InputText text, size_t window_bytes) {
+  DeviceTrace trace;
+  trace.path = std::move(path);
+  trace.text = std::move(text);
+  CF_RETURN_IF_ERROR(
+      json::explain_truncation(DeviceParser(trace, window_bytes).parse(), trace.path, trace.text));
+  return trace;
+}
+
+}  // namespace
+
+StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text) {
+  return parse_device_text(std::move(path), InputText(std::move(text)), kDeviceWindowBytes);
+}
+
+StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text, size_t window_bytes) {
+  return parse_device_text(std::move(path), InputText(std::move(text)), window_bytes);
+}
+
+StatusOr<DeviceTrace> load_device_trace(const std::string& path) {
+  CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path));
+  return parse_device_text(path, std::move(text), kDeviceWindowBytes);
+}
+
+}  // namespace chakraflow

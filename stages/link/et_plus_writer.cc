@@ -1,0 +1,235 @@
+#include "stages/link/et_plus_writer.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <charconv>
+
+#include "stages/common/json_util.h"
+
+namespace chakraflow {
+namespace {
+
+constexpr size_t kChunk = 1 << 20;
+
+class Writer {
+ public:
+  Writer(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
+         const LinkOptions& options, const ByteSink& sink)
+      : host_(host), dev_(device), linked_(linked), opt_(options), sink_(sink) {
+    buf_.reserve(kChunk + 4096);
+  }
+
+  Status run() {
+    CF_RETURN_IF_ERROR(write_document(buf_, host_, [this] {
+      write_nodes();
+      return Status();
+    }));
+    flush();
+    return Status();
+  }
+
+ private:
+  struct Splice {
+    Span span;
+    std::string_view text;
+  };
+
+  void maybe_flush() {
+    if (buf_.size() >= kChunk) flush();
+  }
+  void flush() {
+    if (!buf_.empty()) sink_(buf_);
+    buf_.clear();
+  }
+
+  void append_minified(std::string_view s) { json::append_minified(buf_, s); }
+
+  void append_uint(uint64_t v) { json::append_uint(buf_, v); }
+  void append_int(int64_t v) { json::append_int(buf_, v); }
+
+  // Writes `raw` (a JSON object) with spans replaced, minus its closing brace.
+  void write_spliced(std::string_view raw, Splice* splices, size_t n) {
+    for (size_t a = 1; a < n; ++a) {  // insertion sort by position (n <= 3)
+      for (size_t b = a; b > 0 && splices[b].span.begin < splices[b - 1].span.begin; --b) {
+        std::swap(splices[b], splices[b - 1]);
+      }
+    }
+    size_t pos = 0;
+    for (size_t k = 0; k < n; ++k) {
+      if (splices[k].span.empty() && splices[k].span.begin == 0) continue;
+      append_minified(raw.substr(pos, splices[k].span.begin - pos));
+      buf_.append(splices[k].text);
+      pos = splices[k].span.end;
+    }
+    size_t close = raw.size() - 1;  // the node's '}'
+    append_minified(raw.substr(pos, close - pos));
+  }
+
+  static std::string_view number(std::string& storage, uint64_t v) {
+    storage.clear();
+    char tmp[24];
+    auto r = std::to_chars(tmp, tmp + sizeof(tmp), v);
+    storage.assign(tmp, static_cast<size_t>(r.ptr - tmp));
+    return storage;
+  }
+
+  void append_timing(TimeNs inclusive, TimeNs exclusive, TimeNs ts, const LinkedHostOp& owner) {
+    buf_.append(",\"inclusive_dur\":");
+    json::append_micros(buf_, inclusive);
+    buf_.append(",\"exclusive_dur\":");
+    json::append_micros(buf_, exclusive);
+    buf_.append(",\"ts\":");
+    json::append_micros(buf_, ts);
+    buf_.append(",\"inter_thread_dep\":");
+    if (owner.inter_thread_dep.valid()) {
+      append_uint(linked_.ops[owner.inter_thread_dep.value].new_id);
+    } else {
+      buf_.append("null");
+    }
+  }
+
+  bool remap_parent_key(const HostNode& n) const {
+    if (n.parent_key == ParentKey::kCtrlDeps) return true;
+    return n.parent_key == ParentKey::kParent && opt_.compat == Compat::kDefault;
+  }
+
+  void write_nodes() {
+    buf_.append("[\n");
+    bool first = true;
+    std::string id_text, parent_text, cpu_id_text;
+    size_t gpu_sync_next = 0;  // cursor in linked_.gpu_sync_deps
+    for (uint32_t i = 0; i < host_.nodes.size(); ++i) {
+      const HostNode& n = host_.nodes[i];
+      const LinkedHostOp& op = linked_.ops[i];
+      if (!first) buf_.append(",\n");
+      first = false;
+      // The host node.
+      Splice splices[3];
+      size_t ns = 0;
+      splices[ns++] = {n.id_value, number(id_text, op.new_id)};
+      if (op.parent_state != ParentState::kNone && remap_parent_key(n)) {
+        splices[ns++] = {n.parent_value, number(parent_text, op.new_parent)};
+      }
+      write_spliced(n.raw, splices, ns);
+      if (op.device_event.valid()) {
+        const DeviceEvent& e = dev_[op.device_event];
+        append_timing(e.dur, op.exclusive, e.ts, op);
+      }
+      const std::span<const uint64_t> sync = linked_.sync_deps[i];
+      if (!sync.empty()) {
+        buf_.append(",\"sync_dep\":[");
+        for (size_t k = 0; k < sync.size(); ++k) {
+          if (k) buf_.push_back(',');
+          append_uint(sync[k]);
+        }
+        buf_.push_back(']');
+      }
+      buf_.push_back('}');
+      maybe_flush();
+      // Its GPU ops.
+      number(cpu_id_text, op.new_id);
+      for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
+        const DeviceEvent& g = dev_[linked_.gpu_events[k]];
+        buf_.append(",\n");
+        size_t ng = 0;
+        splices[ng++] = {n.id_value, number(id_text, linked_.gpu_new_id(op, k - op.gpu_begin))};
+        splices[ng++] = {n.name_value, dev_.name_raw(g)};
+        bool ctrl_in_place = n.parent_key == ParentKey::kCtrlDeps;
+        if (ctrl_in_place ||
+            (n.parent_key == ParentKey::kParent && opt_.compat == Compat::kDefault)) {
+          splices[ng++] = {n.parent_value, cpu_id_text};
+        }
+        write_spliced(n.raw, splices, ng);
+        append_timing(g.dur, g.dur, g.ts, op);
+        if (!ctrl_in_place) {
+          buf_.append(",\"ctrl_deps\":");
+          buf_.append(cpu_id_text);
+        }
+        buf_.append(",\"cat\":\"");
+        buf_.append(category_name(g.cat));
+        buf_.append("\",\"ph\":");
+        if (g.ph) {
+          buf_.push_back('"');
+          buf_.push_back(g.ph);
+          buf_.push_back('"');
+        } else {
+          buf_.append("null");
+        }
+        buf_.append(",\"stream\":");
+        if (g.has(kHasStream))
+          append_int(g.stream);
+        else
+          buf_.append("null");
+        if (const std::string_view pg_name = dev_.pg_name(g);
+            !pg_name.empty() && g.name.find("ncclDevKernel") != std::string_view::npos) {
+          buf_.append(",\"pg_name\":");
+          json::append_escaped(buf_, pg_name);
+        }
+        // GPU-to-GPU sync dependencies (sorted by position, so one cursor serves all nodes).
+        const auto& gpu_sync = linked_.gpu_sync_deps;
+        if (gpu_sync_next < gpu_sync.size() && gpu_sync[gpu_sync_next].gpu_position == k) {
+          buf_.append(",\"sync_dep\":[");
+          for (bool first_dep = true;
+               gpu_sync_next < gpu_sync.size() && gpu_sync[gpu_sync_next].gpu_position == k;
+               ++gpu_sync_next, first_dep = false) {
+            if (!first_dep) buf_.push_back(',');
+            append_uint(gpu_sync[gpu_sync_next].dep_id);
+          }
+          buf_.push_back(']');
+        }
+        buf_.push_back('}');
+        maybe_flush();
+      }
+    }
+    buf_.append("\n]");
+  }
+
+  static std::string_view category_name(DeviceCategory c) {
+    switch (c) {
+      case DeviceCategory::kKernel:
+        return "kernel";
+      case DeviceCategory::kGpuMemcpy:
+        return "gpu_memcpy";
+      case DeviceCategory::kGpuMemset:
+        return "gpu_memset";
+      default:
+        return "gpu_op";
+    }
+  }
+
+  const HostTrace& host_;
+  const DeviceTrace& dev_;
+  const LinkedTrace& linked_;
+  const LinkOptions& opt_;
+  const ByteSink& sink_;
+  std::string buf_;
+};
+
+}  // namespace
+
+Status write_document(std::string& buf, const HostTrace& host,
+                      const std::function<Status()>& write_nodes) {
+  buf.push_back('{');
+  bool first = true;
+  for (const TopLevelField& f : host.top_level) {
+    if (!first) buf.push_back(',');
+    first = false;
+    buf.append(f.key_raw);
+    buf.push_back(':');
+    if (f.is_nodes) {
+      CF_RETURN_IF_ERROR(write_nodes());
+    } else {
+      json::append_minified(buf, f.value_raw);
+    }
+  }
+  buf.append("}\n");
+  return Status();
+}
+
+Status write_et_plus(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
+                     const LinkOptions& options, const ByteSink& sink) {
+  return Writer(host, device, linked, options, sink).run();
+}
+
+}  // namespace chakraflow

@@ -1,0 +1,36 @@
+// Stage 3: per-thread exclusive durations of CPU ops (cpu_op / user_annotation).
+//
+// An op's exclusive duration is its duration minus the union of the intervals of the ops nested in
+// it on the same thread. Computed with one stack sweep per thread over the ops sorted by
+// (ts asc, end desc): O(n log n), unlike Chakra's nested scan.
+//
+// Compat::kChakra reproduces Chakra's result: it sorts by (ts, dur), so a child that starts at the
+// same ts as its parent sorts before it and is not subtracted (spec §5 #8). Compat::kDefault
+// subtracts it. Partially overlapping (non-nested) ops on one thread are not subtracted.
+#pragma once
+
+#include <vector>
+
+#include "stages/link/link_options.h"
+#include "stages/link/trace_model.h"
+
+namespace chakraflow {
+
+struct ExclusiveDurations {
+  // Indexed by DeviceEventIdx; meaningful for CPU ops, equal to dur for every other event.
+  std::vector<TimeNs> by_event;
+  TimeNs operator[](DeviceEventIdx i) const { return by_event[i.value]; }
+};
+
+ExclusiveDurations compute_exclusive_durations(const DeviceTrace& trace, Compat compat);
+
+// CPU ops of each thread, in (ts, file order), threads in order of first appearance: the device
+// loader's grouping (DeviceTrace::cpu_ops_by_thread), as one vector per thread. Shared by the
+// per-thread stages.
+std::vector<std::vector<DeviceEventIdx>> cpu_ops_by_thread(const DeviceTrace& trace);
+
+// Sorts one thread's ops (as cpu_ops_by_thread gives them) in nesting order: by ts, then by end
+// descending, so that a parent comes before everything it contains; ties keep the order given.
+void sort_in_nesting_order(const DeviceTrace& trace, std::vector<DeviceEventIdx>& ops);
+
+}  // namespace chakraflow

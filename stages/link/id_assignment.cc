@@ -1,0 +1,337 @@
+#include "stages/link/id_assignment.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+namespace chakraflow {
+namespace {
+
+constexpr std::string_view kThreadRoot = "[pytorch|profiler|execution_trace|thread]";
+constexpr std::string_view kThreadRootLegacy = "[pytorch|profiler|execution_graph|thread]";
+
+// The GPU nodes of the output by device event: position in gpu_events and new id.
+class GpuNodeIndex {
+ public:
+  struct Node {
+    uint32_t event = 0;
+    uint32_t position = 0;
+    uint64_t id = 0;
+  };
+  explicit GpuNodeIndex(const LinkedTrace& linked) {
+    nodes_.reserve(linked.gpu_events.size());
+    for (const LinkedHostOp& op : linked.ops) {
+      for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
+        nodes_.push_back({linked.gpu_events[k].value, k, linked.gpu_new_id(op, k - op.gpu_begin)});
+      }
+    }
+    std::sort(nodes_.begin(), nodes_.end(),
+              [](const Node& a, const Node& b) { return a.event < b.event; });
+  }
+  const Node* find(DeviceEventIdx e) const {
+    auto it = std::lower_bound(nodes_.begin(), nodes_.end(), e.value,
+                               [](const Node& n, uint32_t v) { return n.event < v; });
+    return it != nodes_.end() && it->event == e.value ? &*it : nullptr;
+  }
+
+ private:
+  std::vector<Node> nodes_;
+};
+
+// The host op that takes over a CPU waiter's wait: the waiter's own, else that of the next CPU op
+// of its thread (in (ts, file order)) that has one. Per-thread tables are built on first use.
+class HostWaiterResolver {
+ public:
+  HostWaiterResolver(const DeviceTrace& device, const HostDeviceMap& mapping)
+      : device_(device), mapping_(mapping) {}
+
+  HostNodeIdx resolve(DeviceEventIdx waiter) {
+    HostNodeIdx own = mapping_.host_of[waiter.value];
+    if (own.valid()) return own;
+    if (threads_.empty()) build();
+    auto it = threads_.find(device_[waiter].tid);
+    if (it == threads_.end()) return {};
+    Thread& t = it->second;
+    if (t.next_linked.empty()) {
+      // next_linked[p]: the first position >= p whose op has a host op (ops.size() if none).
+      t.next_linked.resize(t.ops.size() + 1, static_cast<uint32_t>(t.ops.size()));
+      for (size_t p = t.ops.size(); p-- > 0;) {
+        t.next_linked[p] = mapping_.host_of[t.ops[p].value].valid() ? static_cast<uint32_t>(p)
+                                                                    : t.next_linked[p + 1];
+      }
+    }
+    TimeNs ts = device_[waiter].ts;
+    auto p = std::lower_bound(t.ops.begin(), t.ops.end(), ts,
+                              [this](DeviceEventIdx e, TimeNs v) { return device_[e].ts < v; });
+    while (p != t.ops.end() && *p != waiter) ++p;
+    if (p == t.ops.end()) return {};
+    uint32_t q = t.next_linked[static_cast<size_t>(p - t.ops.begin())];
+    return q < t.ops.size() ? mapping_.host_of[t.ops[q].value] : HostNodeIdx{};
+  }
+
+ private:
+  struct Thread {
+    std::vector<DeviceEventIdx> ops;  // (ts, file order)
+    std::vector<uint32_t> next_linked;
+  };
+  void build() {
+    for (auto& ops : cpu_ops_by_thread(device_)) {
+      int64_t tid = device_[ops.front()].tid;
+      threads_[tid].ops = std::move(ops);
+    }
+  }
+
+  const DeviceTrace& device_;
+  const HostDeviceMap& mapping_;
+  std::unordered_map<int64_t, Thread> threads_;
+};
+
+// Translates the synchronization dependencies to new ids (see id_assignment.h).
+void add_sync_dependencies(const LinkInputs& in, LinkedTrace& out) {
+  const SyncDependencies& sync = *in.sync;
+  const GpuNodeIndex nodes(out);
+  HostWaiterResolver waiters(in.device, in.mapping);
+  SyncSummary& summary = out.sync;
+  summary.calls = sync.calls.size();
+  summary.inferred = sync.inferred;
+
+  // Per call, for the report: does it yield dependencies (else it is outside the linked window).
+  for (const SyncCall& c : sync.calls) {
+    if (c.problem != SyncProblem::kNone) continue;
+    ++summary.calls_resolved;
+    bool written = c.kind == SyncKind::kStreamWait ? nodes.find(c.waiter) != nullptr
+                                                   : waiters.resolve(c.waiter).valid();
+    for (uint32_t k = c.targets_begin; written && k < c.targets_end; ++k) {
+      if (nodes.find(sync.targets[k])) {
+        ++summary.calls_emitted;
+        break;
+      }
+    }
+  }
+
+  // CPU waits -> host nodes, again only the last target per stream once waits are merged.
+  std::vector<std::pair<uint32_t, DeviceEventIdx>> host_waits;
+  for (const SyncEdge& e : sync.cpu_waits) {
+    HostNodeIdx h = waiters.resolve(e.waiter);
+    if (!h.valid()) {
+      ++summary.dropped_unlinked_waiter;
+    } else if (nodes.find(e.target) == nullptr) {
+      ++summary.dropped_orphan_target;
+    } else {
+      host_waits.emplace_back(h.value, e.target);
+    }
+  }
+  std::sort(host_waits.begin(), host_waits.end());
+  std::vector<DeviceEventIdx> targets;
+  std::vector<uint64_t> ids;
+  for (size_t i = 0; i < host_waits.size();) {
+    uint32_t h = host_waits[i].first;
+    targets.clear();
+    for (; i < host_waits.size() && host_waits[i].first == h; ++i)
+      targets.push_back(host_waits[i].second);
+    keep_last_per_stream(in.device, targets);
+    ids.clear();
+    for (DeviceEventIdx t : targets) ids.push_back(nodes.find(t)->id);
+    std::sort(ids.begin(), ids.end());
+    out.sync_deps.add(h, ids);  // h ascending (host_waits is sorted)
+    summary.host_deps += ids.size();
+  }
+
+  // GPU waits -> GPU nodes.
+  for (const SyncEdge& e : sync.gpu_waits) {
+    const GpuNodeIndex::Node* w = nodes.find(e.waiter);
+    const GpuNodeIndex::Node* t = nodes.find(e.target);
+    if (w == nullptr) {
+      ++summary.dropped_unlinked_waiter;
+    } else if (t == nullptr) {
+      ++summary.dropped_orphan_target;
+    } else {
+      out.gpu_sync_deps.push_back({w->position, t->id});
+    }
+  }
+  std::sort(out.gpu_sync_deps.begin(), out.gpu_sync_deps.end());
+  out.gpu_sync_deps.erase(std::unique(out.gpu_sync_deps.begin(), out.gpu_sync_deps.end()),
+                          out.gpu_sync_deps.end());
+  summary.gpu_deps = out.gpu_sync_deps.size();
+
+  out.stats.add_count(
+      "sync dependency dropped: the GPU op it waits on is not written (orphan, or outside the "
+      "linked window)",
+      summary.dropped_orphan_target);
+  out.stats.add_count(
+      "sync dependency dropped: the waiting op is not written (outside the linked window)",
+      summary.dropped_unlinked_waiter);
+}
+
+// The index of `id` in the ascending `ids`, or -1: searched from `hint` outwards, in steps that
+// double, then by bisection (O(log distance)).
+int64_t find_id_near(const std::vector<uint64_t>& ids, uint64_t id, size_t hint) {
+  const size_t n = ids.size();
+  if (n == 0) return -1;
+  hint = std::min(hint, n - 1);
+  size_t lo = 0, hi = n;  // the answer is in [lo, hi)
+  if (ids[hint] < id) {
+    lo = hint + 1;
+    size_t bound = lo, step = 1;
+    while (bound < n && ids[bound] < id) {
+      lo = bound + 1;
+      bound += step;
+      step *= 2;
+    }
+    hi = std::min(bound + 1, n);
+  } else {
+    hi = hint + 1;
+    lo = hint;
+    size_t step = 1;
+    while (lo > 0 && ids[lo - 1] >= id) {
+      hi = lo;
+      lo = lo > step ? lo - step : 0;
+      step *= 2;
+    }
+  }
+  auto it = std::lower_bound(ids.begin() + static_cast<ptrdiff_t>(lo),
+                             ids.begin() + static_cast<ptrdiff_t>(hi), id);
+  return it != ids.begin() + static_cast<ptrdiff_t>(hi) && *it == id ? it - ids.begin() : -1;
+}
+
+}  // namespace
+
+LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkStats stats) {
+  const auto& nodes = in.host.nodes;
+  const DeviceTrace& dev = in.device;
+  LinkedTrace out;
+  out.stats = std::move(stats);
+  out.ops.resize(nodes.size());
+
+  // GPU ops grouped by launching CPU event, in the trace order of gpu_ops ((ts, file order)): the
+  // ops of event e are gpu_of_cpu[gpu_begin[e] .. gpu_begin[e + 1]).
+  std::vector<uint32_t> gpu_begin(dev.events.size() + 1, 0);
+  for (DeviceEventIdx g : in.launchers.gpu_ops) {
+    const DeviceEventIdx cpu = in.launchers.cpu_op_of[g.value];
+    if (cpu.valid()) ++gpu_begin[cpu.value + 1];
+  }
+  for (size_t e = 0; e < dev.events.size(); ++e) gpu_begin[e + 1] += gpu_begin[e];
+  std::vector<DeviceEventIdx> gpu_of_cpu(gpu_begin.back());
+  {
+    std::vector<uint32_t> fill(gpu_begin.begin(), gpu_begin.end() - 1);
+    for (DeviceEventIdx g : in.launchers.gpu_ops) {
+      const DeviceEventIdx cpu = in.launchers.cpu_op_of[g.value];
+      if (cpu.valid()) gpu_of_cpu[fill[cpu.value]++] = g;
+    }
+  }
+
+  // rf_id -> host op paired with it (the first by id), for inter-thread dependencies: (rf_id,
+  // host op) pairs sorted by rf_id, each rf_id's first host op first.
+  std::vector<std::pair<uint64_t, uint32_t>> host_by_rf;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    DeviceEventIdx e = in.mapping.device_of[i];
+    if (e.valid() && dev[e].rf_id != 0) host_by_rf.emplace_back(dev[e].rf_id, i);
+  }
+  std::sort(host_by_rf.begin(), host_by_rf.end());
+  auto host_of_rf = [&host_by_rf](uint64_t rf) {
+    auto it = std::lower_bound(host_by_rf.begin(), host_by_rf.end(),
+                               std::pair<uint64_t, uint32_t>(rf, 0));
+    return it != host_by_rf.end() && it->first == rf ? HostNodeIdx{it->second} : HostNodeIdx();
+  };
+
+  uint64_t next_id = 0;
+  uint64_t attached_gpu = 0;
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    LinkedHostOp& op = out.ops[i];
+    op.new_id = next_id++;
+    op.device_event = in.mapping.device_of[i];
+    op.gpu_begin = static_cast<uint32_t>(out.gpu_events.size());
+    if (op.device_event.valid()) {
+      op.exclusive = in.exclusive[op.device_event];
+      // Chakra attaches a CPU event's GPU ops to every host op paired with it; in default mode
+      // only one host op is paired with an event (see map_by_rf_id).
+      const uint32_t first = gpu_begin[op.device_event.value];
+      const uint32_t last = gpu_begin[op.device_event.value + 1];
+      out.gpu_events.insert(out.gpu_events.end(), gpu_of_cpu.begin() + first,
+                            gpu_of_cpu.begin() + last);
+      next_id += last - first;
+      attached_gpu += last - first;
+      // Inter-thread dependency: Chakra goes through the rf_id of the op found before the gap,
+      // and keeps it only if that op's host op was linked earlier (lower original id). Events of
+      // a trace without rf_ids (sequence mode) are paired with host ops directly.
+      DeviceEventIdx dep_event = in.gaps[op.device_event];
+      if (dep_event.valid()) {
+        HostNodeIdx dep_host;
+        if (options.mode != MatchMode::kSequence) {
+          const uint64_t rf = dev[dep_event].rf_id;
+          if (rf != 0) dep_host = host_of_rf(rf);
+        } else {
+          dep_host = in.mapping.host_of[dep_event.value];
+        }
+        if (dep_host.valid() && dep_host.value < i) op.inter_thread_dep = dep_host;
+      }
+    }
+    op.gpu_end = static_cast<uint32_t>(out.gpu_events.size());
+  }
+  out.node_count = next_id;
+
+  // Unlinked GPU ops: their launching CPU op has no host op.
+  uint64_t launched = 0;
+  for (DeviceEventIdx g : in.launchers.gpu_ops) launched += in.launchers.cpu_op_of[g.value].valid();
+  if (launched > attached_gpu) {
+    out.stats.add_count("GPU ops whose launching CPU op has no host op", launched - attached_gpu);
+  }
+
+  // Parents. The ids are copied out (a binary search over the 152-byte nodes missed the cache at
+  // every step), and a parent is looked for from its child outwards: it usually lies shortly
+  // before it.
+  std::vector<uint64_t> ids(nodes.size());
+  std::unordered_map<uint64_t, uint64_t> thread_root_by_tid;  // tid -> new id
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    ids[i] = nodes[i].id;
+    if (nodes[i].name == kThreadRoot || nodes[i].name == kThreadRootLegacy) {
+      thread_root_by_tid.try_emplace(nodes[i].tid, out.ops[i].new_id);
+    }
+  }
+  auto index_of = [&ids](uint64_t id, size_t hint) { return find_id_near(ids, id, hint); };
+  int64_t process_root = index_of(1, 0);
+  std::unordered_map<uint64_t, uint64_t> dangling;  // Chakra mode: missing parent -> fresh id
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    const HostNode& n = nodes[i];
+    LinkedHostOp& op = out.ops[i];
+    if (n.parent_key == ParentKey::kNone) continue;
+    int64_t p = index_of(n.parent, i);
+    if (p >= 0) {
+      op.new_parent = out.ops[static_cast<size_t>(p)].new_id;
+      op.parent_state = static_cast<uint32_t>(p) == i ? ParentState::kSelf : ParentState::kFound;
+      continue;
+    }
+    if (options.compat == Compat::kChakra) {
+      auto [it, inserted] = dangling.try_emplace(n.parent, 0);
+      if (inserted) it->second = next_id++;
+      op.new_parent = it->second;
+      op.parent_state = ParentState::kDangling;
+      continue;
+    }
+    auto root = thread_root_by_tid.find(n.tid);
+    if (root != thread_root_by_tid.end() && root->second != op.new_id) {
+      op.new_parent = root->second;
+    } else if (process_root >= 0) {
+      op.new_parent = out.ops[static_cast<size_t>(process_root)].new_id;
+    } else {
+      op.new_parent = op.new_id;
+    }
+    op.parent_state = ParentState::kReattached;
+    out.stats.add("host node whose parent is missing (reattached to its thread root)",
+                  fmt::format("node {} (parent {}) at byte {}", n.id, n.parent, n.byte_offset));
+  }
+  if (in.sync != nullptr && options.compat == Compat::kDefault) add_sync_dependencies(in, out);
+  // What the loaders repaired is reported with the link's data problems.
+  out.stats.add_count("invalid UTF-8 bytes in the host trace (replaced by '?')",
+                      in.host.invalid_utf8_bytes);
+  out.stats.add_count("invalid UTF-8 bytes in the device trace (replaced by '?')",
+                      in.device.invalid_utf8_bytes);
+  out.stats.merge(in.device.load_stats);
+  if (in.host.schema.empty()) {
+    out.stats.add("host trace without \"schema\" (layout told by its nodes)", in.host.path);
+  }
+  return out;
+}
+
+}  // namespace chakraflow

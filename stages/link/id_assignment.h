@@ -1,0 +1,35 @@
+// Stage 7: attaches GPU ops to host ops and assigns the ET+ ids, as Chakra's UniqueIdAssigner
+// does: host nodes in original id order get dense ids from 0, each followed immediately by its GPU
+// ops (in GPU ts order). Parents are remapped to new ids; a missing parent is reattached to the
+// root of its thread (default) or given a fresh dangling id (Chakra mode). Inter-thread
+// dependencies are resolved from device events to host ops.
+//
+// Synchronization dependencies (default mode) are translated to new ids: a CPU waiter without host
+// op passes its wait to the next CPU op of its thread that has one (it starts later still); a
+// wait involving a GPU op that is not written as a node (orphan) is dropped and counted, so every
+// id in sync_deps / gpu_sync_deps is a node of the output. Chakra mode writes none.
+#pragma once
+
+#include "stages/link/exclusive_durations.h"
+#include "stages/link/gap_dependencies.h"
+#include "stages/link/host_device_mapping.h"
+#include "stages/link/launcher_correlation.h"
+#include "stages/link/link_options.h"
+#include "stages/link/linked_trace.h"
+#include "stages/link/sync_dependencies.h"
+
+namespace chakraflow {
+
+struct LinkInputs {
+  const HostTrace& host;
+  const DeviceTrace& device;
+  const ExclusiveDurations& exclusive;
+  const GapDependencies& gaps;
+  const LauncherLinks& launchers;
+  const HostDeviceMap& mapping;
+  const SyncDependencies* sync = nullptr;  // null: no synchronization dependencies
+};
+
+LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkStats stats);
+
+}  // namespace chakraflow

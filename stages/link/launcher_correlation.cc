@@ -1,0 +1,269 @@
+#include "stages/link/launcher_correlation.h"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "stages/link/exclusive_durations.h"
+#include "stages/common/key_index.h"
+
+namespace chakraflow {
+namespace {
+
+constexpr std::array<std::string_view, 15> kChakraLaunchNames = {
+    "cuLaunchKernel",        "cuLaunchKernelEx",    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",   "cudaMemcpy",          "cudaMemcpyAsync",
+    "cudaMemcpyFromSymbol",  "cudaMemcpyToSymbol",  "cudaLaunchCooperativeKernel",
+    "hipLaunchKernel",       "hipExtLaunchKernel",  "hipExtModuleLaunchKernel",
+    "hipModuleLaunchKernel", "hipMemcpyWithStream", "hipMemcpyAsync",
+};
+
+constexpr std::array<std::string_view, 22> kExtraLaunchNames = {
+    "cudaGraphLaunch",
+    "cudaMemsetAsync",
+    "cudaMemset",
+    "cudaMemcpy2D",
+    "cudaMemcpy2DAsync",
+    "cudaMemcpyPeer",
+    "cudaMemcpyPeerAsync",
+    "cudaLaunchKernelEx",
+    "cuLaunchCooperativeKernel",
+    "cuGraphLaunch",
+    "cuMemcpyAsync",
+    "cuMemsetD8Async",
+    "cuMemsetD32Async",
+    "hipGraphLaunch",
+    "hipMemsetAsync",
+    "hipMemset",
+    "hipMemcpy",
+    "hipLaunchCooperativeKernel",
+    "hipMemcpyDtoHAsync",
+    "hipMemcpyHtoDAsync",
+    "hipMemcpyDtoDAsync",
+    "hipExtLaunchMultiKernelMultiDevice",
+};
+
+bool contains_nccl_ci(std::string_view s) {
+  for (size_t i = 0; i + 4 <= s.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(s[i])) == 'n' &&
+        std::tolower(static_cast<unsigned char>(s[i + 1])) == 'c' &&
+        std::tolower(static_cast<unsigned char>(s[i + 2])) == 'c' &&
+        std::tolower(static_cast<unsigned char>(s[i + 3])) == 'l') {
+      return true;
+    }
+  }
+  return false;
+}
+
+struct ThreadIndex {
+  std::vector<DeviceEventIdx> ops;  // (ts, file order)
+  std::vector<TimeNs> ts;
+  std::vector<int32_t> parent;  // enclosing op (position in ops), -1 for roots
+  // (External id, position) sorted: the positions of one External id are a contiguous,
+  // ascending run (one allocation instead of a vector per id).
+  std::vector<std::pair<int64_t, uint32_t>> by_external_id;
+
+  // Positions of ops with External id `ext`, as [first, last).
+  std::pair<const std::pair<int64_t, uint32_t>*, const std::pair<int64_t, uint32_t>*>
+  with_external_id(int64_t ext) const {
+    auto lo = std::lower_bound(by_external_id.begin(), by_external_id.end(),
+                               std::make_pair(ext, uint32_t{0}));
+    auto hi = lo;
+    while (hi != by_external_id.end() && hi->first == ext) ++hi;
+    return {by_external_id.data() + (lo - by_external_id.begin()),
+            by_external_id.data() + (hi - by_external_id.begin())};
+  }
+};
+
+struct PairHash {
+  size_t operator()(const std::pair<int64_t, int64_t>& p) const {
+    return std::hash<int64_t>()(p.first) * 31 + std::hash<int64_t>()(p.second);
+  }
+};
+
+}  // namespace
+
+bool is_launch_name(std::string_view name, Compat compat) {
+  for (auto n : kChakraLaunchNames) {
+    if (n == name) return true;
+  }
+  if (compat == Compat::kChakra) return false;
+  for (auto n : kExtraLaunchNames) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkStats& stats) {
+  LauncherLinks out;
+  out.launch_of.assign(trace.events.size(), DeviceEventIdx{});
+  out.cpu_op_of.assign(trace.events.size(), DeviceEventIdx{});
+
+  // correlation -> launch event (the first one wins; later duplicates are counted).
+  KeyIndex launch_by_correlation(trace.launches.size());
+  // Before the lookup of order[k]'s correlation: the table line of the key kAhead further, and
+  // the event twice as far ahead (the key is read from it).
+  constexpr size_t kAhead = 8;
+  auto prefetch_ahead = [&](const std::vector<DeviceEventIdx>& order, size_t k) {
+    if (k + 2 * kAhead < order.size())
+      __builtin_prefetch(&trace[order[k + 2 * kAhead]].correlation);
+    if (k + kAhead < order.size()) {
+      launch_by_correlation.prefetch(static_cast<uint64_t>(trace[order[k + kAhead]].correlation));
+    }
+  };
+  for (size_t k = 0; k < trace.launches.size(); ++k) {
+    prefetch_ahead(trace.launches, k);
+    const DeviceEventIdx idx = trace.launches[k];
+    const DeviceEvent& e = trace[idx];
+    if (!is_launch_name(e.name, compat)) continue;
+    auto [first, inserted] =
+        launch_by_correlation.try_emplace(static_cast<uint64_t>(e.correlation), idx.value);
+    if (!inserted) {
+      ++out.duplicate_correlations;
+      stats.add("duplicate correlation id",
+                fmt::format("correlation {} on '{}' at byte {} (first at byte {})", e.correlation,
+                            e.name, e.byte_offset, trace[DeviceEventIdx{*first}].byte_offset));
+    }
+  }
+
+  // Per-thread index of CPU ops, with the nesting forest for the default rule.
+  std::unordered_map<int64_t, ThreadIndex> threads;
+  for (auto& ops : cpu_ops_by_thread(trace)) {
+    ThreadIndex& t = threads[trace[ops.front()].tid];
+    t.ops = std::move(ops);
+    // Nesting order (parents before the ops they contain); Chakra's rule keeps file order.
+    if (compat == Compat::kDefault) sort_in_nesting_order(trace, t.ops);
+    t.ts.reserve(t.ops.size());
+    for (DeviceEventIdx i : t.ops) t.ts.push_back(trace[i].ts);
+    t.by_external_id.reserve(t.ops.size());
+    for (uint32_t p = 0; p < t.ops.size(); ++p)
+      t.by_external_id.emplace_back(trace[t.ops[p]].external_id, p);
+    // External ids count up with time: usually sorted already.
+    if (!std::is_sorted(t.by_external_id.begin(), t.by_external_id.end())) {
+      std::sort(t.by_external_id.begin(), t.by_external_id.end());
+    }
+    t.parent.assign(t.ops.size(), -1);
+    // Ops are in ts order; an op's enclosing op is the innermost open op that contains it.
+    std::vector<uint32_t> open;
+    for (uint32_t p = 0; p < t.ops.size(); ++p) {
+      const DeviceEvent& e = trace[t.ops[p]];
+      while (!open.empty()) {
+        const DeviceEvent& top = trace[t.ops[open.back()]];
+        if (e.ts >= top.ts && e.end() <= top.end()) break;
+        open.pop_back();
+      }
+      if (!open.empty()) t.parent[p] = static_cast<int32_t>(open.back());
+      open.push_back(p);
+    }
+  }
+
+  for (size_t k = 0; k < trace.gpu_ops.size(); ++k) {
+    prefetch_ahead(trace.gpu_ops, k);
+    const DeviceEventIdx idx = trace.gpu_ops[k];
+    const DeviceEvent& g = trace[idx];
+    if (compat == Compat::kChakra && g.cat == DeviceCategory::kGpuMemset) {
+      ++out.skipped_memsets;
+      continue;
+    }
+    out.gpu_ops.push_back(idx);
+    const DeviceEventIdx launch_idx{
+        launch_by_correlation.find(static_cast<uint64_t>(g.correlation))};
+    if (!launch_idx.valid()) {
+      ++out.no_launch_event;
+      stats.add("GPU op without launch event", fmt::format("'{}' correlation {} at byte {}", g.name,
+                                                           g.correlation, g.byte_offset));
+      continue;
+    }
+    const DeviceEvent& launch = trace[launch_idx];
+    out.launch_of[idx.value] = launch_idx;
+    auto tit = threads.find(launch.tid);
+    DeviceEventIdx parent;
+    if (tit != threads.end()) {
+      const ThreadIndex& t = tit->second;
+      // NCCL kernels skip `nccl:coalesced` ops; the (long) kernel name is only scanned when such
+      // an op is a candidate.
+      int nccl = -1;
+      auto usable = [&](uint32_t p) {
+        if (trace[t.ops[p]].name != "nccl:coalesced") return true;
+        if (nccl < 0) nccl = contains_nccl_ci(g.name) ? 1 : 0;
+        return nccl == 0;
+      };
+      if (compat == Compat::kChakra) {
+        // Ops starting strictly before the launch.
+        uint32_t upper = static_cast<uint32_t>(
+            std::lower_bound(t.ts.begin(), t.ts.end(), launch.ts) - t.ts.begin());
+        auto [first, last] = t.with_external_id(g.external_id);
+        // The last op with this External id starting before the launch (positions ascending).
+        for (auto it = last; it != first;) {
+          --it;
+          if (it->second < upper && usable(it->second)) {
+            parent = t.ops[it->second];
+            break;
+          }
+        }
+        if (!parent.valid()) {
+          for (uint32_t p = upper; p-- > 0;) {
+            if (usable(p)) {
+              parent = t.ops[p];
+              break;
+            }
+          }
+        }
+      } else {
+        // Ops starting at or before the launch.
+        uint32_t upper = static_cast<uint32_t>(
+            std::upper_bound(t.ts.begin(), t.ts.end(), launch.ts) - t.ts.begin());
+        auto encloses = [&](uint32_t p) {
+          const DeviceEvent& c = trace[t.ops[p]];
+          return c.ts <= launch.ts && c.end() >= launch.ts;
+        };
+        if (g.has(kHasExternalId)) {
+          auto [first, last] = t.with_external_id(g.external_id);
+          for (auto it = last; it != first;) {
+            --it;
+            if (it->second < upper && usable(it->second) && encloses(it->second)) {
+              parent = t.ops[it->second];
+              break;
+            }
+          }
+        }
+        if (!parent.valid() && upper > 0) {
+          // Innermost enclosing op: walk up the nesting forest from the last op starting before.
+          for (int32_t p = static_cast<int32_t>(upper - 1); p >= 0;
+               p = t.parent[static_cast<size_t>(p)]) {
+            if (encloses(static_cast<uint32_t>(p)) && usable(static_cast<uint32_t>(p))) {
+              parent = t.ops[static_cast<size_t>(p)];
+              break;
+            }
+          }
+          if (!parent.valid()) {
+            for (uint32_t p = upper; p-- > 0;) {
+              if (usable(p)) {
+                parent = t.ops[p];
+                stats.add("GPU op launched outside any CPU op",
+                          fmt::format("'{}' launched at byte {}; nearest preceding CPU op used",
+                                      g.name, launch.byte_offset));
+                break;
+              }
+            }
+          }
+        }
+      }
+    }
+    if (!parent.valid()) {
+      ++out.no_cpu_op;
+      stats.add("GPU op without launching CPU op",
+                fmt::format("'{}' (launch '{}' at byte {}, tid {})", g.name, launch.name,
+                            launch.byte_offset, launch.tid));
+      continue;
+    }
+    out.cpu_op_of[idx.value] = parent;
+    ++out.linked;
+  }
+  return out;
+}
+
+}  // namespace chakraflow

@@ -1,0 +1,136 @@
+#include "stages/link/link.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <charconv>
+#include <set>
+
+#include "stages/link/sequence_matching.h"
+
+namespace chakraflow {
+namespace {
+
+// rf_ids number the ops of a process from 1: two ranks running the same program number their ops
+// alike, so a host ET paired with another rank's device trace "links" by rf_id, silently wrong.
+// The process ids tell: the host ET's top-level "pid" must be one of the device trace's CPU-op
+// pids. An error by default; in Chakra mode (which does not check) a counted warning, as when
+// --min-match-rate 0 turns the checks off.
+Status check_same_process(const HostTrace& host, const DeviceTrace& device,
+                          const LinkOptions& options, LinkStats& stats) {
+  std::optional<int64_t> host_pid;
+  for (const TopLevelField& f : host.top_level) {
+    if (f.key_raw != "\"pid\"") continue;
+    int64_t pid = 0;
+    auto r = std::from_chars(f.value_raw.data(), f.value_raw.data() + f.value_raw.size(), pid);
+    if (r.ec == std::errc() && r.ptr == f.value_raw.data() + f.value_raw.size()) host_pid = pid;
+  }
+  if (!host_pid || device.cpu_ops.empty()) return Status();
+  // The first CPU op nearly always has the host's pid: the set of pids (a tree insert per op) is
+  // only made for the message.
+  for (DeviceEventIdx e : device.cpu_ops) {
+    if (device[e].pid == *host_pid) return Status();
+  }
+  std::set<int64_t> device_pids;
+  for (DeviceEventIdx e : device.cpu_ops) device_pids.insert(device[e].pid);
+  if (options.compat == Compat::kChakra || options.min_match_rate <= 0) {
+    stats.add("host trace pid not among the device trace's CPU-op pids (linked anyway)",
+              fmt::format("host pid {}", *host_pid));
+    return Status();
+  }
+  return Status::errorf(
+      "{} was recorded by process {}, but no CPU op of {} was (processes {}): the traces come "
+      "from different processes (another rank or another run); their rf_ids would match ops "
+      "that are not the same (--min-match-rate 0 links them anyway)",
+      host.path, *host_pid, device.path, fmt::join(device_pids, ", "));
+}
+
+}  // namespace
+
+MatchMode resolve_mode(const DeviceTrace& device, MatchMode requested) {
+  if (requested != MatchMode::kAuto) return requested;
+  return device.has_rf_ids ? MatchMode::kRfId : MatchMode::kSequence;
+}
+
+StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTrace& device,
+                                           const LinkOptions& options, LinkStats& stats) {
+  MatchMode mode = resolve_mode(device, options.mode);
+  if (mode == MatchMode::kSequence) return map_by_sequence(host, device, options, stats);
+  if (!device.has_rf_ids) {
+    return Status::errorf("{}: --mode rf_id, but no device event carries \"Record function id\"",
+                          device.path);
+  }
+  CF_RETURN_IF_ERROR(check_same_process(host, device, options, stats));
+  return map_by_rf_id(host, device, options.compat, stats);
+}
+
+StatusOr<LinkedTrace> link_traces(const HostTrace& host, const DeviceTrace& device,
+                                  const LinkOptions& options) {
+  LinkStats stats;
+  ExclusiveDurations exclusive = compute_exclusive_durations(device, options.compat);
+  GapDependencies gaps = compute_gap_dependencies(device, options.gap_threshold);
+  LauncherLinks launchers = correlate_launchers(device, options.compat, stats);
+  SyncDependencies sync = compute_sync_dependencies(device, launchers, options.compat, stats);
+  CF_ASSIGN_OR_RETURN(HostDeviceMap mapping, map_host_to_device(host, device, options, stats));
+  // Later stages see the mode that was used (auto resolved): sequence mode resolves inter-thread
+  // dependencies through the map instead of rf_ids.
+  LinkOptions resolved = options;
+  resolved.mode = resolve_mode(device, options.mode);
+  return assign_ids({host, device, exclusive, gaps, launchers, mapping, &sync}, resolved,
+                    std::move(stats));
+}
+
+LinkSummary summarize(const HostTrace& host, const DeviceTrace& device,
+                      const LauncherLinks& launchers, const HostDeviceMap& mapping,
+                      const GapDependencies& gaps, const LinkedTrace& linked, MatchMode mode) {
+  LinkSummary s;
+  s.host_nodes = host.nodes.size();
+  s.host_ops_linked = mapping.matched;
+  s.host_ops_with_rf_id = mapping.host_ops_with_rf_id;
+  s.host_op_candidates = mapping.candidates;
+  s.threads = mapping.threads;
+  s.device_cpu_ops = device.cpu_ops.size();
+  s.gpu_ops = launchers.gpu_ops.size();
+  s.gpu_ops_linked = linked.gpu_events.size();
+  s.gpu_ops_orphaned = s.gpu_ops - s.gpu_ops_linked;
+  s.et_plus_nodes = linked.node_count;
+  s.gap_groups = gaps.groups;
+  s.sync = linked.sync;
+  s.mode = mode == MatchMode::kSequence ? "sequence" : "rf_id";
+  return s;
+}
+
+std::string format_link_report(const LinkSummary& s, const LinkStats& stats) {
+  auto pct = [](uint64_t a, uint64_t b) {
+    return b == 0 ? 100.0 : 100.0 * static_cast<double>(a) / static_cast<double>(b);
+  };
+  std::string out = fmt::format(
+      "link report ({} mode)\n"
+      "  host ops linked:   {} / {} {} ({:.1f}%), {} host nodes in all\n",
+      s.mode, s.host_ops_linked, s.host_op_candidates,
+      s.mode == "sequence" ? "host ops" : "with rf_id",
+      pct(s.host_ops_linked, s.host_op_candidates), s.host_nodes);
+  for (const ThreadMatch& t : s.threads) out += "    " + format_thread_match(t) + "\n";
+  out += fmt::format(
+      "  GPU ops linked:    {} / {} ({:.1f}%), orphaned {}\n"
+      "  ET+ nodes written: {}; inter-thread groups: {}\n",
+      s.gpu_ops_linked, s.gpu_ops, pct(s.gpu_ops_linked, s.gpu_ops), s.gpu_ops_orphaned,
+      s.et_plus_nodes, s.gap_groups);
+  out += fmt::format(
+      "  sync deps:         {} on host nodes, {} on GPU nodes, from {} sync calls ({} resolved, "
+      "{} in the trace, {} with inferred stream)\n",
+      s.sync.host_deps, s.sync.gpu_deps, s.sync.calls_emitted, s.sync.calls_resolved, s.sync.calls,
+      s.sync.inferred);
+  if (stats.entries().empty()) {
+    out += "  warnings: none\n";
+  } else {
+    out += "  warnings by kind:\n";
+    for (const auto& [kind, entry] : stats.entries()) {
+      out += fmt::format("    {:>7}  {}\n", entry.count, kind);
+      for (const auto& ex : entry.examples) out += fmt::format("             e.g. {}\n", ex);
+    }
+  }
+  return out;
+}
+
+}  // namespace chakraflow

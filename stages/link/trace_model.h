@@ -1,0 +1,196 @@
+// The data model shared by the link stages: the host execution trace and the device (Kineto) trace
+// as compact records, typed indices so that the id spaces cannot mix, and the LinkStats table that
+// counts data problems that do not stop a run.
+//
+// Ownership: a HostTrace / DeviceTrace owns the (decompressed) text of its file; every
+// std::string_view inside points into that text or into the trace's own string arena, so the
+// views live exactly as long as the trace object. Traces are immutable after loading and may be
+// read from many threads at once.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "stages/common/file_io.h"
+#include "stages/common/stats.h"
+
+namespace chakraflow {
+
+// ---------- typed ids ----------
+// Index of a device event in DeviceTrace::events (file order; flow events are not kept).
+struct DeviceEventIdx {
+  uint32_t value = kNone;
+  static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  bool valid() const { return value != kNone; }
+  friend bool operator==(DeviceEventIdx a, DeviceEventIdx b) = default;
+  friend auto operator<=>(DeviceEventIdx a, DeviceEventIdx b) = default;
+};
+// Index of a host node in HostTrace::nodes (sorted by original id).
+struct HostNodeIdx {
+  uint32_t value = kNone;
+  static constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
+  bool valid() const { return value != kNone; }
+  friend bool operator==(HostNodeIdx a, HostNodeIdx b) = default;
+  friend auto operator<=>(HostNodeIdx a, HostNodeIdx b) = default;
+};
+
+// Time in nanoseconds. Kineto writes microseconds, sometimes with a fractional (ns) part.
+using TimeNs = int64_t;
+
+// ---------- host execution trace ----------
+enum class HostLayout : uint8_t {
+  kFlat,   // schema 1.0.1: parent, rf_id, tid ... at node level; input_shapes/input_types lists
+  kAttrs,  // schema 1.0.2 .. 1.1.x: ctrl_deps, inputs {values, shapes, types}, attrs list
+};
+
+// Which key holds the parent id of a node.
+enum class ParentKey : uint8_t { kNone, kParent, kCtrlDeps };
+
+// A span [begin, end) of bytes inside HostNode::raw.
+struct Span {
+  uint32_t begin = 0;
+  uint32_t end = 0;
+  bool empty() const { return begin == end; }
+};
+
+struct HostNode {
+  uint64_t id = 0;
+  uint64_t parent = 0;  // valid when parent_key != kNone
+  uint64_t rf_id = 0;   // 0 = none (the observer's invalid value)
+  uint64_t fw_parent = 0;
+  int64_t seq_id = -1;
+  uint64_t scope = 0;
+  uint64_t tid = 0;
+  uint64_t fw_tid = 0;
+  std::string_view name;       // unescaped
+  std::string_view op_schema;  // unescaped
+  std::string_view raw;        // the node's JSON object text, as in the file
+  Span id_value;               // span of the id value inside raw
+  Span name_value;             // span of the name value (with quotes) inside raw
+  Span parent_value;           // span of the parent/ctrl_deps value inside raw
+  ParentKey parent_key = ParentKey::kNone;
+  uint32_t file_index = 0;   // position in the file's "nodes" array
+  uint64_t byte_offset = 0;  // of the node object in the decompressed file
+};
+
+struct TopLevelField {
+  std::string_view key_raw;    // with quotes, escaped as in the file
+  std::string_view value_raw;  // raw JSON text (empty for "nodes")
+  bool is_nodes = false;
+};
+
+struct HostTrace {
+  std::string path;
+  InputText text;                 // decompressed file content (owns every view)
+  std::deque<std::string> arena;  // unescaped strings that differ from their raw form
+  std::string schema;
+  HostLayout layout = HostLayout::kAttrs;
+  std::vector<TopLevelField> top_level;  // in file order
+  std::vector<HostNode> nodes;           // sorted by id (stable)
+  uint64_t invalid_utf8_bytes = 0;       // replaced by '?' while loading
+  size_t parse_windows = 0;              // nodes read in this many windows (0: the whole document)
+  LinkStats load_stats;                  // data problems the loader counted and went on past
+};
+
+// ---------- device trace ----------
+enum class DeviceCategory : uint8_t {
+  kCpuOp,
+  kUserAnnotation,
+  kCudaRuntime,
+  kCudaDriver,
+  kKernel,
+  kGpuMemcpy,
+  kGpuMemset,
+  kAc2g,
+  kOther,
+};
+
+enum DeviceEventFlags : uint16_t {
+  kHasExternalId = 1 << 0,
+  kHasCorrelation = 1 << 1,
+  kHasStream = 1 << 2,
+  kHasRfId = 1 << 3,
+  kHasDevice = 1 << 4,
+  kHasDur = 1 << 6,
+  kTsFractional = 1 << 7,   // ts had a sub-microsecond part
+  kDurFractional = 1 << 8,  // dur had a sub-microsecond part
+  kProfilerStep = 1 << 9,   // name contains "ProfilerStep"
+  kStreamNull = 1 << 10,    // args.stream present but null
+  kHasTid = 1 << 11,
+};
+
+struct DeviceEvent {
+  TimeNs ts = 0;
+  TimeNs dur = 0;
+  int64_t tid = 0;
+  int64_t pid = 0;
+  int64_t external_id = -1;
+  int64_t correlation = -1;
+  int64_t stream = 0;
+  int64_t device = 0;
+  uint64_t rf_id = 0;
+  std::string_view name;  // unescaped
+  uint64_t byte_offset = 0;
+  // Relative to byte_offset (DeviceTrace::name_raw and args_raw give the text): the name's JSON
+  // string literal as in the file (with quotes), and the raw JSON of "args" (empty if absent).
+  Span name_literal;
+  Span args;
+  // args["Process Group Name"] (unescaped), if any: an index into DeviceTrace::pg_names
+  // (DeviceTrace::pg_name gives it), kNoPgName if absent. A few events in a hundred have one.
+  static constexpr uint32_t kNoPgName = UINT32_MAX;
+  uint32_t pg_name = kNoPgName;
+  uint16_t flags = 0;
+  DeviceCategory cat = DeviceCategory::kOther;
+  char ph = 0;
+
+  bool has(DeviceEventFlags f) const { return (flags & f) != 0; }
+  TimeNs end() const { return ts + dur; }
+};
+static_assert(sizeof(DeviceEvent) <= 120, "DeviceEvent grew: a trace holds millions of them");
+
+struct DeviceTrace {
+  std::string path;
+  InputText text;  // decompressed file content (owns every view)
+  std::deque<std::string> arena;
+  std::vector<DeviceEvent> events;         // in file order, ac2g flow events left out
+  std::vector<std::string_view> pg_names;  // DeviceEvent::pg_name
+  uint64_t flow_events = 0;                // ac2g events read (checked, not kept)
+  // Indices of events by role, each sorted by (ts, file order).
+  std::vector<DeviceEventIdx> cpu_ops;   // cpu_op / user_annotation, ProfilerStep excluded
+  std::vector<DeviceEventIdx> launches;  // cuda_runtime / cuda_driver events (all of them)
+  std::vector<DeviceEventIdx> gpu_ops;   // kernel / gpu_memcpy / gpu_memset
+  // cpu_ops grouped by thread: the threads in the order their first op comes in cpu_ops, each
+  // thread's ops in cpu_ops order; thread k's are cpu_ops_by_thread[thread_begin[k] ..
+  // thread_begin[k + 1]). Five stages group the ops by thread (cpu_ops_by_thread in
+  // stages/link/exclusive_durations.h), and each grouping read every op's event.
+  std::vector<DeviceEventIdx> cpu_ops_by_thread;
+  std::vector<uint32_t> thread_begin;
+  // Events of other categories with "args" and a correlation, in file order: the candidates for
+  // cuda_sync records (stages/link/sync_dependencies.h), a few in a trace.
+  std::vector<DeviceEventIdx> other_with_args;
+  bool has_rf_ids = false;          // some cpu op carries "Record function id"
+  uint64_t invalid_utf8_bytes = 0;  // replaced by '?' while loading
+  size_t parse_windows = 0;         // traceEvents read in this many windows (0: the whole document)
+  LinkStats load_stats;             // data problems the loader counted and went on past
+
+  const DeviceEvent& operator[](DeviceEventIdx i) const { return events[i.value]; }
+  // The event's args["Process Group Name"], unescaped; empty if absent.
+  std::string_view pg_name(const DeviceEvent& e) const {
+    return e.pg_name == DeviceEvent::kNoPgName ? std::string_view() : pg_names[e.pg_name];
+  }
+  std::string_view name_raw(const DeviceEvent& e) const { return in_event(e, e.name_literal); }
+  std::string_view args_raw(const DeviceEvent& e) const { return in_event(e, e.args); }
+
+ private:
+  std::string_view in_event(const DeviceEvent& e, Span s) const {
+    return std::string_view(text).substr(e.byte_offset + s.begin, s.end - s.begin);
+  }
+};
+
+}  // namespace chakraflow

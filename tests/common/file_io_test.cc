@@ -1,0 +1,279 @@
+#include "stages/common/file_io.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "stages/link/host_et_loader.h"
+#include "tests/testing/test_util.h"
+
+namespace chakraflow {
+namespace {
+
+using testing::TempDir;
+
+TEST(FileIo, WritesPlainAndGzipAtomicallyAndReadsBack) {
+  TempDir dir;
+  std::string payload(300000, 'x');
+  for (size_t i = 0; i < payload.size(); i += 7) payload[i] = static_cast<char>('a' + i % 26);
+  for (const char* name : {"out.json", "out.json.gz"}) {
+    std::string path = dir.file(name);
+    ASSERT_TRUE(write_file_atomically(path, payload).ok());
+    auto back = read_input_file(path);
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    EXPECT_EQ(*back, payload);
+    EXPECT_GE(back->capacity(), back->size() + kInputPadding);
+  }
+  // The .gz file really is compressed.
+  EXPECT_LT(std::filesystem::file_size(dir.file("out.json.gz")), payload.size() / 2);
+}
+
+// The writers mix write(), write_byte() and room()/keep() (records encoded in place): pieces of
+// every size, across the 1 MB flushes, one larger than the buffer, room asked for and only
+// partly kept, and a moved OutputFile, in plain and gzip files.
+TEST(FileIo, WritesInPlaceThroughRoomAcrossFlushes) {
+  TempDir dir;
+  for (const char* name : {"mixed.bin", "mixed.bin.gz"}) {
+    std::string expected;
+    auto opened = OutputFile::open(dir.file(name));
+    ASSERT_TRUE(opened.ok()) << opened.status().message();
+    OutputFile out = std::move(*opened);
+    uint64_t seed = 5;
+    auto next = [&seed] { return seed = seed * 6364136223846793005ULL + 1442695040888963407ULL; };
+    for (int piece = 0; piece < 3000; ++piece) {
+      const size_t size = piece == 1500 ? (3u << 20) : next() % 5000;  // one of 3 MB
+      std::string bytes(size, '\0');
+      for (char& c : bytes) c = static_cast<char>(next() >> 56);
+      switch (piece % 3) {
+        case 0:
+          out.write(bytes);
+          break;
+        case 1: {
+          char* at = out.room(size + 100);  // more room than kept
+          std::memcpy(at, bytes.data(), size);
+          out.keep(size);
+          break;
+        }
+        default:
+          for (char c : bytes.substr(0, 50)) out.write_byte(c);
+          bytes.resize(std::min<size_t>(size, 50));
+      }
+      expected += bytes;
+      if (piece == 2000) {
+        OutputFile moved = std::move(out);
+        out = std::move(moved);
+      }
+    }
+    EXPECT_LE(out.bytes_written(), expected.size());
+    ASSERT_TRUE(out.commit().ok());
+    auto back = read_input_file(dir.file(name));
+    ASSERT_TRUE(back.ok()) << back.status().message();
+    ASSERT_EQ(back->size(), expected.size()) << name;
+    EXPECT_TRUE(*back == expected) << name;
+  }
+}
+
+TEST(FileIo, DiscardedOutputLeavesDirectoryUnchanged) {
+  TempDir dir;
+  {
+    auto out = OutputFile::open(dir.file("result.json"));
+    ASSERT_TRUE(out.ok());
+    out->write("{\"partial\":");
+    // destroyed without commit
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+TEST(FileIo, CommitReplacesExistingFileOnlyOnSuccess) {
+  TempDir dir;
+  std::string path = dir.file("keep.json");
+  testing::write_text(path, "old");
+  {
+    auto out = OutputFile::open(path);
+    ASSERT_TRUE(out.ok());
+    out->write("new");
+    out->discard();
+  }
+  EXPECT_EQ(testing::read_text(path), "old");
+  ASSERT_TRUE(write_file_atomically(path, "new").ok());
+  EXPECT_EQ(testing::read_text(path), "new");
+}
+
+TEST(FileIo, ReadsConcatenatedGzipMembers) {
+  TempDir dir;
+  std::string path = dir.file("two.gz");
+  for (const char* part : {"hello ", "world"}) {
+    gzFile f = gzopen(path.c_str(), "ab");
+    ASSERT_NE(f, nullptr);
+    gzputs(f, part);
+    gzclose(f);
+  }
+  auto back = read_input_file(path);
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, "hello world");
+}
+
+TEST(FileIo, ErrorsNameTheFile) {
+  TempDir dir;
+  auto missing = read_input_file(dir.file("nope.json"));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("nope.json"), std::string::npos);
+
+  // A truncated gzip stream is an error, not a short read.
+  std::string full = dir.file("full.gz");
+  ASSERT_TRUE(write_file_atomically(full, std::string(100000, 'q') + "tail").ok());
+  std::string bytes = testing::read_text(full);  // decompressed
+  std::string raw;
+  {
+    FILE* f = std::fopen(full.c_str(), "rb");
+    char buf[4096];
+    size_t n;
+    while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) raw.append(buf, n);
+    std::fclose(f);
+  }
+  std::string cut = dir.file("cut.gz");
+  testing::write_text(cut, raw.substr(0, raw.size() / 2));
+  auto truncated = read_input_file(cut);
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_NE(truncated.status().message().find("cut.gz"), std::string::npos);
+  EXPECT_NE(truncated.status().message().find("truncated"), std::string::npos);
+
+  auto dir_as_output = OutputFile::open(dir.path().string());
+  EXPECT_FALSE(dir_as_output.ok());
+}
+
+// A host ET padded with spaces to exactly `size` bytes.
+std::string host_et_of_size(size_t size, std::string_view name) {
+  std::string text = std::string(R"({"schema": "1.1.1-chakra.0.0.4", "nodes": [{"id": 1, "name": ")") +
+                     std::string(name) + R"("}]})";
+  text.append(size - text.size(), ' ');
+  return text;
+}
+
+// Big plain inputs are mapped. A file whose size is a multiple of the page size has no slack in
+// its last page: simdjson's padding must come from the reservation past it.
+TEST(FileIo, MapsBigFilesWithPaddingPastTheLastPage) {
+  testing::TempDir dir;
+  const size_t size = size_t{1} << 20;
+  testing::write_text(dir.file("big.json"), host_et_of_size(size, "aten::mm"));
+  auto text = InputText::read(dir.file("big.json"));
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_TRUE(text->mapped());
+  ASSERT_EQ(text->size(), size);
+  ASSERT_GE(text->capacity(), size + kInputPadding);
+  for (size_t i = size; i < size + kInputPadding; ++i) ASSERT_EQ(text->data()[i], 0) << i;
+  auto host = load_host_trace(dir.file("big.json"));
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  ASSERT_EQ(host->nodes.size(), 1u);
+  EXPECT_EQ(host->nodes[0].name, "aten::mm");
+  // Small and gzip'd files are read into memory.
+  testing::write_text(dir.file("small.json"), host_et_of_size(4096, "x"));
+  auto small = InputText::read(dir.file("small.json"));
+  ASSERT_TRUE(small.ok());
+  EXPECT_FALSE(small->mapped());
+}
+
+// Invalid UTF-8 in a mapped file is repaired in the process's copy, never in the file.
+TEST(FileIo, RepairsMappedTextWithoutTouchingTheFile) {
+  testing::TempDir dir;
+  // The name holds a byte (0xff) that is never valid in UTF-8.
+  const std::string with_bad_byte = host_et_of_size(size_t{1} << 20, "bad\xff byte");
+  testing::write_text(dir.file("bad.json"), with_bad_byte);
+  auto host = load_host_trace(dir.file("bad.json"));
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  EXPECT_TRUE(host->text.mapped());
+  EXPECT_EQ(host->invalid_utf8_bytes, 1u);
+  EXPECT_EQ(host->nodes[0].name, "bad? byte");
+  EXPECT_EQ(testing::read_text(dir.file("bad.json")), with_bad_byte);
+}
+
+// The stale-file sweep removes "<output>.tmp.<pid>.<n>" (and the temporary file of a temporary
+// output) of processes that are gone, and nothing else.
+TEST(FileIo, StaleTempsOfDeadProcessesAreRemovedAndNothingElse) {
+  testing::TempDir dir;
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  ASSERT_GT(child, 0);
+  ::waitpid(child, nullptr, 0);  // a pid no process has now
+  const std::string gone = std::to_string(child), live = std::to_string(::getpid());
+  const std::vector<std::string> stale = {
+      "out.et.tmp." + gone + ".0", "out.et.tmp." + gone + ".12.tmp." + gone + ".3"};
+  const std::vector<std::string> kept = {
+      "out.et.tmp." + live + ".0",   // a live process's
+      "out.et.tmp.notes",            // a user's file
+      "out.et.tmp." + gone + ".x",   // not a counter
+      "other.et.tmp." + gone + ".0"  // another output's: removed when that one is written
+  };
+  for (const auto& name : stale) testing::write_text(dir.file(name), "x");
+  for (const auto& name : kept) testing::write_text(dir.file(name), "x");
+  remove_stale_temps(dir.file("out.et"));
+  for (const auto& name : stale) EXPECT_FALSE(std::filesystem::exists(dir.file(name))) << name;
+  for (const auto& name : kept) EXPECT_TRUE(std::filesystem::exists(dir.file(name))) << name;
+}
+
+TEST(FileIo, AnOutputThatIsAnInputIsNamed) {
+  testing::TempDir dir;
+  testing::write_text(dir.file("in.json"), "{}");
+  ASSERT_EQ(::link(dir.file("in.json").c_str(), dir.file("alias.json").c_str()), 0);
+  Status same = check_output_is_not_input(dir.file("alias.json"), {dir.file("in.json")});
+  ASSERT_FALSE(same.ok());
+  EXPECT_NE(same.message().find("is the input " + dir.file("in.json")), std::string::npos)
+      << same.message();
+  EXPECT_TRUE(check_output_is_not_input(dir.file("new.json"), {dir.file("in.json")}).ok());
+  EXPECT_TRUE(check_output_is_not_input("-", {dir.file("in.json")}).ok());
+}
+
+// SIGTERM removes the registered files and ends the process by the signal.
+TEST(FileIo, ASignalRemovesRegisteredFilesThenEndsTheProcess) {
+  testing::TempDir dir;
+  const std::string temp = dir.file("out.et.tmp.1.0");
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::signal(SIGTERM, SIG_DFL);
+    install_cleanup_on_signals();
+    auto out = OutputFile::open(dir.file("out.et"));
+    RemoveOnSignal guard(temp);
+    std::ofstream(temp) << "partial";
+    out->write("partial");
+    ::raise(SIGTERM);
+    ::_exit(0);  // not reached
+  }
+  ASSERT_GT(child, 0);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+  EXPECT_EQ(WTERMSIG(status), SIGTERM);
+  EXPECT_FALSE(std::filesystem::exists(temp));
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path())) << "the OutputFile's temporary file stayed";
+}
+
+// A pipe is read to its end (its size is 0); a NUL byte in a stream stops the read.
+TEST(FileIo, StreamsAreReadToTheirEndAndStopOnANulByte) {
+  testing::TempDir dir;
+  const std::string fifo = dir.file("in.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const std::string payload(200000, 'j');  // several pipe buffers
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << payload; });
+  auto text = read_input_file(fifo);
+  writer.join();
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  EXPECT_EQ(*text, payload);
+  std::thread nul_writer([&] { std::ofstream(fifo, std::ios::binary) << "{\"a\": 1}" << '\0'; });
+  auto nul = read_input_file(fifo);
+  nul_writer.join();
+  ASSERT_FALSE(nul.ok());
+  EXPECT_NE(nul.status().message().find("byte 8: a NUL byte"), std::string::npos)
+      << nul.status().message();
+}
+
+}  // namespace
+}  // namespace chakraflow

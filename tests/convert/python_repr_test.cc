@@ -1,0 +1,193 @@
+// stages/python_repr: Python's str() of JSON values. Hand-made cases from CPython's rules, plus a
+// randomized comparison against a real python3 when one is installed.
+#include "stages/convert/python_repr.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <sstream>
+
+#include "tests/testing/test_util.h"
+
+namespace chakraflow {
+namespace {
+
+std::string repr(std::string_view json) {
+  std::string out;
+  Status s = pyrepr::append_json_value(out, json);
+  EXPECT_TRUE(s.ok()) << json << ": " << s.message();
+  return out;
+}
+
+std::string float_repr(double v) {
+  std::string out;
+  pyrepr::append_float(out, v);
+  return out;
+}
+
+TEST(python_repr, ContainersUsePythonSeparators) {
+  EXPECT_EQ(repr("[]"), "[]");
+  EXPECT_EQ(repr("{}"), "{}");
+  EXPECT_EQ(repr(" [ 1 ,2,\n 3 ] "), "[1, 2, 3]");
+  EXPECT_EQ(repr(R"({"a":1,"b":[true,false,null]})"), "{'a': 1, 'b': [True, False, None]}");
+  EXPECT_EQ(repr("[[[]],[{}]]"), "[[[]], [{}]]");
+  // The example of reference/chakra_spec.md §2.5, verified against Chakra.
+  EXPECT_EQ(repr(R"([[1,2,0,16,4,"cuda:0"],3,"x'y",true,null,1.5])"),
+            "[[1, 2, 0, 16, 4, 'cuda:0'], 3, \"x'y\", True, None, 1.5]");
+}
+
+TEST(python_repr, IntegersAreWrittenAsTheyAre) {
+  EXPECT_EQ(repr("0"), "0");
+  EXPECT_EQ(repr("-17"), "-17");
+  EXPECT_EQ(repr("-0"), "0");
+  EXPECT_EQ(repr("123456789012345678901234567890"), "123456789012345678901234567890");
+}
+
+TEST(python_repr, FloatsFollowPythonRepr) {
+  EXPECT_EQ(repr("1.0"), "1.0");
+  EXPECT_EQ(repr("1e2"), "100.0");
+  EXPECT_EQ(repr("0.01"), "0.01");
+  EXPECT_EQ(repr("0.0001"), "0.0001");
+  EXPECT_EQ(repr("0.00001"), "1e-05");
+  EXPECT_EQ(repr("1e-5"), "1e-05");
+  EXPECT_EQ(repr("-0.0"), "-0.0");
+  EXPECT_EQ(repr("1e15"), "1000000000000000.0");
+  EXPECT_EQ(repr("1e16"), "1e+16");
+  EXPECT_EQ(repr("1E22"), "1e+22");
+  EXPECT_EQ(repr("123456789012345678.0"), "1.2345678901234568e+17");
+  EXPECT_EQ(repr("-3.4028234663852886e+38"), "-3.4028234663852886e+38");
+  EXPECT_EQ(repr("0.30000000000000004"), "0.30000000000000004");
+  EXPECT_EQ(repr("1e400"), "inf");
+  EXPECT_EQ(repr("-1e400"), "-inf");
+  EXPECT_EQ(repr("1e-400"), "0.0");
+  EXPECT_EQ(repr("[NaN, Infinity, -Infinity]"), "[nan, inf, -inf]");
+  EXPECT_EQ(float_repr(5e-324), "5e-324");
+  EXPECT_EQ(float_repr(1.7976931348623157e308), "1.7976931348623157e+308");
+  EXPECT_EQ(float_repr(0.1), "0.1");
+  EXPECT_EQ(float_repr(123.456), "123.456");
+  EXPECT_EQ(float_repr(9999999999999998.0), "9999999999999998.0");
+}
+
+TEST(python_repr, StringsChooseQuotesAndEscapeLikePython) {
+  EXPECT_EQ(repr(R"("abc")"), "'abc'");
+  EXPECT_EQ(repr(R"("")"), "''");
+  EXPECT_EQ(repr(R"("x'y")"), "\"x'y\"");
+  EXPECT_EQ(repr(R"("a\"b")"), "'a\"b'");
+  EXPECT_EQ(repr(R"("a'b\"c")"), "'a\\'b\"c'");
+  EXPECT_EQ(repr(R"("back\\slash")"), "'back\\\\slash'");
+  EXPECT_EQ(repr(R"("a\nb\tc\rd")"), "'a\\nb\\tc\\rd'");
+  EXPECT_EQ(repr(R"("\u0001\u001f\u007f")"), "'\\x01\\x1f\\x7f'");
+  EXPECT_EQ(repr(R"("\/")"), "'/'");
+  // Printable non-ASCII stays as UTF-8; non-printable is escaped.
+  EXPECT_EQ(repr("\"caf\xc3\xa9\""), "'caf\xc3\xa9'");
+  EXPECT_EQ(repr(R"("caf\u00e9")"), "'caf\xc3\xa9'");
+  EXPECT_EQ(repr(R"("\u00a0\u00ad\u0085")"), "'\\xa0\\xad\\x85'");
+  EXPECT_EQ(repr(R"("\u200b\u2028\ufeff")"), "'\\u200b\\u2028\\ufeff'");
+  EXPECT_EQ(repr(R"("\ud83d\ude00")"), "'\xf0\x9f\x98\x80'");  // a surrogate pair: one emoji
+  EXPECT_EQ(repr(R"("\ud800")"), "'\\ud800'");                 // a lone surrogate
+  EXPECT_EQ(repr(R"("\ue000")"), "'\\ue000'");                 // private use
+  // The process-group list of `## process_group:init ##`, as ASTRA-sim parses it.
+  EXPECT_EQ(repr(R"(["[{\"pg_name\": \"0\", \"ranks\": []}]"])"),
+            R"(['[{"pg_name": "0", "ranks": []}]'])");
+  // Invalid UTF-8 is written as Python's surrogateescape would show it.
+  std::string out;
+  pyrepr::append_str(out, "a\xff");
+  EXPECT_EQ(out, "'a\\udcff'");
+}
+
+TEST(python_repr, MalformedJsonIsAnErrorWithTheOffset) {
+  for (std::string_view bad : {"[1,", "[1 2]", "{1: 2}", "\"abc", "[1]]", "tru", "{\"a\" 1}",
+                               "[1,]", "", "01", "[\"\\x\"]"}) {
+    std::string out;
+    Status s = pyrepr::append_json_value(out, bad);
+    EXPECT_FALSE(s.ok()) << "accepted: " << bad;
+    EXPECT_NE(s.message().find("byte"), std::string::npos) << s.message();
+  }
+}
+
+// The writer makes room for the worst case of most tokens at once: floats and strings that need
+// decoding can write more than twice their input, and must make room for themselves.
+TEST(python_repr, AppendsAfterWhatTheStringHoldsWhateverTheOutputGrowth) {
+  // `n` times `element` in a list: `sep` between them, "[" + `last` + "]" around.
+  auto list = [](const std::string& element, const std::string& sep, int n,
+                 const std::string& last = "") {
+    std::string out = "[";
+    for (int i = 0; i < n; ++i) out += (i ? sep : "") + element;
+    return out + last + "]";
+  };
+  const std::string many_floats = list("1e5", ",", 3000, ",1e15");
+  EXPECT_EQ(repr(many_floats), list("100000.0", ", ", 3000, ", 1000000000000000.0"));
+  EXPECT_EQ(repr("1e15"), "1000000000000000.0");  // 4 bytes in, 18 out, no container
+
+  // Compact JSON: every ',' and ':' writes two characters.
+  const std::string compact = list(R"({"a":[7,8]})", ",", 3000);
+  EXPECT_EQ(repr(compact), list("{'a': [7, 8]}", ", ", 3000));
+
+  // Each byte of invalid UTF-8 gives six characters (\udcXX).
+  std::string bad_bytes = "[\"" + std::string(500, '\xff') + "\"]";
+  std::string bad_repr = "['";
+  for (int i = 0; i < 500; ++i) bad_repr += "\\udcff";
+  bad_repr += "']";
+  EXPECT_EQ(repr(bad_bytes), bad_repr);
+
+  // Values appended one after another to one string, as the converter does: each keeps what the
+  // string held, and gives back the room it did not use.
+  const std::vector<std::string> values = {"[1,2,[3]]", R"(["a'b", "\u00e9", "\n"])",
+                                           "1e-7",      "[]",
+                                           many_floats, "{\"k\":null}",
+                                           bad_bytes,   "\"plain\"",
+                                           "-0",        compact};
+  std::string all = "prefix:";
+  std::string expected = "prefix:";
+  for (const std::string& v : values) {
+    ASSERT_TRUE(pyrepr::append_json_value(all, v).ok()) << v;
+    expected += repr(v);
+    ASSERT_EQ(all, expected) << v;
+  }
+}
+
+TEST(python_repr, DeepNestingNeedsNoRecursion) {
+  const int depth = 200000;
+  std::string json(depth, '[');
+  json.append(depth, ']');
+  std::string out;
+  ASSERT_TRUE(pyrepr::append_json_value(out, json).ok());
+  EXPECT_EQ(out, json);
+}
+
+// Compares with CPython itself on random doubles and strings, when python3 is installed.
+TEST(python_repr, AgreesWithPython3OnRandomValues) {
+  if (testing::run_command("python3 -c 'print(1)'") != 0) GTEST_SKIP() << "python3 not found";
+  std::mt19937_64 rng(20240611);
+  std::vector<double> values;
+  for (int i = 0; i < 2000; ++i) {
+    uint64_t bits = rng();
+    double d;
+    std::memcpy(&d, &bits, sizeof(d));
+    if (!std::isfinite(d)) continue;
+    values.push_back(d);
+  }
+  std::uniform_real_distribution<double> small(-1e6, 1e6);
+  for (int i = 0; i < 1000; ++i) values.push_back(small(rng));
+  for (int e = -30; e <= 30; ++e) values.push_back(std::pow(10.0, e) * 1.5);
+  std::ostringstream json;
+  json.precision(17);
+  json << "[";
+  for (size_t i = 0; i < values.size(); ++i) json << (i ? "," : "") << values[i];
+  json << ",\"it's\",\"\\u00e9\\u0007\",\"tab\\there\",\"q\\\"q\"]";
+  testing::TempDir tmp;
+  testing::write_text(tmp.file("in.json"), json.str());
+  std::string python;
+  ASSERT_EQ(
+      testing::run_command("python3 -c 'import json,sys; sys.stdout.write(str(json.load(open(\"" +
+                               tmp.file("in.json") + "\"))))'",
+                           &python),
+      0)
+      << python;
+  EXPECT_EQ(repr(json.str()), python);
+}
+
+}  // namespace
+}  // namespace chakraflow

@@ -1,0 +1,674 @@
+// The converter stages on small hand-made traces: the worked example of reference/chakra_spec.md
+// §2.14 in both modes, node typing and communication attributes, dependency encoding, dangling
+// removal, the cycle check, schema 1.0.1 input, and errors.
+#include <google/protobuf/util/message_differencer.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "proto/et_def.pb.h"
+#include "stages/convert/comm_attributes.h"
+#include "stages/convert/cycle_check.h"
+#include "stages/convert/et_plus_nodes.h"
+#include "stages/link/host_et_loader.h"
+#include "stages/common/move_to_targets.h"
+#include "stages/convert/pytorch_converter.h"
+#include "tests/testing/test_util.h"
+
+namespace chakraflow {
+namespace {
+
+namespace pb = ChakraProtoMsg;
+
+// One ET+ node (schema 1.0.2+ layout). `extra` is raw JSON appended to the object ("" or
+// starting with a comma). Attributes: rf_id = 10 * id and the given tid.
+std::string node(uint64_t id, const std::string& name, int64_t parent, int64_t tid,
+                 const std::string& extra = "", const std::string& inputs = "",
+                 const std::string& extra_attrs = "") {
+  std::string in = inputs.empty() ? R"({"values": [], "shapes": [], "types": []})" : inputs;
+  return fmt::format(
+      R"({{"id": {}, "name": "{}", "ctrl_deps": {}, "inputs": {}, "outputs": {{"values": [], "shapes": [], "types": []}}, "attrs": [{{"name": "rf_id", "type": "uint64", "value": {}}}, {{"name": "fw_parent", "type": "uint64", "value": 0}}, {{"name": "seq_id", "type": "int64", "value": -1}}, {{"name": "scope", "type": "uint64", "value": 0}}, {{"name": "tid", "type": "uint64", "value": {}}}, {{"name": "fw_tid", "type": "uint64", "value": 0}}, {{"name": "op_schema", "type": "string", "value": ""}}{}]{}}})",
+      id, name, parent, in, id * 10, tid, extra_attrs, extra);
+}
+
+std::string trace(const std::vector<std::string>& nodes,
+                  const std::string& schema = "1.0.2-chakra.0.0.4") {
+  std::string s = fmt::format(
+      R"({{"schema": "{}", "pid": 42, "time": "2024-01-01 00:00:00", "start_ts": 100, "nodes": [)",
+      schema);
+  for (size_t i = 0; i < nodes.size(); ++i) s += (i ? ",\n" : "\n") + nodes[i];
+  s += "\n], \"finish_ts\": 200}";
+  return s;
+}
+
+struct Converted {
+  std::map<uint64_t, pb::Node> nodes;
+  pb::GlobalMetadata metadata;
+  LinkStats stats;
+  ChakraTrace chakra;
+};
+
+// Runs the converter stages on `text` in memory and returns the messages that would be written.
+StatusOr<Converted> convert_text(const std::string& text, Compat compat) {
+  CF_ASSIGN_OR_RETURN(HostTrace host, parse_host_trace("test.json", text));
+  ConvertOptions options;
+  options.compat = compat;
+  CF_ASSIGN_OR_RETURN(EtPlusTrace t, read_et_plus_nodes(host, options));
+  Converted out;
+  out.stats = t.stats;
+  CF_ASSIGN_OR_RETURN(out.chakra, convert_et_plus(t, options, out.stats));
+  fill_global_metadata(t, options, &out.metadata);
+  std::string encoded;
+  for (const ChakraNodeRecord& r : out.chakra.nodes) {
+    pb::Node n;
+    CF_RETURN_IF_ERROR(fill_node(t, out.chakra, r, &n));
+    // What the writer writes: the same bytes, encoded without the message.
+    CF_RETURN_IF_ERROR(encode_node(t, out.chakra, r, encoded));
+    EXPECT_TRUE(encoded == n.SerializeAsString()) << "node " << n.id() << " encoded differently";
+    out.nodes.emplace(n.id(), std::move(n));
+  }
+  return out;
+}
+
+std::vector<uint64_t> ids(const google::protobuf::RepeatedField<uint64_t>& f) {
+  return std::vector<uint64_t>(f.begin(), f.end());
+}
+
+const pb::AttributeProto* attr(const pb::Node& n, const std::string& name) {
+  for (const auto& a : n.attr()) {
+    if (a.name() == name) return &a;
+  }
+  return nullptr;
+}
+
+// The worked example of reference/chakra_spec.md §2.14, plus times and durations.
+std::string worked_example() {
+  const std::string kGpu = R"(, "cat": "kernel", "ph": "X", "stream": 7)";
+  const std::string kAllReduceInputs =
+      R"({"values": [[[1, 2, 0, 256, 4, "cuda:0"], [3, 4, 0, 256, 2, "cuda:0"]]], "shapes": [[[256], [256]]], "types": ["GenericList[Tensor(float),Tensor(c10::Half)]"]})";
+  const std::string kSendInputs =
+      R"({"values": [[[5, 6, 0, 100, 4, "cuda:0"]], 12, ["3", "pg"], 1, "send", [], [], 0, 1, 2], "shapes": [[[100]], [], [[], []], [], [], [], [], [], [], []], "types": ["GenericList[Tensor(float)]", "Int", "Tuple[String,String]", "Int", "String", "GenericList[]", "GenericList[]", "Int", "Int", "Int"]})";
+  const std::string kPgInit =
+      R"({"values": ["[{\"pg_name\": \"0\", \"backend_config\": \"cuda:nccl\", \"ranks\": [], \"group_size\": 2}]"], "shapes": [[]], "types": ["String"]})";
+  return trace({
+      node(0, "[pytorch|profiler|execution_trace|process]", 0, 0),
+      node(1, "[pytorch|profiler|execution_trace|thread]", 0, 1),
+      node(2, "[pytorch|profiler|execution_trace|thread]", 0, 2),
+      node(3, "aten::mm", 1, 1, R"(, "inclusive_dur": 9, "exclusive_dur": 2.6, "ts": 100)"),
+      node(4, "void gemm_kernel<float>()", 3, 1,
+           R"(, "inclusive_dur": 0.4, "exclusive_dur": 0.4, "ts": 110)" + kGpu),
+      node(5, "aten::add", 3, 1, R"(, "exclusive_dur": 1, "ts": 105)"),
+      node(6, "record_param_comms", 1, 1, R"(, "exclusive_dur": 3, "ts": 120)"),
+      node(7, "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", 6,
+           1, R"(, "exclusive_dur": 12, "ts": 130)" + kGpu + R"(, "pg_name": "0")",
+           kAllReduceInputs),
+      node(8, "nccl:send", 1, 1, R"(, "exclusive_dur": 2, "ts": 140)"),
+      node(9, "record_param_comms", 8, 1, R"(, "exclusive_dur": 1, "ts": 141)", kSendInputs,
+           R"(, {"name": "pg_name", "type": "string", "value": "3"})"),
+      node(10, "ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)", 9, 1,
+           R"(, "exclusive_dur": 20, "ts": 150)" + kGpu, kSendInputs),
+      node(11, "aten::relu", 2, 2,
+           R"(, "exclusive_dur": 4, "ts": 200, "inter_thread_dep": 5, "sync_dep": [4])"),
+      node(12, "## process_group:init ##", 1, 1, "", kPgInit),
+      node(13, "Optimizer.step#SGD.step", 99, 1, R"(, "exclusive_dur": 5, "ts": 300)"),
+  });
+}
+
+TEST(pytorch_converter, WorkedExampleChakraMode) {
+  auto c = convert_text(worked_example(), Compat::kChakra);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  // Nodes 0 (the process root) and 13 (parent 99 is missing) are removed as dangling.
+  std::vector<uint64_t> written;
+  for (const auto& [id, n] : c->nodes) written.push_back(id);
+  EXPECT_EQ(written, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}));
+  struct Expect {
+    uint64_t id;
+    pb::NodeType type;
+    std::vector<uint64_t> ctrl, data;
+  };
+  const std::vector<Expect> table = {
+      {1, pb::COMP_NODE, {0}, {}},       {2, pb::COMP_NODE, {0}, {}},
+      {3, pb::COMP_NODE, {1}, {1}},      {4, pb::COMP_NODE, {3}, {3}},
+      {5, pb::COMP_NODE, {3}, {3}},      {6, pb::COMP_NODE, {1}, {5}},
+      {7, pb::COMM_COLL_NODE, {6}, {6}}, {8, pb::COMP_NODE, {1}, {6}},
+      {9, pb::COMP_NODE, {8}, {8}},      {10, pb::COMM_SEND_NODE, {9}, {9}},
+      {11, pb::COMP_NODE, {2}, {5, 2}},  {12, pb::METADATA_NODE, {1}, {9}},
+  };
+  for (const Expect& e : table) {
+    SCOPED_TRACE("node " + std::to_string(e.id));
+    const pb::Node& n = c->nodes.at(e.id);
+    EXPECT_EQ(n.type(), e.type);
+    EXPECT_EQ(ids(n.ctrl_deps()), e.ctrl);
+    EXPECT_EQ(ids(n.data_deps()), e.data);
+    EXPECT_EQ(n.start_time_micros(), 0u);  // Chakra never sets it
+    // The fixed attributes, in Chakra's order.
+    ASSERT_GE(n.attr_size(), 9);
+    const char* names[] = {"rf_id",  "fw_parent", "seq_id",    "scope", "tid",
+                           "fw_tid", "op_schema", "is_cpu_op", "stream"};
+    for (int k = 0; k < 9; ++k) EXPECT_EQ(n.attr(k).name(), names[k]);
+    EXPECT_EQ(n.attr(0).int64_val(), static_cast<int64_t>(e.id * 10));
+    EXPECT_EQ(n.attr(2).int64_val(), -1);
+  }
+  const pb::Node& gemm = c->nodes.at(4);
+  EXPECT_FALSE(attr(gemm, "is_cpu_op")->bool_val());
+  EXPECT_EQ(attr(gemm, "stream")->int64_val(), 7);
+  EXPECT_EQ(gemm.duration_micros(), 0u);            // 0.4 µs truncated
+  EXPECT_EQ(c->nodes.at(3).duration_micros(), 2u);  // 2.6 µs truncated
+  EXPECT_TRUE(attr(c->nodes.at(3), "is_cpu_op")->bool_val());
+  EXPECT_EQ(attr(c->nodes.at(3), "stream")->int64_val(), 0);  // CPU nodes: Chakra's default 0
+
+  const pb::Node& allreduce = c->nodes.at(7);
+  ASSERT_EQ(allreduce.attr_size(), 12);
+  EXPECT_EQ(allreduce.attr(9).name(), "comm_type");
+  EXPECT_EQ(allreduce.attr(9).int64_val(), pb::ALL_REDUCE);
+  EXPECT_EQ(allreduce.attr(10).name(), "comm_size");
+  EXPECT_EQ(allreduce.attr(10).int64_val(), 256 * 4 + 256 * 2);
+  EXPECT_EQ(allreduce.attr(11).name(), "pg_name");
+  EXPECT_EQ(allreduce.attr(11).string_val(), "0");
+
+  const pb::Node& send = c->nodes.at(10);
+  ASSERT_EQ(send.attr_size(), 11);
+  EXPECT_EQ(send.attr(9).name(), "comm_size");
+  EXPECT_EQ(send.attr(9).int64_val(), 400);
+  EXPECT_EQ(send.attr(10).name(), "pg_name");
+  EXPECT_EQ(send.attr(10).string_val(), "3");  // copied from its record_param_comms
+  EXPECT_EQ(attr(send, "comm_dst"), nullptr);  // Chakra never writes peers
+
+  const pb::Node& pg = c->nodes.at(12);
+  EXPECT_EQ(
+      pg.inputs().values(),
+      R"(['[{"pg_name": "0", "backend_config": "cuda:nccl", "ranks": [], "group_size": 2}]'])");
+  EXPECT_EQ(pg.inputs().shapes(), "[[]]");
+  EXPECT_EQ(pg.inputs().types(), "['String']");
+  EXPECT_EQ(c->nodes.at(7).inputs().values(),
+            "[[[1, 2, 0, 256, 4, 'cuda:0'], [3, 4, 0, 256, 2, 'cuda:0']]]");
+
+  EXPECT_EQ(c->metadata.version(), "");
+  ASSERT_EQ(c->metadata.attr_size(), 5);
+  EXPECT_EQ(c->metadata.attr(0).string_val(), "1.0.2-chakra.0.0.4");
+  EXPECT_EQ(c->metadata.attr(1).uint64_val(), 42u);
+  EXPECT_EQ(c->metadata.attr(4).name(), "finish_ts");
+  EXPECT_EQ(c->metadata.attr(4).uint64_val(), 200u);
+}
+
+TEST(pytorch_converter, WorkedExampleDefaultMode) {
+  auto c = convert_text(worked_example(), Compat::kDefault);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  std::vector<uint64_t> written;
+  for (const auto& [id, n] : c->nodes) written.push_back(id);
+  // The orphan 13 is kept, attached to the thread root of its tid.
+  EXPECT_EQ(written, (std::vector<uint64_t>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13}));
+  struct Expect {
+    uint64_t id;
+    std::vector<uint64_t> ctrl, data;
+  };
+  const std::vector<Expect> table = {
+      {1, {}, {}},          {2, {}, {}},     {3, {1}, {1}},     {4, {3}, {3}},
+      {5, {3}, {3}},        {6, {1}, {5}},   {7, {6}, {6, 4}},   // waits for the stream's gemm
+      {8, {1}, {6}},        {9, {8}, {8}},   {10, {9}, {9, 7}},  // and the all-reduce
+      {11, {2}, {5, 2, 4}},                                      // the sync dependency
+      {12, {1}, {9}},       {13, {1}, {12}},
+  };
+  for (const Expect& e : table) {
+    SCOPED_TRACE("node " + std::to_string(e.id));
+    const pb::Node& n = c->nodes.at(e.id);
+    EXPECT_EQ(ids(n.ctrl_deps()), e.ctrl);
+    EXPECT_EQ(ids(n.data_deps()), e.data);
+  }
+  EXPECT_EQ(c->chakra.gpu_stream_edges, 2u);
+  EXPECT_EQ(c->chakra.sync_edges, 1u);
+  // Durations: nearest µs, at least 1 µs for work that took time; Optimizer.step still 0.
+  EXPECT_EQ(c->nodes.at(4).duration_micros(), 1u);
+  EXPECT_EQ(c->nodes.at(3).duration_micros(), 3u);
+  EXPECT_EQ(c->nodes.at(13).duration_micros(), 0u);
+  EXPECT_EQ(c->nodes.at(3).start_time_micros(), 100u);
+  EXPECT_EQ(c->nodes.at(10).start_time_micros(), 150u);
+  // No stream on CPU nodes; GPU nodes keep theirs.
+  EXPECT_EQ(attr(c->nodes.at(3), "stream"), nullptr);
+  EXPECT_EQ(attr(c->nodes.at(4), "stream")->int64_val(), 7);
+  // Send/recv peers from record_param_comms (rank argument 1), NCCL's tag-less matching.
+  const pb::Node& send = c->nodes.at(10);
+  EXPECT_EQ(send.type(), pb::COMM_SEND_NODE);
+  ASSERT_NE(attr(send, "comm_dst"), nullptr);
+  EXPECT_EQ(attr(send, "comm_dst")->int32_val(), 1);
+  EXPECT_EQ(attr(send, "comm_tag")->int32_val(), 0);
+  EXPECT_EQ(attr(send, "comm_src"), nullptr);
+  EXPECT_EQ(c->metadata.version(), "1.0.0");
+}
+
+TEST(pytorch_converter, HostTraceFileOrderDecidesChakraCtrlDeps) {
+  // Host traces list a node when it exits: children first, the process root last.
+  const std::string text = trace({
+      node(2, "[pytorch|profiler|execution_trace|thread]", 1, 1),
+      node(4, "aten::empty", 3, 1),
+      node(3, "aten::to", 2, 1),
+      node(5, "aten::add", 2, 1),
+      node(1, "[pytorch|profiler|execution_trace|process]", 1, 0),
+  });
+  auto chakra = convert_text(text, Compat::kChakra);
+  ASSERT_TRUE(chakra.ok()) << chakra.status().message();
+  EXPECT_EQ(ids(chakra->nodes.at(4).ctrl_deps()), std::vector<uint64_t>{});  // parent came later
+  EXPECT_EQ(ids(chakra->nodes.at(3).ctrl_deps()), std::vector<uint64_t>{2});
+  EXPECT_EQ(ids(chakra->nodes.at(2).ctrl_deps()), std::vector<uint64_t>{});
+  // The pre-order chain does not depend on file order.
+  EXPECT_EQ(ids(chakra->nodes.at(3).data_deps()), std::vector<uint64_t>{2});
+  EXPECT_EQ(ids(chakra->nodes.at(4).data_deps()), std::vector<uint64_t>{3});
+  EXPECT_EQ(ids(chakra->nodes.at(5).data_deps()), std::vector<uint64_t>{4});
+  EXPECT_EQ(chakra->nodes.count(1), 0u);
+  auto def = convert_text(text, Compat::kDefault);
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(ids(def->nodes.at(4).ctrl_deps()), std::vector<uint64_t>{3});
+  EXPECT_EQ(ids(def->nodes.at(2).ctrl_deps()), std::vector<uint64_t>{});  // root 1 is removed
+}
+
+TEST(pytorch_converter, CollectiveTypesAndUnknownKernels) {
+  const std::string kGpu = R"(, "cat": "kernel", "stream": 3, "ts": 50)";
+  const std::string text = trace({
+      node(0, "[pytorch|profiler|execution_trace|thread]", 0, 1),
+      node(1, "nccl:reduce", 0, 1),
+      node(2, "ncclDevKernel_Reduce_Sum_f32_RING_LL", 1, 1, kGpu),
+      node(3, "nccl:all_gather", 0, 1),
+      node(4, "ncclDevKernel_Generic_4", 3, 1, kGpu),
+      node(5, "mystery_op", 0, 1),
+      node(6, "ncclDevKernel_Mystery", 5, 1, kGpu),
+      node(7, "c10d::broadcast_", 0, 1),
+      node(8, "ncclKernel_Broadcast_RING_LL_Sum_int8_t", 7, 1, kGpu),
+  });
+  for (Compat mode : {Compat::kChakra, Compat::kDefault}) {
+    SCOPED_TRACE(mode == Compat::kChakra ? "chakra" : "default");
+    auto c = convert_text(text, mode);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    // Chakra aborts on the first three; we type them and count them.
+    EXPECT_EQ(c->nodes.at(2).type(), pb::COMM_COLL_NODE);
+    EXPECT_EQ(attr(c->nodes.at(2), "comm_type")->int64_val(), pb::REDUCE);
+    EXPECT_EQ(c->nodes.at(4).type(), pb::COMM_COLL_NODE);
+    EXPECT_EQ(attr(c->nodes.at(4), "comm_type")->int64_val(),
+              pb::ALL_GATHER);                        // from nccl:all_gather
+    EXPECT_EQ(c->nodes.at(6).type(), pb::COMP_NODE);  // nothing says which collective
+    EXPECT_EQ(attr(c->nodes.at(6), "comm_type"), nullptr);
+    EXPECT_EQ(attr(c->nodes.at(8), "comm_type")->int64_val(), pb::BROADCAST);
+    EXPECT_EQ(c->stats.count("unknown collective kernel (written as COMP_NODE)"), 1u);
+    if (mode == Compat::kChakra) {
+      EXPECT_EQ(c->stats.count("collective kernel Chakra 1.0.0 cannot type (it aborts with "
+                               "ValueError); typed as in default mode"),
+                3u);
+    }
+  }
+  EXPECT_EQ(chakra_collective_type("ncclKernel_ReduceScatter_RING_LL_Sum_float"),
+            CollectiveType::kReduceScatter);
+  EXPECT_EQ(chakra_collective_type("ncclDevKernel_AllGather_RING_LL"), CollectiveType::kAllGather);
+  EXPECT_EQ(chakra_collective_type("ncclDevKernel_SendRecv(x)"), CollectiveType::kAllToAll);
+  EXPECT_EQ(chakra_collective_type("ncclDevKernel_Reduce_Sum"), std::nullopt);
+  EXPECT_EQ(collective_type_from_name("c10d::_reduce_scatter_base_"),
+            CollectiveType::kReduceScatter);
+  EXPECT_EQ(collective_type_from_name("gloo:barrier"), CollectiveType::kBarrier);
+  EXPECT_EQ(collective_type_from_name("c10d::gather_"), CollectiveType::kGather);
+  EXPECT_EQ(collective_type_from_name("aten::mm"), std::nullopt);
+}
+
+TEST(pytorch_converter, CommSizeOfNestedListsAndUndefinedTensors) {
+  EtPlusTrace t;
+  ConvertOptions options;
+  LinkStats stats;
+  CommTyper typer(t, options, stats);
+  // A plain list of tensors: both rules agree.
+  EXPECT_EQ(typer.comm_size(R"([[[1,2,0,8,4,"cuda:0"],[3,4,0,8,2,"cuda:0"]], 5])",
+                            R"(["GenericList[Tensor(float),Tensor(c10::Half)]", "Int"])", true),
+            48);
+  // Nested lists (c10d::allgather_ inputs): Chakra raises, the default rule sums every tensor.
+  const char* nested_values = R"([[[[1,2,0,4,4,"cuda:0"],[3,4,0,4,4,"cuda:0"]]]])";
+  const char* nested_types = R"(["GenericList[GenericList[Tensor(float),Tensor(float)]]"])";
+  EXPECT_EQ(typer.comm_size(nested_values, nested_types, true), std::nullopt);
+  EXPECT_EQ(typer.comm_size(nested_values, nested_types, false), 32);
+  // Undefined optional tensors and empty values.
+  EXPECT_EQ(
+      typer.comm_size(R"(["<None>", []])", R"j(["Optional[Tensor]", "Tensor(float)"])j", true),
+      std::nullopt);
+  EXPECT_EQ(
+      typer.comm_size(R"(["<None>", []])", R"j(["Optional[Tensor]", "Tensor(float)"])j", false), 0);
+  // zip() stops at the shorter list; non-tensor types are skipped.
+  EXPECT_EQ(typer.comm_size(R"([[1,2,0,10,8,"cpu"], 3])", R"j(["Tensor(long)"])j", true), 80);
+}
+
+TEST(pytorch_converter, CyclesAreReportedWithTheirNodeIds) {
+  // Two threads whose inter-thread dependencies point at each other.
+  const std::string text = trace({
+      node(1, "[pytorch|profiler|execution_trace|thread]", 1, 1),
+      node(2, "[pytorch|profiler|execution_trace|thread]", 2, 2),
+      node(3, "aten::a", 1, 1, R"(, "inter_thread_dep": 4)"),
+      node(4, "aten::b", 2, 2, R"(, "inter_thread_dep": 3)"),
+  });
+  for (Compat mode : {Compat::kChakra, Compat::kDefault}) {
+    auto c = convert_text(text, mode);
+    ASSERT_FALSE(c.ok());
+    EXPECT_NE(c.status().message().find("cyclic data dependency"), std::string::npos)
+        << c.status().message();
+    EXPECT_NE(c.status().message().find("3 -> 4 -> 3"), std::string::npos) << c.status().message();
+    EXPECT_NE(c.status().message().find("test.json"), std::string::npos);
+  }
+}
+
+TEST(pytorch_converter, CycleCheckIsIterativeOnLongChains) {
+  // 300k nodes in one dependency chain (a recursive DFS would overflow the stack), then close
+  // the chain into a cycle.
+  const uint32_t n = 300000;
+  EtPlusTrace t;
+  t.path = "chain";
+  t.nodes.resize(n);
+  ChakraTrace c;
+  c.nodes.resize(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    t.nodes[i].id = i;
+    t.nodes[i].name = "op";
+    c.nodes[i].source = i;
+    if (i > 0) c.nodes[i].data_deps.push_back(i - 1);
+  }
+  EXPECT_TRUE(check_acyclic(t, c).ok());
+  c.nodes[0].data_deps.push_back(n - 1);
+  Status s = check_acyclic(t, c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("over 300000 node(s)"), std::string::npos)
+      << s.message().substr(0, 300);
+  // A dependency on a node that is not written.
+  c.nodes.pop_back();
+  s = check_acyclic(t, c);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("not in the output"), std::string::npos) << s.message();
+}
+
+TEST(pytorch_converter, DanglingRemovalKeepsReferencedNodes) {
+  const std::string text = trace({
+      node(1, "[pytorch|profiler|execution_trace|thread]", 1, 1),
+      node(2, "[pytorch|profiler|execution_trace|thread]", 2, 2),  // no children: removed
+      node(3, "[pytorch|profiler|execution_trace|thread]", 3, 3),
+      node(4, "aten::a", 1, 1),
+      node(5, "lonely", 77, 5, ""),  // orphan with no thread root for tid 5
+      node(6, "aten::b", 3, 3, R"(, "inter_thread_dep": 5)"),
+  });
+  auto chakra = convert_text(text, Compat::kChakra);
+  ASSERT_TRUE(chakra.ok()) << chakra.status().message();
+  EXPECT_EQ(chakra->nodes.count(2), 0u);
+  EXPECT_EQ(chakra->nodes.count(5), 1u);  // kept: node 6 depends on it
+  EXPECT_EQ(ids(chakra->nodes.at(6).data_deps()), (std::vector<uint64_t>{5, 3}));
+  EXPECT_EQ(chakra->chakra.removed_dangling, 1u);
+  auto def = convert_text(text, Compat::kDefault);
+  ASSERT_TRUE(def.ok());
+  EXPECT_EQ(def->nodes.count(2), 0u);
+  EXPECT_EQ(ids(def->nodes.at(5).data_deps()), std::vector<uint64_t>{});  // walked on its own
+  EXPECT_EQ(def->stats.count("node whose parent is missing, no thread root for its tid (walked on "
+                             "its own)"),
+            1u);
+}
+
+TEST(pytorch_converter, DependenciesOnMissingOrSelfAreDropped) {
+  const std::string text = trace({
+      node(1, "[pytorch|profiler|execution_trace|thread]", 1, 1),
+      node(2, "aten::a", 1, 1, R"(, "inter_thread_dep": 2, "sync_dep": [99])"),
+      node(3, "aten::b", 1, 1, R"(, "inter_thread_dep": 55)"),
+  });
+  for (Compat mode : {Compat::kChakra, Compat::kDefault}) {
+    auto c = convert_text(text, mode);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_EQ(ids(c->nodes.at(2).data_deps()), std::vector<uint64_t>{1});
+    EXPECT_EQ(ids(c->nodes.at(3).data_deps()), std::vector<uint64_t>{2});
+    EXPECT_EQ(c->stats.count("inter_thread_dep on the node itself (dropped)"), 1u);
+    EXPECT_EQ(c->stats.count("inter_thread_dep on a node that is not converted (dropped)"), 1u);
+  }
+}
+
+TEST(pytorch_converter, ForwardSyncDependenciesAreSkipped) {
+  // Node 3 claims to wait for a kernel (5) that starts after it: following it could close a
+  // cycle (5 runs after its launcher 4, which follows 3), so it is skipped and counted.
+  const std::string kGpu = R"(, "cat": "kernel", "stream": 1)";
+  const std::string text = trace({
+      node(1, "[pytorch|profiler|execution_trace|thread]", 1, 1),
+      node(2, "aten::a", 1, 1, R"(, "ts": 10)"),
+      node(3, "aten::sync", 1, 1, R"(, "ts": 20, "sync_dep": [5])"),
+      node(4, "aten::b", 1, 1, R"(, "ts": 30)"),
+      node(5, "kernel_b", 4, 1, R"(, "ts": 40)" + kGpu),
+  });
+  auto c = convert_text(text, Compat::kDefault);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(ids(c->nodes.at(3).data_deps()), std::vector<uint64_t>{2});
+  EXPECT_EQ(
+      c->stats.count("sync_dep against the dependency order (dropped: it would allow a cycle)"),
+      1u);
+}
+
+TEST(pytorch_converter, StreamsChainByStartTimeNotId) {
+  // Two threads launch onto stream 9; the later id runs first on the stream.
+  const std::string kGpu = R"(, "cat": "kernel", "stream": 9)";
+  const std::string text = trace({
+      node(1, "[pytorch|profiler|execution_trace|thread]", 1, 1),
+      node(2, "[pytorch|profiler|execution_trace|thread]", 2, 2),
+      node(3, "aten::a", 1, 1, R"(, "ts": 10)"),
+      node(4, "kernel_a", 3, 1, R"(, "ts": 50)" + kGpu),
+      node(5, "aten::b", 2, 2, R"(, "ts": 12)"),
+      node(6, "kernel_b", 5, 2, R"(, "ts": 20)" + kGpu),
+      node(7, "kernel_c", 5, 2, R"(, "ts": 60, "stream": null, "cat": "kernel")"),
+  });
+  auto c = convert_text(text, Compat::kDefault);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(ids(c->nodes.at(4).data_deps()), (std::vector<uint64_t>{3, 6}));
+  EXPECT_EQ(ids(c->nodes.at(6).data_deps()), std::vector<uint64_t>{5});
+  EXPECT_EQ(ids(c->nodes.at(7).data_deps()), std::vector<uint64_t>{5});  // unknown stream
+  EXPECT_EQ(attr(c->nodes.at(7), "stream"), nullptr);
+  auto chakra = convert_text(text, Compat::kChakra);
+  ASSERT_TRUE(chakra.ok());
+  EXPECT_EQ(ids(chakra->nodes.at(4).data_deps()), std::vector<uint64_t>{3});
+}
+
+TEST(pytorch_converter, FlatSchemaWithRenumberedParents) {
+  // A schema 1.0.1 ET+ as Chakra's trace_link writes it: ids renumbered from 0, `parent` still
+  // in the host trace's ids (process 1, thread 2, ops 5, 7, 8), GPU nodes with a `ctrl_deps`.
+  auto flat = [](uint64_t id, const std::string& name, uint64_t parent, int tid,
+                 const std::string& extra = "") {
+    return fmt::format(
+        R"j({{"name": "{}", "id": {}, "rf_id": {}, "parent": {}, "fw_parent": 0, "seq_id": -1, "scope": 7, "tid": {}, "fw_tid": 0, "op_schema": "s{}", "inputs": [[1, 2, 0, 3, 4, "cuda:0"], 1.5], "input_shapes": [[3], []], "input_types": ["Tensor(float)", "Double"], "outputs": [], "output_shapes": [], "output_types": []{}}})j",
+        name, id, id + 100, parent, tid, id, extra);
+  };
+  const std::string text = trace(
+      {
+          flat(0, "[pytorch|profiler|execution_trace|process]", 1, 0),
+          flat(1, "[pytorch|profiler|execution_trace|thread]", 1, 1),
+          flat(2, "aten::outer", 2, 1, R"(, "exclusive_dur": 4, "ts": 1)"),
+          flat(3, "kernel", 2, 1, R"(, "ctrl_deps": 2, "cat": "kernel", "stream": 7, "ts": 2)"),
+          flat(4, "aten::inner", 5, 1, R"(, "ts": 3)"),
+          flat(5, "aten::next", 2, 1, R"(, "ts": 4)"),
+      },
+      "1.0.1");
+  for (Compat mode : {Compat::kChakra, Compat::kDefault}) {
+    auto c = convert_text(text, mode);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    // old 5 = new 2 (aten::outer), so aten::inner's parent is 2; old 2 = new 1 (the thread).
+    EXPECT_EQ(ids(c->nodes.at(4).ctrl_deps()), std::vector<uint64_t>{2});
+    EXPECT_EQ(ids(c->nodes.at(5).ctrl_deps()), std::vector<uint64_t>{1});
+    EXPECT_EQ(ids(c->nodes.at(3).ctrl_deps()), std::vector<uint64_t>{2});
+    EXPECT_EQ(ids(c->nodes.at(2).data_deps()), std::vector<uint64_t>{1});
+    EXPECT_EQ(ids(c->nodes.at(3).data_deps()), std::vector<uint64_t>{2});
+    EXPECT_EQ(ids(c->nodes.at(4).data_deps()), std::vector<uint64_t>{2});
+    EXPECT_EQ(ids(c->nodes.at(5).data_deps()), std::vector<uint64_t>{4});
+    // Flat fields become the usual attributes and IOInfo strings.
+    const pb::Node& outer = c->nodes.at(2);
+    EXPECT_EQ(attr(outer, "rf_id")->int64_val(), 102);
+    EXPECT_EQ(attr(outer, "scope")->int64_val(), 7);
+    EXPECT_EQ(attr(outer, "op_schema")->string_val(), "s2");
+    EXPECT_EQ(outer.inputs().values(), "[[1, 2, 0, 3, 4, 'cuda:0'], 1.5]");
+    EXPECT_EQ(outer.inputs().shapes(), "[[3], []]");
+    EXPECT_EQ(outer.inputs().types(), "['Tensor(float)', 'Double']");
+    EXPECT_EQ(outer.duration_micros(), 4u);
+    EXPECT_EQ(
+        c->stats.count("schema 1.0.1 ET+ with pre-renumbering parent ids (mapped to the new ids)"),
+        1u);
+  }
+}
+
+TEST(pytorch_converter, MalformedNodesAreErrorsNamingTheNode) {
+  const std::string text = trace({
+      node(1, "[pytorch|profiler|execution_trace|thread]", 1, 1),
+      node(2, "aten::a", 1, 1, R"(, "exclusive_dur": "soon")"),
+  });
+  auto c = convert_text(text, Compat::kDefault);
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("test.json: byte"), std::string::npos)
+      << c.status().message();
+  EXPECT_NE(c.status().message().find("node id 2"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("exclusive_dur"), std::string::npos);
+
+  // An IOInfo list is rendered (and so checked past its brackets) as its node is written: a bad
+  // one stops the conversion, named like any other problem.
+  const std::string bad_inputs = trace({
+      node(1, "[pytorch|profiler|execution_trace|thread]", 1, 1),
+      node(2, "aten::a", 1, 1, "", R"({"values": ["\q"], "shapes": [], "types": []})"),
+      node(3, "aten::b", 1, 1),
+  });
+  auto c2 = convert_text(bad_inputs, Compat::kDefault);
+  ASSERT_FALSE(c2.ok());
+  const std::string m = c2.status().message();
+  EXPECT_NE(m.find("test.json: byte "), std::string::npos) << m;
+  EXPECT_NE(m.find("node id 2: inputs.values: byte 1 of the value: invalid string escape"),
+            std::string::npos)
+      << m;
+  // The same list in a node that is not written (dangling: nothing depends on it) is not read.
+  const std::string dropped =
+      trace({node(1, "aten::a", 1, 1, "", R"({"values": ["\q"], "shapes": [], "types": []})")});
+  auto c3 = convert_text(dropped, Compat::kDefault);
+  ASSERT_TRUE(c3.ok()) << c3.status().message();
+  EXPECT_TRUE(c3->nodes.empty());
+}
+
+// The reader takes the keys of attrs entries and of IOInfo objects as written when they are the
+// ones PyTorch writes, and unescapes any other: escaped spellings of the same keys convert alike.
+TEST(pytorch_converter, EscapedAttrAndIoKeysReadAsTheirText) {
+  const std::string plain = worked_example();
+  std::string escaped = plain;
+  auto replace_all = [&escaped](const std::string& from, const std::string& to) {
+    size_t count = 0;
+    for (size_t at = escaped.find(from); at != std::string::npos; at = escaped.find(from, at)) {
+      escaped.replace(at, from.size(), to);
+      at += to.size();
+      ++count;
+    }
+    return count;
+  };
+  // `{"name": ` opens only attrs entries (a node's name follows its id).
+  ASSERT_GT(replace_all(R"({"name": )", R"({"n\u0061me": )"), 0u);
+  ASSERT_GT(replace_all(R"("value": )", R"("v\u0061lue": )"), 0u);
+  ASSERT_GT(replace_all(R"("values": )", R"("v\u0061lues": )"), 0u);
+  ASSERT_GT(replace_all(R"("shapes": )", R"("sh\u0061pes": )"), 0u);
+  ASSERT_GT(replace_all(R"("types": )", R"("typ\u0065s": )"), 0u);
+  for (Compat compat : {Compat::kChakra, Compat::kDefault}) {
+    auto a = convert_text(plain, compat);
+    auto b = convert_text(escaped, compat);
+    ASSERT_TRUE(a.ok()) << a.status().message();
+    ASSERT_TRUE(b.ok()) << b.status().message();
+    ASSERT_EQ(a->nodes.size(), b->nodes.size());
+    for (const auto& [id, n] : a->nodes) {
+      ASSERT_TRUE(b->nodes.count(id)) << id;
+      EXPECT_EQ(n.SerializeAsString(), b->nodes.at(id).SerializeAsString()) << "node " << id;
+    }
+  }
+}
+
+TEST(pytorch_converter, OutputIsDeterministic) {
+  testing::TempDir tmp;
+  testing::write_text(tmp.file("in.json"), worked_example());
+  std::string first;
+  for (int run = 0; run < 3; ++run) {
+    ConvertReport report;
+    ASSERT_TRUE(
+        convert_file(tmp.file("in.json"), tmp.file("out.et"), ConvertOptions(), &report).ok());
+    EXPECT_EQ(report.output_nodes, 13u);
+    std::string bytes = testing::read_text(tmp.file("out.et"));
+    if (run == 0) first = bytes;
+    EXPECT_EQ(bytes, first);
+  }
+}
+
+// move_to_targets gives what copying each record to its target gives, for permutations with
+// cycles of every length, fixed points, and growth (positions no record targets).
+TEST(MoveToTargets, MovesEveryRecordToItsTarget) {
+  std::mt19937 rng(7);
+  for (size_t n : {0u, 1u, 2u, 5u, 100u, 1000u}) {
+    for (size_t extra : {0u, 3u}) {
+      const size_t total = n + extra;
+      std::vector<uint32_t> positions(total);
+      for (uint32_t i = 0; i < total; ++i) positions[i] = i;
+      std::shuffle(positions.begin(), positions.end(), rng);
+      std::vector<uint32_t> target(positions.begin(), positions.begin() + n);
+      std::vector<std::string> v(n), expected(total);
+      for (size_t i = 0; i < n; ++i) {
+        v[i] = "record " + std::to_string(i) + std::string(i % 40, 'x');  // heap-held strings
+        expected[target[i]] = v[i];
+      }
+      move_to_targets(v, target, total);
+      EXPECT_EQ(v, expected) << n << " records, " << extra << " positions more";
+    }
+  }
+}
+
+// DepList holds what a std::vector given the same pushes holds, inline (up to 4) and on the heap,
+// through copies, moves and assignments between lists of every size.
+TEST(DepList, HoldsWhatAVectorHolds) {
+  auto equal = [](const DepList& d, const std::vector<uint32_t>& v) {
+    return std::vector<uint32_t>(d.begin(), d.end()) == v && d.size() == v.size() &&
+           d.empty() == v.empty();
+  };
+  std::vector<DepList> lists;
+  std::vector<std::vector<uint32_t>> expected;
+  for (uint32_t n : {0u, 1u, 3u, 4u, 5u, 8u, 9u, 100u}) {
+    DepList d;
+    std::vector<uint32_t> v;
+    for (uint32_t k = 0; k < n; ++k) {
+      d.push_back(k * 7 + n);
+      v.push_back(k * 7 + n);
+      ASSERT_TRUE(equal(d, v)) << n << " after " << k + 1;
+    }
+    for (size_t k = 0; k < v.size(); ++k) EXPECT_EQ(d[k], v[k]);
+    lists.push_back(d);  // a copy
+    expected.push_back(v);
+  }
+  for (size_t a = 0; a < lists.size(); ++a) {
+    EXPECT_TRUE(equal(lists[a], expected[a]));
+    for (size_t b = 0; b < lists.size(); ++b) {
+      DepList copy = lists[a];
+      copy = lists[b];  // copy-assign over a list of another size
+      EXPECT_TRUE(equal(copy, expected[b])) << a << " <- " << b;
+      DepList moved = lists[a];
+      DepList source = lists[b];
+      moved = std::move(source);  // move-assign
+      EXPECT_TRUE(equal(moved, expected[b])) << a << " <- " << b;
+      EXPECT_TRUE(source.empty());  // NOLINT(bugprone-use-after-move): a moved-from list is empty
+      source.push_back(42);         // and usable
+      EXPECT_TRUE(equal(source, {42}));
+      moved.push_back(1);  // growing after the move keeps what it held
+      std::vector<uint32_t> grown = expected[b];
+      grown.push_back(1);
+      EXPECT_TRUE(equal(moved, grown));
+    }
+    DepList self = lists[a];
+    const DepList& alias = self;
+    self = alias;  // self-assignment keeps the list
+    EXPECT_TRUE(equal(self, expected[a]));
+    DepList constructed(std::move(self));
+    EXPECT_TRUE(equal(constructed, expected[a]));
+  }
+  // A vector of records (reallocating: every record moved) keeps every list.
+  std::vector<ChakraNodeRecord> records;
+  for (uint32_t i = 0; i < 200; ++i) {
+    records.emplace_back();
+    for (uint32_t k = 0; k < i % 11; ++k) records.back().data_deps.push_back(i + k);
+  }
+  for (uint32_t i = 0; i < 200; ++i) {
+    std::vector<uint32_t> v;
+    for (uint32_t k = 0; k < i % 11; ++k) v.push_back(i + k);
+    EXPECT_TRUE(equal(records[i].data_deps, v)) << i;
+  }
+}
+
+}  // namespace
+}  // namespace chakraflow

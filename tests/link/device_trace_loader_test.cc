@@ -1,0 +1,274 @@
+#include "stages/link/device_trace_loader.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "stages/generate/synthetic_trace.h"
+#include "tests/testing/test_util.h"
+#include "tests/testing/trace_builder.h"
+#include "tests/testing/window_test_util.h"
+
+namespace chakraflow {
+namespace {
+
+using testing::KinetoBuilder;
+
+TEST(DeviceTraceLoader, ClassifiesEventsAndSortsRoles) {
+  std::string text =
+      KinetoBuilder()
+          .cpu_op("aten::mm", 10, 20, 5, 3, 100)
+          .cpu_op("ProfilerStep#1", 10, 1, 100, 0, 99, "user_annotation")
+          .cpu_op("fwd", 10, 2, 50, 2, 98, "user_annotation")
+          .runtime("cudaLaunchKernel", 10, 21, 1, 555)
+          .gpu("gemm", 30.5, 2.25, 555, 7)
+          .gpu("memset", 40, 1, 556, 7, "gpu_memset")
+          .raw(
+              R"({"ph": "s", "cat": "ac2g", "id": 555, "pid": 1, "tid": 10, "ts": 21, "name": "ac2g"})")
+          .raw(
+              R"({"ph": "M", "name": "process_name", "pid": 1, "tid": "stream 7", "args": {"name": "x"}})")
+          .json();
+  auto t = parse_device_trace("d.json", text);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  // The ac2g flow event is counted, not kept.
+  ASSERT_EQ(t->events.size(), 7u);
+  EXPECT_EQ(t->flow_events, 1u);
+  EXPECT_TRUE(t->has_rf_ids);
+  // ProfilerStep is not a CPU op; the rest are sorted by ts.
+  ASSERT_EQ(t->cpu_ops.size(), 2u);
+  EXPECT_EQ((*t)[t->cpu_ops[0]].name, "fwd");
+  EXPECT_EQ((*t)[t->cpu_ops[1]].name, "aten::mm");
+  EXPECT_EQ((*t)[t->cpu_ops[1]].rf_id, 3u);
+  EXPECT_EQ((*t)[t->cpu_ops[1]].external_id, 100);
+  ASSERT_EQ(t->launches.size(), 1u);
+  EXPECT_EQ((*t)[t->launches[0]].correlation, 555);
+  ASSERT_EQ(t->gpu_ops.size(), 2u);
+  const DeviceEvent& gemm = (*t)[t->gpu_ops[0]];
+  EXPECT_EQ(gemm.ts, 30500);
+  EXPECT_EQ(gemm.dur, 2250);
+  EXPECT_TRUE(gemm.has(kTsFractional));
+  EXPECT_EQ(gemm.stream, 7);
+  EXPECT_EQ(t->name_raw(gemm), "\"gemm\"");
+  EXPECT_EQ((*t)[t->gpu_ops[1]].cat, DeviceCategory::kGpuMemset);
+  EXPECT_EQ(t->events[6].cat, DeviceCategory::kOther);
+  EXPECT_EQ(t->events[6].ph, 'M');
+  EXPECT_NE(t->args_raw(t->events[0]).find("\"Record function id\": 3"), std::string_view::npos);
+  EXPECT_EQ(t->args_raw(t->events[0]).back(), '}');
+}
+
+TEST(DeviceTraceLoader, Accepts2021CapitalisedCategories) {
+  EXPECT_EQ(classify_category("Operator"), DeviceCategory::kCpuOp);
+  EXPECT_EQ(classify_category("Kernel"), DeviceCategory::kKernel);
+  EXPECT_EQ(classify_category("Runtime"), DeviceCategory::kCudaRuntime);
+  EXPECT_EQ(classify_category("Memcpy"), DeviceCategory::kGpuMemcpy);
+  EXPECT_EQ(classify_category("Memset"), DeviceCategory::kGpuMemset);
+  EXPECT_EQ(classify_category("python_function"), DeviceCategory::kOther);
+}
+
+TEST(DeviceTraceLoader, InvalidUtf8IsRepairedAndCounted) {
+  std::string text =
+      KinetoBuilder().cpu_op("good", 1, 0, 5).cpu_op("bad\xff\xfe name", 1, 10, 5).json();
+  text +=
+      std::string("\xc0\x80");  // an overlong NUL after the document: invalid, then trailing junk
+  auto t = parse_device_trace("utf8.json", text.substr(0, text.size() - 2));
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->invalid_utf8_bytes, 2u);
+  EXPECT_EQ((*t)[t->cpu_ops[1]].name, "bad?? name");
+}
+
+TEST(DeviceTraceLoader, BadInputGivesLocatedErrors) {
+  struct Case {
+    const char* text;
+    const char* expect;
+  } cases[] = {
+      {"", "empty file"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "kernel", "ts": "abc"}]})", "traceEvents[0]"},
+      {R"({"traceEvents": [{"ph": "X"}, {"ph": "X", "ts": true}]})", "traceEvents[1]"},
+      {R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "ts": 1e999}]})", "not"},
+      {R"({"schemaVersion": 1})", "no \"traceEvents\""},
+      {R"({"traceEvents": [{"ph": "X", "ts": 1}, {"ph": )", "byte"},
+  };
+  for (const auto& c : cases) {
+    auto t = parse_device_trace("bad_dev.json", c.text);
+    ASSERT_FALSE(t.ok()) << c.text;
+    EXPECT_NE(t.status().message().find("bad_dev.json"), std::string::npos) << t.status().message();
+    EXPECT_NE(t.status().message().find(c.expect), std::string::npos) << t.status().message();
+  }
+}
+
+// ---------- traceEvents read in windows ----------
+
+// Every field of every event, the counts and the role indices.
+void expect_same_trace(const DeviceTrace& whole, const DeviceTrace& windowed,
+                       const std::string& what) {
+  ASSERT_EQ(whole.events.size(), windowed.events.size()) << what;
+  for (size_t i = 0; i < whole.events.size(); ++i) {
+    const DeviceEvent& a = whole.events[i];
+    const DeviceEvent& b = windowed.events[i];
+    const std::string where = fmt::format("{}: event {} at byte {}", what, i, a.byte_offset);
+    EXPECT_EQ(a.ts, b.ts) << where;
+    EXPECT_EQ(a.dur, b.dur) << where;
+    EXPECT_EQ(a.tid, b.tid) << where;
+    EXPECT_EQ(a.pid, b.pid) << where;
+    EXPECT_EQ(a.external_id, b.external_id) << where;
+    EXPECT_EQ(a.correlation, b.correlation) << where;
+    EXPECT_EQ(a.stream, b.stream) << where;
+    EXPECT_EQ(a.device, b.device) << where;
+    EXPECT_EQ(a.rf_id, b.rf_id) << where;
+    EXPECT_EQ(a.name, b.name) << where;
+    EXPECT_EQ(whole.name_raw(a), windowed.name_raw(b)) << where;
+    EXPECT_EQ(whole.args_raw(a), windowed.args_raw(b)) << where;
+    EXPECT_EQ(whole.pg_name(a), windowed.pg_name(b)) << where;
+    EXPECT_EQ(a.byte_offset, b.byte_offset) << where;
+    EXPECT_EQ(a.flags, b.flags) << where;
+    EXPECT_EQ(a.cat, b.cat) << where;
+    EXPECT_EQ(a.ph, b.ph) << where;
+    if (!b.name_literal.empty()) {
+      EXPECT_EQ(windowed.name_raw(b).front(), '"') << where;
+      EXPECT_EQ(windowed.name_raw(b).back(), '"') << where;
+    }
+    if (::testing::Test::HasFailure()) return;  // one event's report is enough
+  }
+  EXPECT_EQ(whole.flow_events, windowed.flow_events) << what;
+  EXPECT_EQ(whole.cpu_ops, windowed.cpu_ops) << what;
+  EXPECT_EQ(whole.launches, windowed.launches) << what;
+  EXPECT_EQ(whole.gpu_ops, windowed.gpu_ops) << what;
+  EXPECT_EQ(whole.has_rf_ids, windowed.has_rf_ids) << what;
+  EXPECT_EQ(whole.invalid_utf8_bytes, windowed.invalid_utf8_bytes) << what;
+}
+
+// Parses `text` whole and in windows of each size: the same trace, or the same error. Returns the
+// number of windows of the smallest size (0: read whole).
+size_t expect_windows_read_as_whole(const std::string& text, const std::string& what,
+                                    std::initializer_list<size_t> window_sizes) {
+  return testing::expect_windows_read_as_whole(
+      [](const std::string& t, size_t window) { return parse_device_trace("t.json", t, window); },
+      expect_same_trace, text, what, window_sizes);
+}
+
+std::string synthetic_device_trace(int rank, double scale) {
+  SynthOptions opt;
+  opt.ranks = 2;
+  opt.scale = scale;
+  std::string host, device;
+  synthesize_rank(
+      opt, rank, [&](std::string_view b) { host.append(b); },
+      [&](std::string_view b) { device.append(b); });
+  return device;
+}
+
+TEST(DeviceTraceWindows, SyntheticTraceReadsAsWhole) {
+  const std::string text = synthetic_device_trace(1, 0.05);
+  const size_t windows = expect_windows_read_as_whole(text, "synth", {100, 4096, 65536});
+  EXPECT_GT(windows, text.size() / 4096) << "the windows were not used";
+  // The text is left as it was (windows patch bytes in place and restore them).
+  auto windowed = parse_device_trace("t.json", text, 4096);
+  ASSERT_TRUE(windowed.ok());
+  EXPECT_EQ(std::string_view(windowed->text), text);
+}
+
+TEST(DeviceTraceWindows, RealTracesReadAsWhole) {
+  CF_REQUIRE_SHARED_DATA("kineto");
+  size_t files = 0;
+  for (const char* dir : {"kineto", "pairs"}) {
+    const auto root = testing::shared_data_dir() / dir;
+    if (!std::filesystem::exists(root)) continue;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+      const std::string name = entry.path().filename().string();
+      if (!entry.is_regular_file() || entry.path().string().find("reference") != std::string::npos)
+        continue;
+      if (name.find("kineto") == std::string::npos && name.find("trace") == std::string::npos &&
+          dir != std::string_view("kineto")) {
+        continue;
+      }
+      const std::string text = testing::read_text(entry.path().string());
+      const size_t windows =
+          expect_windows_read_as_whole(text, entry.path().string(), {333, 1 << 16});
+      if (text.size() > 4 * 333) {
+        EXPECT_GT(windows, 1u) << entry.path() << ": the windows were not used";
+      }
+      ++files;
+    }
+  }
+  EXPECT_GE(files, 10u);
+}
+
+// Elements whose text has what a window's cut looks for inside strings and nested arrays, events
+// larger than a window, every separator style, and root fields before and after the array.
+TEST(DeviceTraceWindows, HardCutsReadAsWhole) {
+  std::string events;
+  for (int i = 0; i < 300; ++i) {
+    const std::string name = testing::hard_cut_string(i);
+    if (i > 0) events += testing::hard_cut_separator(i);
+    events += fmt::format(
+        R"({{"ph": "X", "cat": "{}", "name": "{}", "pid": 1, "tid": {}, "ts": {}, "dur": 2, )"
+        R"("args": {{"External id": {}, "list": [{{"a": "}},{{"}}, {{"b": [2, {{"c": "]"}}]}}], )"
+        R"("correlation": {}}}}})",
+        i % 3 == 0 ? "kernel" : "cpu_op", name, i % 5, 10 * i, i, i);
+  }
+  const std::string text = R"({"schemaVersion": 1, "deviceProperties": [{"id": 0}, {"id": 1}],)"
+                           "\n\"traceEvents\": [" +
+                           events + "],\n\"displayTimeUnit\": \"ms\", \"traceName\": \"x\"}";
+  const size_t windows = expect_windows_read_as_whole(text, "hard cuts", {64, 150, 500, 2048});
+  EXPECT_GT(windows, 20u);
+  auto t = parse_device_trace("t.json", text, 64);
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->events.size(), 300u);
+}
+
+// What the windows cannot read is parsed whole: the same trace, or exactly the same error.
+TEST(DeviceTraceWindows, WholeParseTakesOverWithItsErrors) {
+  std::string events;
+  for (int i = 0; i < 200; ++i) {
+    if (i > 0) events += ", ";
+    events +=
+        fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "op{}", "ts": {}, "dur": 1}})", i, i);
+  }
+  const testing::ArrayText array{"[" + events + "]"};
+  struct Case {
+    std::string what;
+    std::string text;
+    bool ok;
+  } cases[] = {
+      {"a second traceEvents",
+       R"({"traceEvents": )" + array.text + R"(, "traceEvents": )" + array.text + "}", false},
+      {"traceEvents nested first",
+       R"({"meta": {"traceEvents": []}, "traceEvents": )" + array.text + "}", true},
+      {"a long tail",
+       R"({"traceEvents": )" + array.text + R"(, "more": ")" + std::string(5000, 'y') + "\"}",
+       true},
+      {"trailing content", R"({"traceEvents": )" + array.text + "} {}", false},
+      {"truncated", (R"({"traceEvents": )" + array.text).substr(0, 3000), false},
+      {"bad ts in the middle",
+       R"({"traceEvents": )" +
+           array.inserted(array.element_after(2000), R"({"ph": "X", "ts": "abc"}, )") + "}",
+       false},
+      {"missing comma", R"({"traceEvents": )" + array.without_comma_after(2500) + "}", false},
+      {"invalid UTF-8 in a name",
+       R"({"traceEvents": )" + array.inserted(array.text.find("op", 1500) + 2, "\xff") + "}", true},
+      {"not an object",
+       R"({"traceEvents": )" + array.inserted(array.element_after(1700), "7, ") + "}", false},
+  };
+  for (const auto& c : cases) {
+    auto whole = parse_device_trace("t.json", c.text, 0);
+    EXPECT_EQ(whole.ok(), c.ok) << c.what << ": " << whole.status().message();
+    expect_windows_read_as_whole(c.text, c.what, {80, 256, 1000});
+  }
+}
+
+TEST(DeviceTraceWindows, BadInputCorpusReadsAsWhole) {
+  const auto dir =
+      std::filesystem::path(CHAKRAFLOW_SOURCE_DIR) / "tests" / "bad_inputs" / "device_trace";
+  size_t files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    const std::string text = testing::read_text(entry.path().string());
+    expect_windows_read_as_whole(text, entry.path().filename().string(), {16, 64, 256});
+    ++files;
+  }
+  EXPECT_GE(files, 20u);
+}
+
+}  // namespace
+}  // namespace chakraflow

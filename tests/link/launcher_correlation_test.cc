@@ -1,0 +1,174 @@
+#include "stages/link/launcher_correlation.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+#include <unordered_map>
+
+#include "stages/link/device_trace_loader.h"
+#include "stages/common/key_index.h"
+#include "tests/testing/trace_builder.h"
+
+namespace chakraflow {
+namespace {
+
+using testing::KinetoBuilder;
+
+uint32_t index_of(const DeviceTrace& t, std::string_view name) {
+  for (uint32_t i = 0; i < t.events.size(); ++i) {
+    if (t.events[i].name == name) return i;
+  }
+  ADD_FAILURE() << name;
+  return 0;
+}
+
+DeviceTrace parse(const std::string& text) {
+  auto t = parse_device_trace("l.json", text);
+  EXPECT_TRUE(t.ok()) << t.status().message();
+  return std::move(t).value();
+}
+
+TEST(LauncherCorrelation, EnclosingOpVersusChakrasNearestPreceding) {
+  // addmm [0,50) encloses a finished child empty [2,5); the kernel is launched at 10.
+  DeviceTrace t = parse(KinetoBuilder()
+                            .cpu_op("addmm", 1, 0, 50)
+                            .cpu_op("empty", 1, 2, 3)
+                            .runtime("cudaLaunchKernel", 1, 10, 2, 77)
+                            .gpu("gemm", 20, 5, 77)
+                            .json());
+  LinkStats stats;
+  auto fixed = correlate_launchers(t, Compat::kDefault, stats);
+  uint32_t gemm = index_of(t, "gemm");
+  EXPECT_EQ(fixed.cpu_op_of[gemm].value, index_of(t, "addmm"));
+  EXPECT_EQ(fixed.launch_of[gemm].value, index_of(t, "cudaLaunchKernel"));
+  auto chakra = correlate_launchers(t, Compat::kChakra, stats);
+  EXPECT_EQ(chakra.cpu_op_of[gemm].value, index_of(t, "empty"));
+  EXPECT_EQ(fixed.linked, 1u);
+}
+
+TEST(LauncherCorrelation, OrphansAndDuplicateCorrelationsAreCountedNotFatal) {
+  DeviceTrace t = parse(KinetoBuilder()
+                            .cpu_op("op", 1, 0, 50)
+                            .runtime("cudaLaunchKernel", 1, 10, 1, 5)
+                            .runtime("cudaLaunchKernel", 1, 12, 1, 5)  // duplicate correlation
+                            .gpu("k_ok", 20, 1, 5)
+                            .gpu("k_orphan", 30, 1, 999)               // no launch event
+                            .runtime("cudaLaunchKernel", 2, 40, 1, 6)  // thread without CPU ops
+                            .gpu("k_nothread", 45, 1, 6)
+                            .json());
+  LinkStats stats;
+  auto r = correlate_launchers(t, Compat::kDefault, stats);
+  EXPECT_EQ(r.duplicate_correlations, 1u);
+  EXPECT_EQ(r.no_launch_event, 1u);
+  EXPECT_EQ(r.no_cpu_op, 1u);
+  EXPECT_EQ(r.linked, 1u);
+  EXPECT_EQ(stats.count("duplicate correlation id"), 1u);
+  EXPECT_EQ(stats.count("GPU op without launch event"), 1u);
+  EXPECT_EQ(stats.count("GPU op without launching CPU op"), 1u);
+  // The first launch with a duplicated correlation wins.
+  EXPECT_EQ(t.events[r.launch_of[index_of(t, "k_ok")].value].ts, 10000);
+}
+
+TEST(LauncherCorrelation, HipGraphsAndMemsets) {
+  DeviceTrace t = parse(KinetoBuilder()
+                            .cpu_op("op", 1, 0, 100)
+                            .runtime("hipLaunchKernel", 1, 1, 1, 1)
+                            .runtime("hipExtModuleLaunchKernel", 1, 2, 1, 2)
+                            .runtime("cudaGraphLaunch", 1, 3, 1, 3)
+                            .runtime("cudaMemsetAsync", 1, 4, 1, 4)
+                            .gpu("hip_k", 10, 1, 1)
+                            .gpu("hip_ext", 11, 1, 2)
+                            .gpu("graph_k", 12, 1, 3)
+                            .gpu("memset", 13, 1, 4, 7, "gpu_memset")
+                            .json());
+  LinkStats stats;
+  auto fixed = correlate_launchers(t, Compat::kDefault, stats);
+  EXPECT_EQ(fixed.linked, 4u);
+  EXPECT_EQ(fixed.gpu_ops.size(), 4u);
+  auto chakra = correlate_launchers(t, Compat::kChakra, stats);
+  // Chakra knows the HIP names, not cudaGraphLaunch, and drops gpu_memset.
+  EXPECT_EQ(chakra.linked, 2u);
+  EXPECT_EQ(chakra.skipped_memsets, 1u);
+  EXPECT_EQ(chakra.no_launch_event, 1u);
+  EXPECT_TRUE(is_launch_name("hipMemcpyWithStream", Compat::kChakra));
+  EXPECT_FALSE(is_launch_name("cudaGraphLaunch", Compat::kChakra));
+  EXPECT_TRUE(is_launch_name("cudaGraphLaunch", Compat::kDefault));
+}
+
+TEST(LauncherCorrelation, NcclKernelsSkipCoalescedOps) {
+  DeviceTrace t = parse(KinetoBuilder()
+                            .cpu_op("record_param_comms", 1, 0, 100)
+                            .cpu_op("nccl:coalesced", 1, 1, 50)
+                            .runtime("cudaLaunchKernel", 1, 10, 1, 9)
+                            .gpu("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 20, 5, 9)
+                            .json());
+  LinkStats stats;
+  for (Compat c : {Compat::kDefault, Compat::kChakra}) {
+    auto r = correlate_launchers(t, c, stats);
+    EXPECT_EQ(r.cpu_op_of[index_of(t, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")].value,
+              index_of(t, "record_param_comms"));
+  }
+}
+
+TEST(LauncherCorrelation, ExternalIdMatchPreferredWhenItEnclosesTheLaunch) {
+  // Modern Kineto gives the kernel the External id of the op that launched it.
+  DeviceTrace t = parse(KinetoBuilder()
+                            .cpu_op("outer", 1, 0, 100, 0, 11)
+                            .cpu_op("launcher", 1, 5, 20, 0, 12)
+                            .cpu_op("inner", 1, 6, 10, 0, 13)
+                            .runtime("cudaLaunchKernel", 1, 8, 1, 40)
+                            .gpu("k", 30, 1, 40, 7, "kernel", 12)
+                            .json());
+  LinkStats stats;
+  auto r = correlate_launchers(t, Compat::kDefault, stats);
+  EXPECT_EQ(r.cpu_op_of[index_of(t, "k")].value, index_of(t, "launcher"));
+}
+
+// KeyIndex finds what a std::unordered_map given the same insertions finds: the first value with
+// try_emplace, the last with assign, nothing for an absent key or a removed one; for keys of every kind (0, the
+// largest, negative ids cast, keys that differ only in their high or low bits) and through its
+// growth from the smallest table.
+TEST(KeyIndex, FindsWhatAMapFinds) {
+  std::mt19937_64 rng(11);
+  std::vector<uint64_t> keys = {0, 1, UINT64_MAX, static_cast<uint64_t>(int64_t{-1}),
+                                static_cast<uint64_t>(int64_t{-7})};
+  for (uint64_t k = 0; k < 500; ++k) keys.push_back(k << 40);   // only high bits differ
+  for (uint64_t k = 0; k < 500; ++k) keys.push_back(k * 1024);  // only low bits zero
+  for (int k = 0; k < 3000; ++k) keys.push_back(rng() % 5000);  // many repeats
+  for (size_t expected : {size_t{0}, keys.size()}) {
+    KeyIndex first(expected), last(expected);
+    std::unordered_map<uint64_t, uint32_t> first_ref, last_ref;
+    for (uint32_t i = 0; i < keys.size(); ++i) {
+      auto [stored, inserted] = first.try_emplace(keys[i], i);
+      auto [it, ref_inserted] = first_ref.try_emplace(keys[i], i);
+      ASSERT_EQ(inserted, ref_inserted) << keys[i];
+      ASSERT_EQ(*stored, it->second) << keys[i];
+      last.assign(keys[i], i);
+      last_ref[keys[i]] = i;
+    }
+    EXPECT_EQ(first.size(), first_ref.size());
+    EXPECT_EQ(last.size(), last_ref.size());
+    for (const auto& [key, value] : first_ref) EXPECT_EQ(first.find(key), value) << key;
+    for (const auto& [key, value] : last_ref) EXPECT_EQ(last.find(key), value) << key;
+    for (uint64_t absent : {uint64_t{5000}, uint64_t{123456789}, uint64_t{1} << 63}) {
+      EXPECT_EQ(first.find(absent), KeyIndex::kNone) << absent;
+    }
+    // Removing every other key (the feeder's use) leaves the others findable: backward-shift
+    // deletion keeps each probe run unbroken.
+    size_t k = 0;
+    for (const auto& [key, value] : last_ref) {
+      if (k++ % 2 == 0) {
+        EXPECT_EQ(last.take(key), value) << key;
+      }
+    }
+    EXPECT_EQ(last.size(), last_ref.size() / 2);
+    k = 0;
+    for (const auto& [key, value] : last_ref) {
+      EXPECT_EQ(last.find(key), k++ % 2 == 0 ? KeyIndex::kNone : value) << key;
+    }
+    EXPECT_EQ(last.take(123456789), KeyIndex::kNone);
+  }
+}
+
+}  // namespace
+}  // namespace chakraflow

@@ -1,0 +1,178 @@
+#include "stages/link/link.h"
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include "stages/link/device_trace_loader.h"
+#include "stages/link/et_plus_writer.h"
+#include "stages/link/host_et_loader.h"
+#include "tests/testing/trace_builder.h"
+
+namespace chakraflow {
+namespace {
+
+using testing::HostBuilder;
+using testing::KinetoBuilder;
+
+struct Linked {
+  HostTrace host;
+  DeviceTrace device;
+  std::string et_plus;
+  LinkedTrace linked;
+};
+
+Linked run(const std::string& host_json, const std::string& device_json, LinkOptions opt = {}) {
+  Linked out;
+  auto h = parse_host_trace("h.json", host_json);
+  EXPECT_TRUE(h.ok()) << h.status().message();
+  auto d = parse_device_trace("d.json", device_json);
+  EXPECT_TRUE(d.ok()) << d.status().message();
+  out.host = std::move(h).value();
+  out.device = std::move(d).value();
+  auto linked = link_traces(out.host, out.device, opt);
+  EXPECT_TRUE(linked.ok()) << linked.status().message();
+  out.linked = std::move(linked).value();
+  Status s = write_et_plus(out.host, out.device, out.linked, opt,
+                           [&out](std::string_view b) { out.et_plus.append(b); });
+  EXPECT_TRUE(s.ok());
+  return out;
+}
+
+// A small trace: thread 1 runs mm (launching a kernel and a memset) then add; thread 2 (autograd)
+// runs bwd after a gap.
+std::string device_json() {
+  return KinetoBuilder()
+      .cpu_op("aten::mm", 100, 10, 40, 3, 1)
+      .cpu_op("aten::empty", 100, 12, 2, 4, 2)
+      .runtime("cudaLaunchKernel", 100, 20, 2, 500)
+      .runtime("cudaMemsetAsync", 100, 25, 1, 501)
+      .cpu_op("aten::add", 100, 60, 5, 5, 3)
+      .cpu_op("bwd", 200, 3000, 10, 6, 4)
+      .gpu("gemm_kernel", 30, 4.5, 500, 7)
+      .gpu("Memset (Device)", 36, 0.5, 501, 7, "gpu_memset")
+      .json();
+}
+std::string host_json(bool flat) {
+  return HostBuilder(flat)
+      .roots({{2, 1}, {3, 2}})
+      .node(4, "aten::mm", 2, 3, 1)
+      .node(5, "aten::empty", 4, 4, 1)
+      .node(6, "aten::add", 2, 5, 1)
+      .node(7, "bwd", 3, 6, 2)
+      .node(8, "orphan", 99, 0, 1)
+      .json();
+}
+
+simdjson::dom::array nodes_of(simdjson::dom::parser& p, const std::string& text) {
+  simdjson::dom::element doc;
+  EXPECT_EQ(p.parse(text).get(doc), simdjson::SUCCESS) << text;
+  return doc["nodes"].get_array();
+}
+
+TEST(Link, AssignsIdsAndWritesGpuNodesAfterTheirLauncher) {
+  Linked l = run(host_json(false), device_json());
+  simdjson::dom::parser p;
+  auto nodes = nodes_of(p, l.et_plus);
+  std::vector<std::string> names;
+  for (auto n : nodes) names.emplace_back(std::string_view(n["name"]));
+  // Host nodes by original id, each followed by its GPU ops in ts order.
+  std::vector<std::string> expected = {"[pytorch|profiler|execution_trace|process]",
+                                       "[pytorch|profiler|execution_trace|thread]",
+                                       "[pytorch|profiler|execution_trace|thread]",
+                                       "aten::mm",
+                                       "gemm_kernel",
+                                       "Memset (Device)",
+                                       "aten::empty",
+                                       "aten::add",
+                                       "bwd",
+                                       "orphan"};
+  EXPECT_EQ(names, expected);
+  int64_t id = 0;
+  for (auto n : nodes) EXPECT_EQ(int64_t(n["id"]), id++);
+  auto mm = nodes.at(3);
+  EXPECT_EQ(int64_t(mm["ctrl_deps"]), 1);  // thread root, renumbered
+  EXPECT_EQ(double(mm["inclusive_dur"]), 40);
+  EXPECT_EQ(double(mm["exclusive_dur"]), 38);  // minus aten::empty
+  EXPECT_EQ(int64_t(mm["ts"]), 10);
+  auto gemm = nodes.at(4);
+  EXPECT_EQ(int64_t(gemm["ctrl_deps"]), 3);
+  EXPECT_EQ(std::string_view(gemm["cat"]), "kernel");
+  EXPECT_EQ(std::string_view(gemm["ph"]), "X");
+  EXPECT_EQ(int64_t(gemm["stream"]), 7);
+  EXPECT_EQ(double(gemm["inclusive_dur"]), 4.5);
+  EXPECT_EQ(double(gemm["exclusive_dur"]), 4.5);
+  EXPECT_EQ(int64_t(gemm["ts"]), 30);
+  EXPECT_EQ(std::string_view(nodes.at(5)["cat"]), "gpu_memset");
+  // bwd starts a group on thread 200 after a gap: depends on the latest op of thread 100 (add).
+  auto bwd = nodes.at(8);
+  EXPECT_EQ(int64_t(bwd["inter_thread_dep"]), 7);
+  // The orphan (parent 99 missing) is kept and reattached to its thread's root.
+  auto orphan = nodes.at(9);
+  EXPECT_EQ(int64_t(orphan["ctrl_deps"]), 1);
+  EXPECT_EQ(orphan["inclusive_dur"].error(), simdjson::NO_SUCH_FIELD);  // rf_id 0: unmatched
+  EXPECT_EQ(
+      l.linked.stats.count("host node whose parent is missing (reattached to its thread root)"),
+      1u);
+  // Every other host field passes through.
+  EXPECT_EQ(mm["attrs"].get_array().size(), 7u);
+}
+
+TEST(Link, ChakraModeKeepsChakrasNumberingDefects) {
+  LinkOptions chakra;
+  chakra.compat = Compat::kChakra;
+  Linked l = run(host_json(false), device_json(), chakra);
+  simdjson::dom::parser p;
+  auto nodes = nodes_of(p, l.et_plus);
+  // No memset node; the orphan is unreachable from the root, so unlinked, and its missing parent
+  // becomes a fresh id that no node has.
+  ASSERT_EQ(nodes.size(), 9u);
+  auto orphan = nodes.at(8);
+  EXPECT_EQ(std::string_view(orphan["name"]), "orphan");
+  EXPECT_EQ(int64_t(orphan["ctrl_deps"]), 9);
+  // The process root's self reference becomes 0 -> 0.
+  EXPECT_EQ(int64_t(nodes.at(0)["ctrl_deps"]), 0);
+}
+
+TEST(Link, FlatLayoutParentIsRemappedByDefaultAndLeftAloneInChakraMode) {
+  simdjson::dom::parser p;
+  Linked fixed = run(host_json(true), device_json());
+  auto nodes = nodes_of(p, fixed.et_plus);
+
+  auto empty = nodes.at(6);
+  EXPECT_EQ(std::string_view(empty["name"]), "aten::empty");
+  EXPECT_EQ(int64_t(empty["parent"]), 3);  // aten::mm's new id
+  auto gemm = nodes.at(4);
+  EXPECT_EQ(int64_t(gemm["parent"]), 3);
+  EXPECT_EQ(int64_t(gemm["ctrl_deps"]), 3);
+
+  LinkOptions chakra;
+  chakra.compat = Compat::kChakra;
+  Linked compat = run(host_json(true), device_json(), chakra);
+  simdjson::dom::parser p2;
+  auto cn = nodes_of(p2, compat.et_plus);
+  // Chakra attaches the kernel to aten::empty (the nearest preceding op, already finished).
+  ASSERT_EQ(std::string_view(cn.at(4)["name"]), "aten::empty");
+  EXPECT_EQ(int64_t(cn.at(4)["parent"]), 4);  // keeps the old id of aten::mm
+  ASSERT_EQ(std::string_view(cn.at(5)["name"]), "gemm_kernel");
+  EXPECT_EQ(int64_t(cn.at(5)["ctrl_deps"]), 4);  // the GPU node gets the new id of its launcher
+  EXPECT_EQ(int64_t(cn.at(5)["parent"]), 4);     // copied from aten::empty
+}
+
+TEST(Link, OutputIsTheSameWhateverTheRunAndSequenceModeIsReported) {
+  Linked a = run(host_json(false), device_json());
+  Linked b = run(host_json(false), device_json());
+  EXPECT_EQ(a.et_plus, b.et_plus);
+
+  // A device trace without rf_ids cannot be linked by rf_id: a clear error, not an empty link.
+  auto h = parse_host_trace("h.json", host_json(false));
+  auto d = parse_device_trace("legacy.json", KinetoBuilder().cpu_op("aten::mm", 1, 0, 10).json());
+  ASSERT_TRUE(h.ok() && d.ok());
+  LinkOptions rf;
+  rf.mode = MatchMode::kRfId;
+  auto r = link_traces(*h, *d, rf);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("Record function id"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace chakraflow
