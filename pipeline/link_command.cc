@@ -10,6 +10,7 @@
 #include "pipeline/commands.h"
 #include "pipeline/link_graph.h"
 #include "stages/common/file_io.h"
+#include "stages/link/link_options.h"
 
 namespace chakraflow {
 namespace {
@@ -93,41 +94,15 @@ int run_link_command(int argc, char** argv, int first) {
   auto rank = args.get_int("rank", -1);
   if (!rank.ok()) return fail_usage(rank.status());
   job.options.rank = static_cast<int>(*rank);
-  auto gap = args.get_double("gap-threshold-us", 1000.0);
-  if (!gap.ok()) return fail_usage(gap.status());
-  if (*gap < 0 || *gap > 1e12) {  // as in run configs: the threshold in ns must fit in int64
-    return fail_usage(Status::error("--gap-threshold-us must be between 0 and 1e12"));
+  for (const std::string& name : link_option_names()) {
+    std::string flag = name;
+    for (char& ch : flag) ch = ch == '_' ? '-' : ch;
+    if (auto value = args.get(flag)) {
+      if (Status s = set_link_option(job.options, "--" + flag, *value); !s.ok()) {
+        return fail_usage(s);
+      }
+    }
   }
-  job.options.gap_threshold = static_cast<TimeNs>(*gap * 1000.0 + 0.5);
-  std::string mode = args.get_or("mode", "auto");
-  if (mode == "auto")
-    job.options.mode = MatchMode::kAuto;
-  else if (mode == "rf_id")
-    job.options.mode = MatchMode::kRfId;
-  else if (mode == "sequence")
-    job.options.mode = MatchMode::kSequence;
-  else
-    return fail_usage(Status::errorf("--mode: unknown mode '{}' (auto, rf_id, sequence)", mode));
-  std::string compat = args.get_or("compat", "default");
-  if (compat == "default")
-    job.options.compat = Compat::kDefault;
-  else if (compat == "chakra")
-    job.options.compat = Compat::kChakra;
-  else
-    return fail_usage(Status::errorf("--compat: unknown value '{}' (default, chakra)", compat));
-  std::string format = args.get_or("format", "chakra");
-  if (format == "chakra")
-    job.options.format = OutputFormat::kChakra;
-  else if (format == "legacy")
-    job.options.format = OutputFormat::kLegacy;
-  else
-    return fail_usage(Status::errorf("--format: unknown value '{}' (chakra, legacy)", format));
-  job.options.annotation = args.get_or("annotation", "");
-  auto min_rate = args.get_double("min-match-rate", 90.0);
-  if (!min_rate.ok()) return fail_usage(min_rate.status());
-  if (!(*min_rate >= 0 && *min_rate <= 100))
-    return fail_usage(Status::error("--min-match-rate must be a percentage in [0, 100]"));
-  job.options.min_match_rate = *min_rate / 100.0;
   auto level = parse_log_level(args.get_or("log-level", "INFO"));
   if (!level.ok()) return fail_usage(level.status());
   auto threads = args.get_int_in("threads", 0, 0, cli::kMaxThreads);

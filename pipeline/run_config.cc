@@ -14,6 +14,7 @@
 
 #include "stages/common/file_io.h"
 #include "stages/common/json_util.h"
+#include "stages/link/link_options.h"
 
 namespace chakraflow {
 namespace {
@@ -32,7 +33,7 @@ class Checker {
 
   // Every key of `map` must be one of `allowed`.
   Status keys(const YAML::Node& map, const std::string& where,
-              std::initializer_list<const char*> allowed) const {
+              const std::vector<std::string>& allowed) const {
     if (!map.IsMap()) return at(map, fmt::format("'{}' must be a mapping", where));
     std::set<std::string> seen;
     for (auto it = map.begin(); it != map.end(); ++it) {
@@ -41,7 +42,7 @@ class Checker {
         return at(it->first, fmt::format("a key in '{}' is not a name", where));
       std::string key = it->first.as<std::string>();
       bool ok = false;
-      for (const char* a : allowed) ok |= key == a;
+      for (const std::string& a : allowed) ok |= key == a;
       if (!ok) {
         return at(it->first, fmt::format("unknown key '{}' in '{}' (expected one of: {})", key,
                                          where, fmt::join(allowed, ", ")));
@@ -326,54 +327,20 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
 
   // link options
   if (const YAML::Node l = root["link"]) {
-    CF_RETURN_IF_ERROR(
-        c.keys(l, "link",
-               {"mode", "compat", "format", "gap_threshold_us", "annotation", "min_match_rate"}));
-    if (l["mode"]) {
-      CF_ASSIGN_OR_RETURN(std::string m, c.string(l["mode"], "mode"));
-      if (m == "auto")
-        cfg.link.mode = MatchMode::kAuto;
-      else if (m == "rf_id")
-        cfg.link.mode = MatchMode::kRfId;
-      else if (m == "sequence")
-        cfg.link.mode = MatchMode::kSequence;
-      else
-        return c.at(l["mode"], fmt::format("unknown mode '{}' (auto, rf_id, sequence)", m));
-    }
-    if (l["compat"]) {
-      CF_ASSIGN_OR_RETURN(std::string m, c.string(l["compat"], "compat"));
-      if (m == "default")
-        cfg.link.compat = Compat::kDefault;
-      else if (m == "chakra")
-        cfg.link.compat = Compat::kChakra;
-      else
-        return c.at(l["compat"], fmt::format("unknown compat '{}' (default, chakra)", m));
-    }
-    if (l["format"]) {
-      CF_ASSIGN_OR_RETURN(std::string m, c.string(l["format"], "format"));
-      if (m == "chakra")
-        cfg.link.format = OutputFormat::kChakra;
-      else if (m == "legacy")
-        cfg.link.format = OutputFormat::kLegacy;
-      else
-        return c.at(l["format"], fmt::format("unknown format '{}' (chakra, legacy)", m));
-    }
-    if (l["gap_threshold_us"]) {
-      CF_ASSIGN_OR_RETURN(double v, c.number(l["gap_threshold_us"], "gap_threshold_us"));
-      // 1e12 µs (11.6 days) keeps the threshold in nanoseconds far inside int64.
-      if (v < 0 || v > 1e12) {
-        return c.at(l["gap_threshold_us"], "'gap_threshold_us' must be between 0 and 1e12");
+    CF_RETURN_IF_ERROR(c.keys(l, "link", link_option_names()));
+    for (const std::string& name : link_option_names()) {
+      if (!l[name]) continue;
+      const bool numeric = name == "gap_threshold_us" || name == "min_match_rate";
+      std::string text;
+      if (numeric) {
+        CF_ASSIGN_OR_RETURN(double v, c.number(l[name], name.c_str()));
+        text = fmt::format("{}", v);
+      } else {
+        CF_ASSIGN_OR_RETURN(text, c.string(l[name], name.c_str()));
       }
-      cfg.link.gap_threshold = static_cast<TimeNs>(v * 1000.0 + 0.5);
-    }
-    if (l["annotation"]) {
-      CF_ASSIGN_OR_RETURN(cfg.link.annotation, c.string(l["annotation"], "annotation"));
-    }
-    if (l["min_match_rate"]) {
-      CF_ASSIGN_OR_RETURN(double v, c.number(l["min_match_rate"], "min_match_rate"));
-      if (v < 0 || v > 100)
-        return c.at(l["min_match_rate"], "'min_match_rate' is a percentage (0-100)");
-      cfg.link.min_match_rate = v / 100.0;
+      if (Status s = set_link_option(cfg.link, name, text); !s.ok()) {
+        return c.at(l[name], s.message());
+      }
     }
   }
   if (const YAML::Node v = root["convert"]) {

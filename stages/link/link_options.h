@@ -1,9 +1,13 @@
-// Options shared by the link stages. Plain value type.
+// Options shared by the link stages. Plain value type. set_link_option is the one parser of their
+// text form, for `chakraflow link`'s flags and the `link:` section of run configurations.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <vector>
 
+#include "stages/common/status.h"
 #include "stages/link/trace_model.h"
 
 namespace chakraflow {
@@ -33,5 +37,15 @@ struct LinkOptions {
   // (and skips the same-process check).
   double min_match_rate = 0.9;
 };
+
+// Sets the option `name` from its text: "mode" (auto, rf_id, sequence), "compat" (default,
+// chakra), "format" (chakra, legacy), "gap_threshold_us" (0 to 1e12 microseconds, stored in ns),
+// "annotation", "min_match_rate" (a percentage, stored as a fraction); or their flags,
+// "--gap-threshold-us". The error names the option as `name` spells it (--gap-threshold-us,
+// 'gap_threshold_us') and says what is wrong with the value; the caller says where it was.
+Status set_link_option(LinkOptions& options, std::string_view name, std::string_view value);
+
+// The option names set_link_option takes, in the configuration's spelling.
+const std::vector<std::string>& link_option_names();
 
 }  // namespace chakraflow

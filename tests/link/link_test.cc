@@ -176,3 +176,46 @@ TEST(Link, OutputIsTheSameWhateverTheRunAndSequenceModeIsReported) {
 
 }  // namespace
 }  // namespace chakraflow
+
+namespace chakraflow {
+namespace {
+
+// The one parser of link options (flags of `chakraflow link`, `link:` of run configurations).
+TEST(LinkOptions, ParsesEveryOptionInBothSpellings) {
+  LinkOptions o;
+  EXPECT_TRUE(set_link_option(o, "mode", "sequence").ok());
+  EXPECT_EQ(o.mode, MatchMode::kSequence);
+  EXPECT_TRUE(set_link_option(o, "compat", "chakra").ok());
+  EXPECT_EQ(o.compat, Compat::kChakra);
+  EXPECT_TRUE(set_link_option(o, "format", "legacy").ok());
+  EXPECT_EQ(o.format, OutputFormat::kLegacy);
+  EXPECT_TRUE(set_link_option(o, "--gap-threshold-us", "2.5").ok());
+  EXPECT_EQ(o.gap_threshold, 2500);
+  EXPECT_TRUE(set_link_option(o, "gap_threshold_us", "1e12").ok());
+  EXPECT_EQ(o.gap_threshold, TimeNs{1000000000000000});
+  EXPECT_TRUE(set_link_option(o, "annotation", "ProfilerStep").ok());
+  EXPECT_EQ(o.annotation, "ProfilerStep");
+  EXPECT_TRUE(set_link_option(o, "--min-match-rate", "75").ok());
+  EXPECT_DOUBLE_EQ(o.min_match_rate, 0.75);
+  EXPECT_EQ(link_option_names().size(), 6u);
+}
+
+TEST(LinkOptions, BadValuesSayWhatIsWrong) {
+  LinkOptions o;
+  EXPECT_EQ(set_link_option(o, "mode", "fast").message(),
+            "'mode': unknown mode 'fast' (auto, rf_id, sequence)");
+  EXPECT_EQ(set_link_option(o, "--gap-threshold-us", "-1").message(),
+            "--gap-threshold-us must be between 0 and 1e12");
+  EXPECT_FALSE(set_link_option(o, "gap_threshold_us", "12abc").ok());
+  EXPECT_FALSE(set_link_option(o, "gap_threshold_us", "nan").ok());
+  EXPECT_EQ(set_link_option(o, "min_match_rate", "101").message(),
+            "'min_match_rate' is a percentage (0-100)");
+  EXPECT_FALSE(set_link_option(o, "compat", "").ok());
+  EXPECT_FALSE(set_link_option(o, "threads", "4").ok());
+  // Nothing was changed by the failures.
+  EXPECT_EQ(o.mode, MatchMode::kAuto);
+  EXPECT_EQ(o.gap_threshold, 1000 * 1000);
+}
+
+}  // namespace
+}  // namespace chakraflow
