@@ -163,7 +163,8 @@ class OutputFile {
   uint64_t bytes_written() const { return bytes_written_; }
 
  private:
-  // 256 KB: with 1 MB, the buffer alone was 200 of the 3,700 pages a 10 MB rank faults in.
+  // 256 KB: large enough for few writes, small enough not to weigh in a small rank's page faults
+  // (docs/performance.md, "Sizes chosen by measurement").
   static constexpr size_t kFlushSize = size_t{256} << 10;
   void flush_buffer();
   void make_room(size_t n);

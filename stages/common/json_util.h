@@ -31,8 +31,8 @@ inline bool same_word(const char* a, const char* b) {
 
 // `s` equals the string literal. The literal's length is a constant, so the comparison is a few
 // word loads that may overlap, with the literal's words folded to constants (std::string_view's ==
-// calls memcmp with the runtime length: 5% of a run's time went to comparing keys that way, and
-// GCC still calls memcmp for a constant length of 9 or more).
+// calls memcmp with the runtime length, and GCC still calls memcmp for a constant length of 9 or
+// more; docs/performance.md, "Sizes chosen by measurement").
 template <size_t N>
 inline bool equals(std::string_view s, const char (&literal)[N]) {
   constexpr size_t L = N - 1;

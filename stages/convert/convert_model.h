@@ -284,7 +284,7 @@ class DepList {
 };
 
 // The communication attributes of a COMM node. In a side table (ChakraTrace::comm): a few nodes
-// in a thousand have them, and every record carrying them took 72 bytes more.
+// in a thousand have them, so the node records do not carry them.
 struct CommAttrs {
   std::optional<CollectiveType> comm_type;
   std::optional<int64_t> comm_size;

@@ -52,9 +52,9 @@ class HostFieldVisitor {
 
 // The nodes array is parsed this many bytes of text at a time when the text is more than twice
 // as large (json::read_array_in_windows): simdjson's structural index, which the parser sizes at
-// 4 bytes per byte of what it parses, then stays about 1 MB, in the L2 cache with its window (with
-// 1 MB windows it was 4 to 6 MB: a sixth of a 10 MB rank's page faults). A text the windows cannot
-// read is parsed whole, which reports its errors.
+// 4 bytes per byte of what it parses, then stays about 1 MB, in the L2 cache with its window
+// (docs/performance.md, "Sizes chosen by measurement"). A text the windows cannot read is parsed
+// whole, which reports its errors.
 inline constexpr size_t kHostWindowBytes = size_t{256} << 10;
 
 // The id-valued integer attribute of HostNode named `key` (rf_id, fw_parent, scope, tid, fw_tid),

@@ -52,7 +52,7 @@ struct SyncSummary {
 };
 
 // The sync dependencies of the host ops that waited (a few in a trace): lists by host op, kept
-// only for the ops that have one (a std::vector per host op took 24 bytes of every op).
+// only for the ops that have one, not a std::vector in every host op.
 class HostSyncDeps {
  public:
   // The ids host op `op` waits on, ascending; empty for most ops.

@@ -20,18 +20,30 @@
 namespace {
 
 // What a simulator reads of a node; the exceptions are the documented ones.
-template <typename Node>
-void touch(const Node& node) {
+void touch(const std::shared_ptr<Chakra::FeederV3::ETFeederNode>& node) {
   (void)node->name();
   (void)node->type();
   (void)node->runtime();
   (void)node->get_inputs_values();
   try {
-    (void)node->template comm_size<uint64_t>(0);
-    (void)node->template pg_name<std::string>("");
-    (void)node->template is_cpu_op<bool>(false);
+    (void)node->comm_size<uint64_t>(0);
+    (void)node->pg_name<std::string>("");
+    (void)node->is_cpu_op<bool>(false);
   } catch (const std::bad_cast&) {
   } catch (const std::invalid_argument&) {
+  }
+}
+
+void touch(const std::shared_ptr<Chakra::ETFeederNode>& node) {
+  (void)node->name();
+  (void)node->type();
+  (void)node->runtime();
+  (void)node->comm_size();
+  (void)node->pg_name();
+  (void)node->get_inputs_values();
+  try {
+    (void)node->getChakraNode();
+  } catch (const std::runtime_error&) {
   }
 }
 

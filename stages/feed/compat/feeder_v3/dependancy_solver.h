@@ -63,11 +63,10 @@ class DependancyResolver {
  private:
   friend class ETFeeder;
   struct Graph;
-  explicit DependancyResolver(ETFeeder* feeder);
+  DependancyResolver();
   uint32_t index_or_throw(NodeId node, const char* call) const;
   void report_stall_once();
 
-  ETFeeder* feeder_;
   std::unique_ptr<Graph> graph_;
   std::unordered_set<NodeId> free_;
   std::unordered_set<NodeId> ongoing_;

@@ -42,7 +42,7 @@ ETFeeder::ETFeeder(const std::string& file_path)
 
 ETFeeder::ETFeeder(const std::string& file_path, bool data_deps, bool ctrl_deps,
                    size_t cache_nodes)
-    : impl_(std::make_unique<Impl>()), dependancy_resolver_(this), feeder_id_(g_feeder_count++) {
+    : impl_(std::make_unique<Impl>()), feeder_id_(g_feeder_count++) {
   if (!data_deps && !ctrl_deps) {
     throw std::runtime_error(
         "Should not create a dependancy resolver that resolves neither data nor control "
@@ -175,7 +175,7 @@ uint64_t ETFeeder::memoryBytes() const {
 
 // ---------------------------------------------------------------------------------------------
 
-DependancyResolver::DependancyResolver(ETFeeder* feeder) : feeder_(feeder) {}
+DependancyResolver::DependancyResolver() = default;
 DependancyResolver::~DependancyResolver() = default;
 
 uint32_t DependancyResolver::index_or_throw(NodeId node, const char* call) const {
