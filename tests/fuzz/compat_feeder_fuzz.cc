@@ -1,6 +1,7 @@
 // Fuzz target: the compatibility feeders simulators link (Chakra's old ETFeeder and FeederV3, both
 // on the trace's static index) and the communicator-group scan, on arbitrary bytes. Each must
-// either throw std::runtime_error (bad input) or walk the trace to its end, issuing every node at
+// either throw std::runtime_error naming the file (bad input: at open, or when a node whose record
+// is malformed below its top level is read) or walk the trace to its end, issuing every node at
 // most once; node contents are read through every accessor a simulator uses.
 #include <cstddef>
 #include <cstdint>
@@ -47,13 +48,12 @@ void touch(const std::shared_ptr<Chakra::ETFeederNode>& node) {
   }
 }
 
-void walk_v3(const std::string& path) {
-  std::unique_ptr<Chakra::FeederV3::ETFeeder> feeder;
-  try {
-    feeder = std::make_unique<Chakra::FeederV3::ETFeeder>(path);
-  } catch (const std::runtime_error&) {
-    return;
-  }
+// A std::runtime_error must name the file.
+void check_error(const std::runtime_error& e, const std::string& path) {
+  if (std::string(e.what()).find(path) == std::string::npos) __builtin_trap();
+}
+
+void drive_v3(Chakra::FeederV3::ETFeeder* feeder) {
   auto& resolver = feeder->getDependancyResolver();
   std::unordered_set<uint64_t> issued;
   while (!resolver.get_dependancy_free_nodes().empty()) {
@@ -70,15 +70,22 @@ void walk_v3(const std::string& path) {
   if (resolver.stalled() != (issued.size() < feeder->nodeCount())) __builtin_trap();
 }
 
-void walk_v1(const std::string& path) {
-  Chakra::ETFeederOptions options;
-  options.window = 4;
-  std::unique_ptr<Chakra::ETFeeder> feeder;
+void walk_v3(const std::string& path) {
+  std::unique_ptr<Chakra::FeederV3::ETFeeder> feeder;
   try {
-    feeder = std::make_unique<Chakra::ETFeeder>(path, options);
-  } catch (const std::runtime_error&) {
+    feeder = std::make_unique<Chakra::FeederV3::ETFeeder>(path);
+  } catch (const std::runtime_error& e) {
+    check_error(e, path);
     return;
   }
+  try {
+    drive_v3(feeder.get());
+  } catch (const std::runtime_error& e) {
+    check_error(e, path);
+  }
+}
+
+void drive_v1(Chakra::ETFeeder* feeder) {
   std::unordered_set<uint64_t> issued;
   std::unordered_set<uint64_t> pushed_back;
   while (auto node = feeder->getNextIssuableNode()) {
@@ -99,6 +106,23 @@ void walk_v1(const std::string& path) {
     }
   }
   if (feeder->isDone() == feeder->isStalled() && feeder->hasNodesToIssue()) __builtin_trap();
+}
+
+void walk_v1(const std::string& path) {
+  Chakra::ETFeederOptions options;
+  options.window = 4;
+  std::unique_ptr<Chakra::ETFeeder> feeder;
+  try {
+    feeder = std::make_unique<Chakra::ETFeeder>(path, options);
+  } catch (const std::runtime_error& e) {
+    check_error(e, path);
+    return;
+  }
+  try {
+    drive_v1(feeder.get());
+  } catch (const std::runtime_error& e) {
+    check_error(e, path);
+  }
 }
 
 }  // namespace

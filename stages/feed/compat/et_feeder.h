@@ -35,7 +35,8 @@
 // - A stall (cycle, dependency on an id not in the file) is reported once on stderr with the node
 //   ids involved, and by isStalled()/stallReport(), instead of a silent hang. A corrupt or
 //   truncated file throws std::runtime_error naming the record and byte offset (Chakra stops
-//   reading silently).
+//   reading silently): the constructor checks each record's top level; a record malformed below it
+//   (in an attribute) throws when its node is handed out.
 // - Nodes added with addNode() that were not read from the trace are for lookupNode only.
 // - ctrl_deps are ignored, as in Chakra, unless the options say otherwise.
 //

@@ -22,7 +22,9 @@
 //   (danglingDependencies()). FeederV3 throws "Node N in ctrl_dep graph, but not found in index",
 //   which stops every trace Chakra's converter writes (its profiler roots depend on node 0).
 // - A node id that appears twice, or a malformed record, throws std::runtime_error naming the file
-//   and the record (FeederV3 keeps the last record of an id, or stops reading silently).
+//   and the record (FeederV3 keeps the last record of an id, or stops reading silently). The
+//   constructor checks each record's top level; a record malformed below it (in an attribute)
+//   throws when that node's contents are first read.
 // - getNextIssuableNode() takes the free node with the smallest id (FeederV3: whichever the hash
 //   set lists first), and returns nullptr when none is free.
 // - A trace whose every node waits on another (a cycle) is reported by the resolver's stalled()
