@@ -1,4 +1,4 @@
-// stages/et_io: the .et record stream. Round trips, the framing example of
+// stages/convert/et_io: the .et record stream. Round trips, the framing example of
 // reference/chakra_spec.md §3, gzip detection, and errors that name the record and byte offset.
 #include "stages/convert/et_io.h"
 

@@ -1,4 +1,4 @@
-// stages/python_repr: Python's str() of JSON values. Hand-made cases from CPython's rules, plus a
+// stages/convert/python_repr: Python's str() of JSON values. Hand-made cases from CPython's rules, plus a
 // randomized comparison against a real python3 when one is installed.
 #include "stages/convert/python_repr.h"
 
