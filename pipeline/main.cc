@@ -77,7 +77,10 @@ off_t largest_input(int argc, char** argv) {
       auto cfg = chakraflow::load_run_config(argv[i]);
       if (!cfg.ok() || !chakraflow::discover_ranks(*cfg).ok() || cfg->ranks.empty()) return 0;
       const int rank = cfg->ranks.front();
-      return std::max(file_size(cfg->host_path(rank)), file_size(cfg->device_path(rank)));
+      const off_t size =
+          std::max(file_size(cfg->host_path(rank)), file_size(cfg->device_path(rank)));
+      chakraflow::keep_loaded_run_config(std::move(*cfg));  // for `run`, if no re-execution
+      return size;
     }
     return 0;
   }

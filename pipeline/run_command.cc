@@ -276,7 +276,7 @@ int simulate_all(const RunConfig& cfg, const SimConfig& sim_config, bool quiet) 
   const SimResult& result = (*sim)->result();
   if (!quiet) std::fputs(report_text(result, sim_options.config).c_str(), stderr);
   std::string report_path =
-      fs::path(cfg.summary_path()).replace_filename("simulation.json").string();
+      cfg.simulation_path();
   Status report = write_file_atomically(report_path, report_json(result, sim_options.config));
   if (!report.ok()) {
     std::fprintf(stderr, "chakraflow run: %s\n", report.message().c_str());
@@ -295,7 +295,7 @@ int simulate_all(const RunConfig& cfg, const SimConfig& sim_config, bool quiet) 
 // traces, a summary written over the configuration).
 Status check_outputs(const RunConfig& cfg) {
   const bool convert = cfg.has(RunStage::kConvert);
-  const bool keep_et_plus = cfg.keep_et_plus || !convert;
+  const bool keep_et_plus = cfg.writes_et_plus();
   std::vector<std::string> every_input = {cfg.path};
   if (!cfg.simulate_config.empty()) every_input.push_back(cfg.simulate_config);
   for (int rank : cfg.ranks) {
@@ -310,8 +310,7 @@ Status check_outputs(const RunConfig& cfg) {
     every_input.push_back(inputs[1]);
   }
   const std::string summary = cfg.summary_path();
-  const std::string simulation =
-      fs::path(summary).replace_filename("simulation.json").string();
+  const std::string simulation = cfg.simulation_path();
   const std::string groups = convert && cfg.comm_groups ? cfg.comm_group_path() : std::string();
   for (const std::string& output : {summary, simulation, groups}) {
     CF_RETURN_IF_ERROR(check_output_is_not_input(output, every_input));
@@ -333,7 +332,10 @@ int run_run_command(int argc, char** argv, int first) {
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
   const cli::Args* parsed = &verb.args();
   if (parsed->positionals().size() != 1) return verb.usage_error("expected one CONFIG.yaml");
-  auto cfg = load_run_config(parsed->positionals().front());
+  const std::string& config_path = parsed->positionals().front();
+  std::optional<RunConfig> preloaded = take_loaded_run_config(config_path);
+  StatusOr<RunConfig> cfg =
+      preloaded ? StatusOr<RunConfig>(std::move(*preloaded)) : load_run_config(config_path);
   if (!cfg.ok()) {
     std::fprintf(stderr, "chakraflow run: %s\n", cfg.status().message().c_str());
     return 2;
@@ -388,7 +390,7 @@ int run_run_command(int argc, char** argv, int first) {
   }
   std::error_code ec;
   const bool convert = cfg->has(RunStage::kConvert);
-  const bool keep_et_plus = cfg->keep_et_plus || !convert;
+  const bool keep_et_plus = cfg->writes_et_plus();
   const bool in_memory = convert && cfg->link.format == OutputFormat::kChakra;
   {
     std::vector<std::string> dirs = {fs::path(cfg->summary_path()).parent_path().string()};

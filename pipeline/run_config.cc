@@ -162,6 +162,9 @@ std::string RunConfig::et_path(int rank) const {
 std::string RunConfig::summary_path() const {
   return resolve(base_dir, fmt::format("{}/{}", out_dir, summary));
 }
+std::string RunConfig::simulation_path() const {
+  return fs::path(summary_path()).replace_filename("simulation.json").string();
+}
 std::string RunConfig::comm_group_path() const {
   return resolve(base_dir, fmt::format("{}/{}.comm_group.json", out_dir, prefix));
 }
@@ -354,7 +357,8 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
     if (v["metadata_node"]) {
       CF_ASSIGN_OR_RETURN(std::string m, c.string(v["metadata_node"], "metadata_node"));
       if (m != "keep" && m != "compute")
-        return c.at(v["metadata_node"], fmt::format("unknown metadata_node '{}' (keep, compute)", m));
+        return c.at(v["metadata_node"],
+                    fmt::format("unknown metadata_node '{}' (keep, compute)", m));
       cfg.metadata_as_compute = m == "compute";
     }
     if (v["renumber_groups"]) {
@@ -416,8 +420,26 @@ StatusOr<RunConfig> load_run_config(const std::string& path) {
   return parse_run_config(path, text);
 }
 
+namespace {
+std::optional<RunConfig>& loaded_run_config() {
+  static std::optional<RunConfig> config;
+  return config;
+}
+}  // namespace
+
+void keep_loaded_run_config(RunConfig config) {
+  loaded_run_config() = std::move(config);
+}
+
+std::optional<RunConfig> take_loaded_run_config(const std::string& path) {
+  std::optional<RunConfig> out;
+  if (loaded_run_config() && loaded_run_config()->path == path) out.swap(loaded_run_config());
+  loaded_run_config().reset();
+  return out;
+}
+
 Status discover_ranks(RunConfig& config) {
-  if (!config.discover_ranks) return Status();
+  if (!config.discover_ranks || !config.ranks.empty()) return Status();
   // The host pattern over full paths: literal pieces around each {rank}, which must all be the
   // same decimal number.
   std::string abs_pattern =

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,7 +47,10 @@ struct RunConfig {
   std::string et_plus_path(int rank) const;
   std::string et_path(int rank) const;
   std::string summary_path() const;
+  std::string simulation_path() const;  // simulation.json, beside the summary
   std::string comm_group_path() const;
+  // Whether the ranks' ET+ files are kept: asked for, or the run ends at link.
+  bool writes_et_plus() const { return keep_et_plus || !has(RunStage::kConvert); }
 };
 
 // Parses and validates a configuration file.
@@ -57,8 +61,15 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
 // "0-7", "0-3,8,10-12" -> sorted unique ranks.
 StatusOr<std::vector<int>> parse_rank_list(const std::string& text);
 
-// Fills config.ranks from the host pattern when the config did not list them.
+// Fills config.ranks from the host pattern when the config did not list them (once: a config whose
+// ranks were discovered is left as it is).
 Status discover_ranks(RunConfig& config);
+
+// A configuration `main` loaded (and whose ranks it discovered) before the command ran, to size
+// malloc from its inputs: `run` takes it instead of loading the file again. take_ returns it once,
+// if it was loaded from `path`.
+void keep_loaded_run_config(RunConfig config);
+std::optional<RunConfig> take_loaded_run_config(const std::string& path);
 
 // Replaces every "{rank}" in `pattern`.
 std::string expand_rank(const std::string& pattern, int rank);

@@ -78,6 +78,28 @@ TEST(RunConfig, ShippedConfigsParse) {
   EXPECT_FALSE(astra->has(RunStage::kSimulate));
 }
 
+// main() loads a run's configuration to size malloc; run takes that one instead of loading again.
+TEST(RunConfig, ALoadedConfigIsTakenOnceForItsPath) {
+  RunConfig cfg;
+  cfg.path = "a.yaml";
+  cfg.prefix = "kept";
+  keep_loaded_run_config(cfg);
+  EXPECT_FALSE(take_loaded_run_config("b.yaml"));  // another file: not this one (and dropped)
+  EXPECT_FALSE(take_loaded_run_config("a.yaml"));
+  keep_loaded_run_config(cfg);
+  auto taken = take_loaded_run_config("a.yaml");
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->prefix, "kept");
+  EXPECT_FALSE(take_loaded_run_config("a.yaml"));
+  // Discovered ranks are not discovered again.
+  cfg.discover_ranks = true;
+  cfg.host_pattern = "nowhere/rank{rank}/host.json";
+  cfg.ranks = {0, 3};
+  ASSERT_TRUE(discover_ranks(cfg).ok());
+  EXPECT_EQ(cfg.ranks, (std::vector<int>{0, 3}));
+  EXPECT_EQ(cfg.simulation_path(), fs::path(cfg.summary_path()).replace_filename("simulation.json"));
+}
+
 TEST(RunConfig, ErrorsNameLineAndColumn) {
   struct Case {
     const char* text;
