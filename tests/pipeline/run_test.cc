@@ -97,7 +97,8 @@ TEST(RunConfig, ALoadedConfigIsTakenOnceForItsPath) {
   cfg.ranks = {0, 3};
   ASSERT_TRUE(discover_ranks(cfg).ok());
   EXPECT_EQ(cfg.ranks, (std::vector<int>{0, 3}));
-  EXPECT_EQ(cfg.simulation_path(), fs::path(cfg.summary_path()).replace_filename("simulation.json"));
+  EXPECT_EQ(cfg.simulation_path(),
+            fs::path(cfg.summary_path()).replace_filename("simulation.json").string());
 }
 
 TEST(RunConfig, ErrorsNameLineAndColumn) {
@@ -465,7 +466,8 @@ TEST(RunGroups, GeneratedSetDefaultAndForOlderAstraSim) {
       << out;
   EXPECT_EQ(testing::read_text(dir.file("one.json")), "{\n  \"0\": [0, 1, 2]\n}\n");
   // The same trace bytes as run's.
-  EXPECT_EQ(testing::read_text(dir.file("one.et")), testing::read_text(dir.file("plain/trace.1.et")));
+  EXPECT_EQ(testing::read_text(dir.file("one.et")),
+            testing::read_text(dir.file("plain/trace.1.et")));
   // A group file that would overwrite an input is refused.
   EXPECT_EQ(run_command(kBin + " convert --input " + dir.file("plain/et_plus/trace.1.json.gz") +
                             " --output " + dir.file("two.et") + " --comm-groups " +
