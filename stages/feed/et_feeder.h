@@ -146,7 +146,7 @@ class IssueChecksum {
   uint64_t value_ = 0xcbf29ce484222325ull;
 };
 
-// Hooks for a layer that mirrors the nodes the feeder holds (the Chakra compatibility layer).
+// Hooks for a layer that mirrors the nodes the feeder holds (the simulator's rank engine).
 // Called on the feeder's thread: on_read when a node is read, on_free when the feeder drops it
 // (completed or removed, and its children released). They must not call the feeder back, except
 // for const queries.

@@ -7,8 +7,9 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "stages/feed/compat/child_source.h"
 #include "stages/convert/node_record.h"
+#include "stages/feed/compat/child_source.h"
+#include "stages/feed/compat/record_loader.h"
 #include "stages/feed/et_feeder.h"  // StallReport
 #include "stages/feed/et_index.h"
 
@@ -80,15 +81,8 @@ struct ETFeeder::Impl : chakraflow::compat::ChildSource {
   }
 
   std::shared_ptr<ETFeederNode> make_object(uint32_t i) {
-    const uint64_t id = index->id(i);
-    chakraflow::Status read_ok = index->read_record(i, &scratch);
-    auto record = std::make_shared<chakraflow::compat::NodeRecord>();
-    if (read_ok.ok()) read_ok = chakraflow::compat::NodeRecord::decode(scratch, record.get());
-    if (!read_ok.ok()) {
-      throw std::runtime_error(path + ": record #" + std::to_string(index->record_number(i)) +
-                               " (node " + std::to_string(id) + "): " + read_ok.message());
-    }
-    return std::make_shared<ETFeederNode>(ETFeederNode::RecordKey(), std::move(record),
+    return std::make_shared<ETFeederNode>(ETFeederNode::RecordKey(),
+                                          chakraflow::compat::load_node_record(*index, i, scratch),
                                           std::weak_ptr<ChildSource>(self.lock()));
   }
 

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "stages/convert/node_record.h"
+#include "stages/feed/compat/record_loader.h"
 #include "stages/feed/et_feeder.h"  // scan_node
 #include "stages/feed/et_index.h"
 
@@ -105,13 +106,8 @@ std::shared_ptr<const chakraflow::compat::NodeRecord> ETFeeder::record(NodeId no
   }
   const size_t slot = i % impl_->cache.size();
   if (impl_->cache_index[slot] == i) return impl_->cache[slot];
-  chakraflow::Status read = x.read_record(i, &impl_->scratch);
-  auto record = std::make_shared<chakraflow::compat::NodeRecord>();
-  if (read.ok()) read = chakraflow::compat::NodeRecord::decode(impl_->scratch, record.get());
-  if (!read.ok()) {
-    throw std::runtime_error(x.path() + ": record #" + std::to_string(x.record_number(i)) +
-                             " (node " + std::to_string(node_id) + "): " + read.message());
-  }
+  std::shared_ptr<const chakraflow::compat::NodeRecord> record =
+      chakraflow::compat::load_node_record(x, i, impl_->scratch);
   impl_->cache[slot] = record;
   impl_->cache_index[slot] = i;
   return record;
