@@ -9,7 +9,7 @@
 #include <random>
 
 #include "bench/pair_fixture.h"
-#include "pipeline/link_graph.h"
+#include "pipeline/rank_graph.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_legacy_writer.h"
 #include "stages/common/file_io.h"
@@ -124,11 +124,11 @@ void BM_SequenceLinkEndToEnd(benchmark::State& state) {
   std::string out = std::filesystem::temp_directory_path() / "chakraflow_bench_seq_et_plus.json";
   uint64_t input = 0;
   for (auto _ : state) {
-    LinkJob job{dir + "/host_et.json.gz", dir + "/kineto.legacy.json.gz", out, sequence_options()};
-    auto r = run_link_graph({job}, 1);
-    if (!r[0].status.ok()) state.SkipWithError(r[0].status.message().c_str());
-    if (r[0].summary.host_ops_linked != 1310) state.SkipWithError("resnet not fully matched");
-    input = r[0].input_bytes;
+    RankJob job{dir + "/host_et.json.gz", dir + "/kineto.legacy.json.gz", out, {}, sequence_options()};
+    const RankJobResult r = run_link_job(job);
+    if (!r.status.ok()) state.SkipWithError(r.status.message().c_str());
+    if (r.summary.host_ops_linked != 1310) state.SkipWithError("resnet not fully matched");
+    input = r.input_bytes;
   }
   std::remove(out.c_str());
   state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(input));

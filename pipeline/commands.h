@@ -13,9 +13,4 @@ int run_run_command(int argc, char** argv, int first);
 int run_feed_command(int argc, char** argv, int first);
 int run_simulate_command(int argc, char** argv, int first);
 
-// Whether glibc's malloc asks for transparent huge pages in this process (GLIBC_TUNABLES, read at
-// start-up only; main re-executes the process with it for big inputs). `--version` and run's
-// summary.json say so.
-bool malloc_huge_pages();
-
 }  // namespace chakraflow

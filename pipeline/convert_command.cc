@@ -11,6 +11,7 @@
 #include "pipeline/cli_args.h"
 #include "pipeline/comm_group_file.h"
 #include "pipeline/commands.h"
+#include "pipeline/rank_graph.h"
 #include "stages/common/file_io.h"
 #include "stages/convert/jsonizer.h"
 #include "stages/convert/pytorch_converter.h"
@@ -57,6 +58,7 @@ const std::vector<cli::FlagSpec>& convert_flags() {
        "accepted for Chakra compatibility (no log file is written)",
        {"log_filename"}},
       {"simulate", false, "accepted for Chakra compatibility (ignored)", {}},
+      {"print-graph", false, "print the pipeline's flow graph (Graphviz dot) and exit", {}},
       {"quiet", false, "print nothing but errors", {"q"}},
       {"help", false, "show this help", {"h"}},
   };
@@ -111,6 +113,10 @@ class Command {
       std::fputs(cli::usage("chakraflow", synopsis_, specs_).c_str(), stdout);
       return 0;
     }
+    if (graph_ && args_.has("print-graph")) {
+      std::fputs(graph_->c_str(), stdout);
+      return 0;
+    }
     std::vector<std::string> missing;
     for (const char* required : {"input", "output"}) {
       if (!args_.has(required)) missing.push_back(std::string("--") + required);
@@ -139,13 +145,114 @@ class Command {
     std::fprintf(stderr, "chakraflow %s: note: %s\n", verb_, text.c_str());
   }
   const cli::Args& args() const { return args_; }
+  // The verb's flow graph (Graphviz dot), printed by --print-graph.
+  void set_graph(std::string dot) { graph_ = std::move(dot); }
 
  private:
   const char* verb_;
   const char* synopsis_;
   const std::vector<cli::FlagSpec>& specs_;
   cli::Args args_;
+  std::optional<std::string> graph_;
 };
+
+
+// What `chakraflow convert` was asked to do.
+struct ConvertRequest {
+  std::string input;
+  std::string output;
+  ConvertOptions options;
+  std::optional<std::string> comm_groups;  // --comm-groups FILE
+  int rank = 0;
+  std::optional<int> world_size;
+  bool quiet = false;
+};
+
+// The flags as a request; a usage error is returned as its message.
+StatusOr<ConvertRequest> parse_convert_request(const cli::Args& args) {
+  std::vector<std::string> input_types = args.positionals();
+  if (auto t = args.get("input_type")) input_types.push_back(*t);
+  if (input_types.size() > 1) return Status::errorf("unexpected argument '{}'", input_types[1]);
+  if (!input_types.empty() && input_types[0] != "PyTorch" && input_types[0] != "pytorch") {
+    return Status::error(input_types[0] == "Text"
+                             ? std::string("the Text input type is not supported (only PyTorch)")
+                             : fmt::format("unknown input type '{}' (only PyTorch)", input_types[0]));
+  }
+  ConvertRequest req;
+  req.input = *args.get("input");
+  req.output = *args.get("output");
+  const std::string compat = args.get_or("compat", "default");
+  if (compat != "default" && compat != "chakra") {
+    return Status::errorf("--compat: unknown value '{}' (default, chakra)", compat);
+  }
+  req.options.compat = compat == "chakra" ? Compat::kChakra : Compat::kDefault;
+  req.options.zero_optimizer_step = !args.has("keep-optimizer-step-duration");
+  const std::string metadata_node = args.get_or("metadata-node", "keep");
+  if (metadata_node != "keep" && metadata_node != "compute") {
+    return Status::errorf("--metadata-node: unknown value '{}' (keep, compute)", metadata_node);
+  }
+  req.options.metadata_as_compute = metadata_node == "compute";
+  req.options.pg_name_offset = args.has("renumber-groups") ? 1 : 0;
+  if (args.has("comm-groups")) {
+    CF_ASSIGN_OR_RETURN(std::optional<std::string> path, args.get_path("comm-groups"));
+    CF_RETURN_IF_ERROR(check_output_is_not_input(*path, {req.input, req.output}));
+    req.comm_groups = *path;
+  }
+  CF_ASSIGN_OR_RETURN(int64_t rank, args.get_int_in("rank", 0, 0, INT32_MAX));
+  CF_ASSIGN_OR_RETURN(int64_t world_size, args.get_int_in("world-size", 1, 1, INT32_MAX));
+  if (!req.comm_groups && (args.has("rank") || args.has("world-size"))) {
+    return Status::error("--rank and --world-size are for --comm-groups");
+  }
+  req.rank = static_cast<int>(rank);
+  if (args.has("world-size")) req.world_size = static_cast<int>(world_size);
+  req.quiet = args.has("quiet");
+  return req;
+}
+
+RankPlan convert_plan() {
+  RankPlan plan;
+  plan.input = RankInput::kEtPlus;
+  plan.write_et_plus = false;
+  plan.convert = true;
+  return plan;
+}
+
+std::string convert_summary(const ConvertRequest& req, const ConvertReport& report,
+                            double seconds) {
+  std::string summary = fmt::format(
+      "chakraflow convert{}: {} -> {}: {} nodes read, {} written ({} removed as dangling)",
+      req.options.compat == Compat::kChakra ? " (--compat chakra)" : "", req.input, req.output,
+      report.input_nodes, report.output_nodes, report.removed_dangling);
+  if (req.options.compat == Compat::kDefault) {
+    summary += fmt::format(", {} GPU stream edges, {} sync edges", report.gpu_stream_edges,
+                           report.sync_edges);
+  }
+  summary += fmt::format("; {:.1f} MB in {:.3f} s\n", report.bytes_written / 1e6, seconds);
+  summary += format_stats(report.stats);
+  return summary;
+}
+
+// ASTRA-sim's communicator-group file for the converted trace. The world: --world-size, else
+// every rank the metadata names (at least this one).
+Status write_groups(const ConvertRequest& req) {
+  int size = req.world_size.value_or(0);
+  if (!req.world_size) {
+    CF_ASSIGN_OR_RETURN(RankCommGroups scanned,
+                        scan_comm_groups(req.output, req.rank, req.options.pg_name_offset));
+    size = req.rank + 1;
+    for (const auto& [name, members] : scanned.declared) {
+      if (!members.empty()) size = std::max(size, members.back() + 1);
+    }
+  }
+  std::vector<int> world;
+  for (int r = 0; r < size; ++r) world.push_back(r);
+  CommGroupFileReport groups;
+  CF_RETURN_IF_ERROR(write_comm_group_file({{req.rank, req.output}}, world,
+                                           req.options.pg_name_offset, *req.comm_groups,
+                                           &groups));
+  if (!req.quiet) std::fprintf(stderr, "  %s\n", describe(groups, *req.comm_groups).c_str());
+  return Status();
+}
 
 }  // namespace
 
@@ -153,107 +260,35 @@ int run_convert_command(int argc, char** argv, int first) {
   Command cmd("convert",
               "convert [PyTorch] --input ET_PLUS.json[.gz] --output TRACE.et[.gz] "
               "[--compat default|chakra] [--keep-optimizer-step-duration] "
-              "[--metadata-node keep|compute] [--renumber-groups] [--comm-groups FILE]",
+              "[--metadata-node keep|compute] [--renumber-groups] [--comm-groups FILE] "
+              "[--print-graph]",
               convert_flags());
+  cmd.set_graph(rank_graph_dot(convert_plan()));
   if (auto done = cmd.parse(argc, argv, first)) return *done;
-  const cli::Args& args = cmd.args();
-  // Chakra's converter takes the input type as a subcommand (`PyTorch`), or --input_type.
-  std::vector<std::string> input_types = args.positionals();
-  if (auto t = args.get("input_type")) input_types.push_back(*t);
-  if (input_types.size() > 1) {
-    return cmd.usage_error(fmt::format("unexpected argument '{}'", input_types[1]));
-  }
-  if (!input_types.empty() && input_types[0] != "PyTorch" && input_types[0] != "pytorch") {
-    return cmd.usage_error(
-        input_types[0] == "Text"
-            ? std::string("the Text input type is not supported (only PyTorch)")
-            : fmt::format("unknown input type '{}' (only PyTorch)", input_types[0]));
-  }
-  ConvertOptions options;
-  const std::string compat = args.get_or("compat", "default");
-  if (compat == "default") {
-    options.compat = Compat::kDefault;
-  } else if (compat == "chakra") {
-    options.compat = Compat::kChakra;
-  } else {
-    return cmd.usage_error(fmt::format("--compat: unknown value '{}' (default, chakra)", compat));
-  }
-  options.zero_optimizer_step = !args.has("keep-optimizer-step-duration");
-  const std::string metadata_node = args.get_or("metadata-node", "keep");
-  if (metadata_node != "keep" && metadata_node != "compute") {
-    return cmd.usage_error(
-        fmt::format("--metadata-node: unknown value '{}' (keep, compute)", metadata_node));
-  }
-  options.metadata_as_compute = metadata_node == "compute";
-  options.pg_name_offset = args.has("renumber-groups") ? 1 : 0;
-  std::optional<std::string> comm_groups;
-  if (args.has("comm-groups")) {
-    auto path = args.get_path("comm-groups");
-    if (!path.ok()) return cmd.usage_error(path.status().message());
-    comm_groups = *path;
-    if (Status s = check_output_is_not_input(*comm_groups, {*args.get("input"), *args.get("output")});
-        !s.ok()) {
-      return cmd.usage_error(s.message());
-    }
-  }
-  auto rank = args.get_int_in("rank", 0, 0, INT32_MAX);
-  if (!rank.ok()) return cmd.usage_error(rank.status().message());
-  auto world_size = args.get_int_in("world-size", 1, 1, INT32_MAX);
-  if (!world_size.ok()) return cmd.usage_error(world_size.status().message());
-  if (!comm_groups && (args.has("rank") || args.has("world-size"))) {
-    return cmd.usage_error("--rank and --world-size are for --comm-groups");
-  }
-  const bool quiet = args.has("quiet");
-  if (!quiet && args.has("log-filename")) {
+  auto req = parse_convert_request(cmd.args());
+  if (!req.ok()) return cmd.usage_error(req.status().message());
+  if (!req->quiet && cmd.args().has("log-filename")) {
     cmd.note(
         "--log-filename is accepted for compatibility with Chakra; no log file is written "
         "(messages go to stderr)");
   }
-  if (!quiet && args.has("simulate")) {
+  if (!req->quiet && cmd.args().has("simulate")) {
     cmd.note(
         "--simulate is accepted for compatibility with Chakra and ignored (Chakra's simulation "
         "only logs)");
   }
-
-  const std::string input = *args.get("input");
-  const std::string output = *args.get("output");
+  RankJob job;
+  job.host_path = req->input;
+  job.et_path = req->output;
+  job.convert = req->options;
   const auto start = std::chrono::steady_clock::now();
-  ConvertReport report;
-  if (Status s = convert_file(input, output, options, &report); !s.ok()) return cmd.failure(s);
-  if (!quiet) {
-    const double seconds = seconds_since(start);
-    std::string summary = fmt::format(
-        "chakraflow convert{}: {} -> {}: {} nodes read, {} written ({} removed as dangling)",
-        options.compat == Compat::kChakra ? " (--compat chakra)" : "", input, output,
-        report.input_nodes, report.output_nodes, report.removed_dangling);
-    if (options.compat == Compat::kDefault) {
-      summary += fmt::format(", {} GPU stream edges, {} sync edges", report.gpu_stream_edges,
-                             report.sync_edges);
-    }
-    summary += fmt::format("; {:.1f} MB in {:.3f} s\n", report.bytes_written / 1e6, seconds);
-    summary += format_stats(report.stats);
-    std::fputs(summary.c_str(), stderr);
+  RankJobResult result = std::move(run_rank_graph(convert_plan(), {job}, 1).front());
+  if (!result.status.ok()) return cmd.failure(result.status);
+  if (!req->quiet) {
+    std::fputs(convert_summary(*req, result.convert, seconds_since(start)).c_str(), stderr);
   }
-  if (comm_groups) {
-    // The world: --world-size, else every rank the metadata names (at least this one).
-    std::vector<int> world;
-    int size = static_cast<int>(*world_size);
-    if (!args.has("world-size")) {
-      auto scanned = scan_comm_groups(output, static_cast<int>(*rank), options.pg_name_offset);
-      if (!scanned.ok()) return cmd.failure(scanned.status());
-      size = static_cast<int>(*rank) + 1;
-      for (const auto& [name, members] : scanned->declared) {
-        if (!members.empty()) size = std::max(size, members.back() + 1);
-      }
-    }
-    for (int r = 0; r < size; ++r) world.push_back(r);
-    CommGroupFileReport groups;
-    if (Status s = write_comm_group_file({{static_cast<int>(*rank), output}}, world,
-                                         options.pg_name_offset, *comm_groups, &groups);
-        !s.ok()) {
-      return cmd.failure(s);
-    }
-    if (!quiet) std::fprintf(stderr, "  %s\n", describe(groups, *comm_groups).c_str());
+  if (req->comm_groups) {
+    if (Status s = write_groups(*req); !s.ok()) return cmd.failure(s);
   }
   return 0;
 }

@@ -8,7 +8,7 @@
 
 #include "pipeline/cli_args.h"
 #include "pipeline/commands.h"
-#include "pipeline/link_graph.h"
+#include "pipeline/rank_graph.h"
 #include "stages/common/file_io.h"
 #include "stages/link/link_options.h"
 
@@ -29,6 +29,7 @@ const std::vector<cli::FlagSpec>& link_flags() {
       {"min-match-rate", true, "sequence mode: percent of host ops to match (default 90)", {}},
       {"threads", true, "worker threads (default: all cores)", {}},
       {"log-level", true, "DEBUG, INFO (default), WARNING, ERROR, CRITICAL", {}},
+      {"print-graph", false, "print the pipeline's flow graph (Graphviz dot) and exit", {}},
       {"help", false, "show this help", {"h"}},
   };
   return specs;
@@ -53,7 +54,8 @@ int run_link_command(int argc, char** argv, int first) {
   const char* synopsis =
       "link --chakra-host-trace H --chakra-device-trace D --output-file O [--rank N] "
       "[--gap-threshold-us 1000] [--mode auto|rf_id|sequence] [--compat default|chakra] "
-      "[--format chakra|legacy] [--annotation NAME] [--min-match-rate PERCENT] [--log-level LEVEL]";
+      "[--format chakra|legacy] [--annotation NAME] [--min-match-rate PERCENT] [--log-level LEVEL] "
+      "[--print-graph]";
   auto parsed = cli::Args::parse(argc, argv, first, specs);
   if (!parsed.ok()) {
     std::fprintf(stderr, "chakraflow link: %s\n", parsed.status().message().c_str());
@@ -62,6 +64,13 @@ int run_link_command(int argc, char** argv, int first) {
   const cli::Args& args = *parsed;
   if (args.has("help")) {
     std::fputs(cli::usage("chakraflow", synopsis, specs).c_str(), stdout);
+    return 0;
+  }
+  if (args.has("print-graph")) {
+    RankPlan plan;
+    plan.format = args.get_or("format", "chakra") == "legacy" ? OutputFormat::kLegacy
+                                                                : OutputFormat::kChakra;
+    std::fputs(rank_graph_dot(plan).c_str(), stdout);
     return 0;
   }
   std::vector<std::string> missing;
@@ -76,7 +85,7 @@ int run_link_command(int argc, char** argv, int first) {
                  cli::usage("chakraflow", synopsis, specs).c_str());
     return 2;
   }
-  LinkJob job;
+  RankJob job;
   auto fail_usage = [](const Status& s) {
     std::fprintf(stderr, "chakraflow link: %s\n", s.message().c_str());
     return 2;
@@ -86,19 +95,19 @@ int run_link_command(int argc, char** argv, int first) {
   }
   job.host_path = *args.get("chakra-host-trace");
   job.device_path = *args.get("chakra-device-trace");
-  job.output_path = *args.get("output-file");
-  if (Status s = check_output_is_not_input(job.output_path, {job.host_path, job.device_path});
+  job.et_plus_path = *args.get("output-file");
+  if (Status s = check_output_is_not_input(job.et_plus_path, {job.host_path, job.device_path});
       !s.ok()) {
     return fail_usage(s);
   }
   auto rank = args.get_int("rank", -1);
   if (!rank.ok()) return fail_usage(rank.status());
-  job.options.rank = static_cast<int>(*rank);
+  job.link.rank = static_cast<int>(*rank);
   for (const std::string& name : link_option_names()) {
     std::string flag = name;
     for (char& ch : flag) ch = ch == '_' ? '-' : ch;
     if (auto value = args.get(flag)) {
-      if (Status s = set_link_option(job.options, "--" + flag, *value); !s.ok()) {
+      if (Status s = set_link_option(job.link, "--" + flag, *value); !s.ok()) {
         return fail_usage(s);
       }
     }
@@ -113,8 +122,7 @@ int run_link_command(int argc, char** argv, int first) {
         oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(*threads));
   }
 
-  auto results = run_link_graph({job}, 1);
-  const LinkJobResult& r = results.front();
+  const RankJobResult r = run_link_job(job);
   if (!r.status.ok()) {
     std::fprintf(stderr, "chakraflow link: error: %s\n", r.status.message().c_str());
     return 1;
@@ -124,15 +132,15 @@ int run_link_command(int argc, char** argv, int first) {
     if (*level <= LogLevel::kInfo) {
       report +=
           fmt::format("  {} -> {}: {:.1f} MB in, {:.1f} MB out, {:.3f} s ({:.0f} MB/s)\n",
-                      job.host_path, job.output_path, r.input_bytes / 1e6, r.output_bytes / 1e6,
+                      job.host_path, job.et_plus_path, r.input_bytes / 1e6, r.output_bytes / 1e6,
                       r.seconds, r.seconds > 0 ? r.input_bytes / 1e6 / r.seconds : 0.0);
     }
     if (*level == LogLevel::kDebug) {
       const StageTimes& t = r.times;
       report += fmt::format(
           "  stage times (s): load host {:.3f}, load device {:.3f}, exclusive {:.3f}, gaps {:.3f}, "
-          "launchers {:.3f}, link {:.3f}, write {:.3f}\n",
-          t.load_host, t.load_device, t.exclusive, t.gaps, t.launchers, t.link, t.write);
+          "launchers {:.3f}, sync {:.3f}, link {:.3f}, write {:.3f}\n",
+          t.load_host, t.load_device, t.exclusive, t.gaps, t.launchers, t.sync, t.link, t.write);
     }
     std::fputs(report.c_str(), stderr);
   }

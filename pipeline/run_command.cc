@@ -1,16 +1,16 @@
 // `chakraflow run CONFIG.yaml`: every rank of a training run through link (and convert) in one
-// oneTBB flow graph, with a memory-bounded number of ranks in flight, per-rank failure isolation,
-// progress, a summary table and summary.json.
+// oneTBB flow graph (pipeline/rank_graph.h), with a memory-bounded number of ranks in flight,
+// per-rank failure isolation, progress, a summary table and summary.json, then the simulation.
+// run_run_command reads as its five steps: config -> jobs -> graph -> summary -> simulate.
 #include <oneapi/tbb/global_control.h>
+#include <simdjson.h>
 #include <unistd.h>
-#include <zlib.h>
 
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <filesystem>
+#include <map>
 #include <mutex>
 #include <optional>
 
@@ -19,13 +19,11 @@
 #include "pipeline/cli_args.h"
 #include "pipeline/comm_group_file.h"
 #include "pipeline/commands.h"
-#include "pipeline/link_graph.h"
 #include "pipeline/mpi_world.h"
+#include "pipeline/rank_graph.h"
 #include "pipeline/run_config.h"
-#include "stages/convert/et_plus_nodes.h"
 #include "stages/common/file_io.h"
-#include "stages/common/json_util.h"
-#include "stages/convert/pytorch_converter.h"
+#include "stages/common/json_writer.h"
 #include "stages/simulate/sim_config.h"
 #include "stages/simulate/simulator.h"
 #include "stages/simulate/simulator_report.h"
@@ -34,6 +32,11 @@ namespace chakraflow {
 namespace {
 
 namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 // Decompressed size of a file: the gzip ISIZE trailer (mod 4 GiB, so at least the compressed size
 // times the usual ratio when it looks wrapped) or the plain size. 0 when unreadable.
@@ -67,151 +70,6 @@ bool newer_than(const std::string& output, const std::vector<std::string>& input
     if (ec || t > out_time) return false;
   }
   return true;
-}
-
-struct RankRecord {
-  size_t index = 0;  // into RunConfig::ranks
-  int rank = 0;
-  bool skipped = false;  // --resume: outputs newer than inputs
-  LinkJobResult link;
-  ConvertReport convert;
-  uint64_t input_file_bytes = 0;
-  uint64_t output_bytes = 0;
-  std::string error;  // empty when ok
-};
-
-// What process 0 needs of a rank for the summary, rendered where the rank ran (so that MPI moves
-// only text): its summary.json object and its line of the summary table.
-struct RankRow {
-  size_t index = 0;
-  bool failed = false;
-  bool skipped = false;
-  uint64_t text_bytes = 0;
-  std::string json;
-  std::string table;
-};
-
-RankRow render_row(const RankRecord& r) {
-  RankRow row;
-  row.index = r.index;
-  row.failed = !r.error.empty();
-  row.skipped = r.skipped;
-  row.text_bytes = r.link.input_bytes;
-  const LinkSummary& s = r.link.summary;
-  std::string& out = row.json;
-  out += fmt::format("{{\"rank\": {}, \"status\": \"{}\"", r.rank,
-                     r.skipped         ? "skipped"
-                     : r.error.empty() ? "ok"
-                                       : "failed");
-  if (!r.error.empty()) {
-    out += ", \"error\": ";
-    json::append_escaped(out, r.error);
-  }
-  if (!r.skipped) {
-    out += fmt::format(
-        ", \"input_file_bytes\": {}, \"input_text_bytes\": {}, \"output_bytes\": {}, \"mode\": "
-        "\"{}\", "
-        "\"host_nodes\": {}, \"host_ops\": {}, \"host_ops_linked\": {}, \"gpu_ops\": {}, "
-        "\"gpu_ops_linked\": {}, "
-        "\"et_plus_nodes\": {}, \"et_nodes\": {}, \"sync_deps\": {}, \"link_seconds\": {:.3f}, "
-        "\"convert_seconds\": {:.3f}, \"warnings\": {{",
-        r.input_file_bytes, r.link.input_bytes, r.output_bytes, s.mode, s.host_nodes,
-        s.host_op_candidates, s.host_ops_linked, s.gpu_ops, s.gpu_ops_linked, s.et_plus_nodes,
-        r.convert.output_nodes, s.sync.host_deps + s.sync.gpu_deps, r.link.seconds,
-        r.link.after_seconds);
-    bool first = true;
-    LinkStats all = r.link.stats;
-    all.merge(r.convert.stats);
-    for (const auto& [kind, entry] : all.entries()) {
-      if (!first) out += ", ";
-      first = false;
-      json::append_escaped(out, kind);
-      out += fmt::format(": {}", entry.count);
-    }
-    out += "}";
-  }
-  out += "}";
-  if (r.skipped) {
-    row.table = fmt::format("{:>6}  {:<8}", r.rank, "skipped");
-  } else {
-    uint64_t warnings = 0;
-    for (const auto& [k, e] : r.link.stats.entries()) warnings += e.count;
-    for (const auto& [k, e] : r.convert.stats.entries()) warnings += e.count;
-    row.table = fmt::format("{:>6}  {:<8}  {:>9.1f}  {:>14}  {:>14}  {:>9.2f}  {}", r.rank,
-                            r.error.empty() ? "ok" : "FAILED", r.link.input_bytes / 1e6,
-                            fmt::format("{}/{}", s.host_ops_linked, s.host_op_candidates),
-                            fmt::format("{}/{}", s.gpu_ops_linked, s.gpu_ops),
-                            r.link.seconds + r.link.after_seconds, warnings);
-  }
-  return row;
-}
-
-// Rows travel between MPI processes as "index failed skipped text_bytes json_len table_len\n"
-// followed by the two texts.
-void serialize_row(const RankRow& row, std::string& out) {
-  out += fmt::format("{} {} {} {} {} {}\n", row.index, row.failed ? 1 : 0, row.skipped ? 1 : 0,
-                     row.text_bytes, row.json.size(), row.table.size());
-  out += row.json;
-  out += row.table;
-}
-
-StatusOr<std::vector<RankRow>> parse_rows(std::string_view blob) {
-  std::vector<RankRow> rows;
-  while (!blob.empty()) {
-    size_t eol = blob.find('\n');
-    if (eol == std::string_view::npos) return Status::error("summary rows: truncated header");
-    std::string header(blob.substr(0, eol));
-    blob.remove_prefix(eol + 1);
-    RankRow row;
-    unsigned long long index = 0, text = 0, json_len = 0, table_len = 0;
-    int failed = 0, skipped = 0;
-    if (std::sscanf(header.c_str(), "%llu %d %d %llu %llu %llu", &index, &failed, &skipped, &text,
-                    &json_len, &table_len) != 6 ||
-        json_len + table_len > blob.size()) {
-      return Status::errorf("summary rows: bad header '{}'", header);
-    }
-    row.index = index;
-    row.failed = failed != 0;
-    row.skipped = skipped != 0;
-    row.text_bytes = text;
-    row.json = std::string(blob.substr(0, json_len));
-    row.table = std::string(blob.substr(json_len, table_len));
-    blob.remove_prefix(json_len + table_len);
-    rows.push_back(std::move(row));
-  }
-  return rows;
-}
-
-}  // namespace
-
-bool malloc_huge_pages() {
-  const char* tunables = std::getenv("GLIBC_TUNABLES");
-  return tunables != nullptr && (std::strstr(tunables, "glibc.malloc.hugetlb=1") != nullptr ||
-                                 std::strstr(tunables, "glibc.malloc.hugetlb=2") != nullptr);
-}
-
-namespace {
-
-std::string summary_json(const RunConfig& cfg, const std::vector<RankRow>& rows, double seconds,
-                         uint64_t in_flight, int processes) {
-  std::string out = "{\n";
-  out += fmt::format("  \"config\": ");
-  json::append_escaped(out, cfg.path);
-  out += fmt::format(
-      ",\n  \"ranks_total\": {},\n  \"ranks_failed\": {},\n  \"ranks_skipped\": {},\n", rows.size(),
-      std::count_if(rows.begin(), rows.end(), [](const RankRow& r) { return r.failed; }),
-      std::count_if(rows.begin(), rows.end(), [](const RankRow& r) { return r.skipped; }));
-  out += fmt::format(
-      "  \"seconds\": {:.3f},\n  \"processes\": {},\n  \"ranks_in_flight\": {},\n"
-      "  \"malloc_huge_pages\": {},\n  \"ranks\": [\n",
-      seconds, processes, in_flight, malloc_huge_pages());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    out += "    ";
-    out += rows[i].json;
-    out += i + 1 < rows.size() ? ",\n" : "\n";
-  }
-  out += "  ]\n}\n";
-  return out;
 }
 
 // Ranks to processes, largest first to the least loaded process (ties: lowest index, lowest
@@ -318,306 +176,539 @@ Status check_outputs(const RunConfig& cfg) {
   return Status();
 }
 
+// ---------------------------------------------------------------------------------------------
+// Step 1: the configuration, checked whole before any work.
+
+struct RunSetup {
+  RunConfig cfg;
+  SimConfig sim_config;
+};
+
+// A usage problem (exit status 2) as its message.
+StatusOr<RunSetup> load_setup(const std::string& config_path) {
+  std::optional<RunConfig> preloaded = take_loaded_run_config(config_path);
+  RunSetup setup;
+  if (preloaded) {
+    setup.cfg = std::move(*preloaded);
+  } else {
+    CF_ASSIGN_OR_RETURN(setup.cfg, load_run_config(config_path));
+  }
+  RunConfig& cfg = setup.cfg;
+  CF_RETURN_IF_ERROR(discover_ranks(cfg));
+  if (!cfg.simulate_config.empty()) {
+    auto loaded = load_sim_config(cfg.simulate_config);
+    if (!loaded.ok()) {
+      return Status::errorf("{}: simulate.config: {}", cfg.path, loaded.status().message());
+    }
+    setup.sim_config = *loaded;
+  }
+  CF_RETURN_IF_ERROR(check_outputs(cfg));
+  if (cfg.has(RunStage::kSimulate)) {
+    for (size_t i = 0; i < cfg.ranks.size(); ++i) {
+      if (cfg.ranks[i] != static_cast<int>(i)) {
+        return Status::errorf("{}: the simulate stage needs ranks 0..N-1 (rank {} is missing)",
+                              cfg.path, i);
+      }
+    }
+  }
+  return setup;
+}
+
+Status create_output_dirs(const RunConfig& cfg) {
+  std::vector<std::string> dirs = {fs::path(cfg.summary_path()).parent_path().string()};
+  if (cfg.has(RunStage::kConvert)) dirs.push_back(fs::path(cfg.et_path(0)).parent_path().string());
+  if (cfg.writes_et_plus()) dirs.push_back(fs::path(cfg.et_plus_path(0)).parent_path().string());
+  for (const std::string& dir : dirs) {
+    if (dir.empty()) continue;
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    if (ec) {
+      return Status::errorf("{}: cannot create the output directory: {}", dir, ec.message());
+    }
+  }
+  return Status();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 2: the jobs this process runs.
+
+// A rank of the configuration as this process handles it.
+struct RankRecord {
+  size_t index = 0;  // into RunConfig::ranks
+  int rank = 0;
+  bool skipped = false;  // --resume: outputs newer than their inputs
+  uint64_t input_file_bytes = 0;
+  size_t job = 0;  // into RunJobs::jobs, unless skipped
+};
+
+struct RunJobs {
+  RankPlan plan;
+  std::vector<RankJob> jobs;
+  std::vector<RankRecord> records;  // this process's ranks, skipped ones too
+  uint64_t in_flight = 1;           // ranks in memory at once
+  uint64_t input_file_bytes = 0;    // of the jobs
+};
+
+RankPlan plan_of(const RunConfig& cfg) {
+  RankPlan plan;
+  plan.write_et_plus = cfg.writes_et_plus();
+  plan.convert = cfg.has(RunStage::kConvert);
+  plan.format = cfg.link.format;
+  return plan;
+}
+
+RankJob job_of(const RunConfig& cfg, int rank) {
+  RankJob job;
+  job.host_path = cfg.host_path(rank);
+  job.device_path = cfg.device_path(rank);
+  job.et_plus_path = cfg.et_plus_path(rank);
+  job.et_path = cfg.et_path(rank);
+  job.link = cfg.link;
+  job.link.rank = rank;
+  job.convert.compat = cfg.convert_chakra_compat ? Compat::kChakra : Compat::kDefault;
+  job.convert.metadata_as_compute = cfg.metadata_as_compute;
+  job.convert.pg_name_offset = cfg.renumber_groups ? 1 : 0;
+  return job;
+}
+
+// The ranks are split between processes by their estimated memory: the loaded texts, their
+// parse, the ET+ and the converter's model, about 4x the JSON text. Every process computes the
+// same costs and the same split; the largest rank sets how many fit in the budget at once.
+RunJobs plan_jobs(const RunConfig& cfg, const MpiWorld& world, bool resume) {
+  RunJobs work;
+  work.plan = plan_of(cfg);
+  std::vector<uint64_t> costs(cfg.ranks.size());
+  uint64_t max_cost = 1;
+  for (size_t i = 0; i < cfg.ranks.size(); ++i) {
+    int rank = cfg.ranks[i];
+    costs[i] = 4 * (estimated_text_bytes(cfg.host_path(rank)) +
+                    estimated_text_bytes(cfg.device_path(rank)));
+    max_cost = std::max(max_cost, costs[i]);
+  }
+  const std::vector<int> owner = assign_processes(costs, world.processes());
+  for (size_t i = 0; i < cfg.ranks.size(); ++i) {
+    if (owner[i] != world.process()) continue;
+    RankRecord& rec = work.records.emplace_back();
+    rec.index = i;
+    rec.rank = cfg.ranks[i];
+    RankJob job = job_of(cfg, rec.rank);
+    // What a killed earlier run left beside this rank's outputs (a skipped rank's too). Only this
+    // process's ranks: another host's live temporary files look like a dead process's here.
+    if (work.plan.convert) remove_stale_temps(job.et_path);
+    if (work.plan.write_et_plus) remove_stale_temps(job.et_plus_path);
+    const std::string& final_output = work.plan.convert ? job.et_path : job.et_plus_path;
+    if (resume && newer_than(final_output, {job.host_path, job.device_path, cfg.path})) {
+      rec.skipped = true;
+      continue;
+    }
+    std::error_code ec;
+    rec.input_file_bytes =
+        fs::file_size(job.host_path, ec) + (ec ? 0 : fs::file_size(job.device_path, ec));
+    work.input_file_bytes += rec.input_file_bytes;
+    rec.job = work.jobs.size();
+    work.jobs.push_back(std::move(job));
+  }
+  work.in_flight = cfg.max_ranks_in_flight > 0
+                       ? static_cast<uint64_t>(cfg.max_ranks_in_flight)
+                       : std::clamp<uint64_t>(cfg.memory_budget_bytes / max_cost, 1,
+                                              std::max<size_t>(cfg.ranks.size(), 1));
+  return work;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Step 3: the graph, with progress on stderr.
+
+class Progress {
+ public:
+  Progress(const RunJobs& work, std::string who, bool quiet, bool tty, bool convert)
+      : work_(work), who_(std::move(who)), quiet_(quiet), tty_(tty), convert_(convert) {
+    for (const RankRecord& rec : work.records) {
+      if (rec.skipped) continue;
+      rank_of_job_.push_back(rec.rank);
+      file_bytes_of_job_.push_back(rec.input_file_bytes);
+    }
+  }
+
+  // A job finished (any thread).
+  void done(size_t job, const RankJobResult& r) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++done_;
+    bytes_done_ += file_bytes_of_job_[job];
+    text_done_ += r.input_bytes;
+    const int rank = rank_of_job_[job];
+    if (!r.status.ok()) {
+      if (tty_) std::fputs("\r\033[K", stderr);
+      std::fprintf(stderr, "%srank %d: FAILED: %s\n", who_.c_str(), rank,
+                   r.status.message().c_str());
+    } else if (!quiet_ && !tty_) {
+      std::string convert =
+          convert_ ? fmt::format(", convert {:.2f} s", r.times.convert) : std::string();
+      std::fprintf(stderr, "%srank %d: ok (%.1f MB of JSON, link %.2f s%s) [%zu/%zu]\n",
+                   who_.c_str(), rank, r.input_bytes / 1e6, r.seconds - r.times.convert,
+                   convert.c_str(), done_, work_.jobs.size());
+    }
+    if (!quiet_ && tty_) {
+      const double elapsed = seconds_since(t0_);
+      const double eta = bytes_done_ > 0 ? elapsed *
+                                               static_cast<double>(work_.input_file_bytes -
+                                                                   bytes_done_) /
+                                               static_cast<double>(bytes_done_)
+                                         : 0;
+      std::fprintf(stderr, "\r\033[K[%zu/%zu ranks] %.1f MB/s, ETA %.0f s", done_,
+                   work_.jobs.size(), elapsed > 0 ? text_done_ / 1e6 / elapsed : 0, eta);
+      if (done_ == work_.jobs.size()) std::fputc('\n', stderr);
+    }
+  }
+
+ private:
+  const RunJobs& work_;
+  const std::string who_;
+  const bool quiet_, tty_, convert_;
+  std::vector<int> rank_of_job_;
+  std::vector<uint64_t> file_bytes_of_job_;
+  const Clock::time_point t0_ = Clock::now();
+  std::mutex mutex_;
+  size_t done_ = 0;
+  uint64_t bytes_done_ = 0;  // input files, for the ETA
+  uint64_t text_done_ = 0;   // decompressed JSON, for the throughput
+};
+
+// ---------------------------------------------------------------------------------------------
+// Step 4: the summary. Each process describes its ranks as RankRows; process 0 gathers them (as
+// the JSON objects summary.json lists, decoded back into RankRows), prints the table and writes
+// summary.json.
+
+struct RankRow {
+  int rank = 0;
+  std::string status = "ok";  // ok, failed, skipped
+  std::string error;
+  uint64_t input_file_bytes = 0, input_text_bytes = 0, output_bytes = 0;
+  std::string mode;
+  uint64_t host_nodes = 0, host_ops = 0, host_ops_linked = 0, gpu_ops = 0, gpu_ops_linked = 0,
+           et_plus_nodes = 0, et_nodes = 0, sync_deps = 0;
+  double link_seconds = 0, convert_seconds = 0;
+  std::map<std::string, uint64_t> warnings;  // data problems by kind, link and convert
+
+  uint64_t warning_count() const {
+    uint64_t n = 0;
+    for (const auto& [kind, count] : warnings) n += count;
+    return n;
+  }
+};
+
+RankRow row_of(const RankRecord& rec, const RankJobResult* r, const std::string& output) {
+  RankRow row;
+  row.rank = rec.rank;
+  if (rec.skipped) {
+    row.status = "skipped";
+    return row;
+  }
+  std::error_code ec;
+  row.status = r->status.ok() ? "ok" : "failed";
+  row.error = r->status.ok() ? std::string() : r->status.message();
+  row.input_file_bytes = rec.input_file_bytes;
+  row.input_text_bytes = r->input_bytes;
+  row.output_bytes = r->status.ok() ? fs::file_size(output, ec) : 0;
+  const LinkSummary& s = r->summary;
+  row.mode = s.mode;
+  row.host_nodes = s.host_nodes;
+  row.host_ops = s.host_op_candidates;
+  row.host_ops_linked = s.host_ops_linked;
+  row.gpu_ops = s.gpu_ops;
+  row.gpu_ops_linked = s.gpu_ops_linked;
+  row.et_plus_nodes = s.et_plus_nodes;
+  row.et_nodes = r->convert.output_nodes;
+  row.sync_deps = s.sync.host_deps + s.sync.gpu_deps;
+  row.link_seconds = r->seconds - r->times.convert;
+  row.convert_seconds = r->times.convert;
+  for (const LinkStats* stats : {&r->stats, &r->convert.stats}) {
+    for (const auto& [kind, entry] : stats->entries()) row.warnings[kind] += entry.count;
+  }
+  return row;
+}
+
+void write_row(JsonWriter& w, const RankRow& row) {
+  w.begin_object(JsonWriter::Layout::kOneLine).member("rank", row.rank).member("status", row.status);
+  if (!row.error.empty()) w.member("error", row.error);
+  if (row.status != "skipped") {
+    w.member("input_file_bytes", row.input_file_bytes)
+        .member("input_text_bytes", row.input_text_bytes)
+        .member("output_bytes", row.output_bytes)
+        .member("mode", row.mode)
+        .member("host_nodes", row.host_nodes)
+        .member("host_ops", row.host_ops)
+        .member("host_ops_linked", row.host_ops_linked)
+        .member("gpu_ops", row.gpu_ops)
+        .member("gpu_ops_linked", row.gpu_ops_linked)
+        .member("et_plus_nodes", row.et_plus_nodes)
+        .member("et_nodes", row.et_nodes)
+        .member("sync_deps", row.sync_deps);
+    w.key("link_seconds").fixed(row.link_seconds, 3);
+    w.key("convert_seconds").fixed(row.convert_seconds, 3);
+    w.key("warnings").begin_object();
+    for (const auto& [kind, count] : row.warnings) w.member(kind, count);
+    w.end();
+  }
+  w.end();
+}
+
+// The rows of one process, as a JSON array for MPI's gather.
+std::string encode_rows(const std::vector<RankRow>& rows) {
+  JsonWriter w;
+  w.begin_array();
+  for (const RankRow& row : rows) write_row(w, row);
+  w.end();
+  return w.take();
+}
+
+StatusOr<RankRow> decode_row(simdjson::dom::object o) {
+  RankRow row;
+  auto text = [&](const char* key, std::string& out) {
+    std::string_view v;
+    if (o[key].get(v) == simdjson::SUCCESS) out = std::string(v);
+  };
+  // A member that is absent (a skipped rank's) leaves the default.
+  auto number = [&](const char* key, auto& out) {
+    if (o[key].get(out) != simdjson::SUCCESS) return;
+  };
+  int64_t rank = 0;
+  if (o["rank"].get(rank) != simdjson::SUCCESS) return Status::error("summary row without rank");
+  row.rank = static_cast<int>(rank);
+  text("status", row.status);
+  text("error", row.error);
+  text("mode", row.mode);
+  number("input_file_bytes", row.input_file_bytes);
+  number("input_text_bytes", row.input_text_bytes);
+  number("output_bytes", row.output_bytes);
+  number("host_nodes", row.host_nodes);
+  number("host_ops", row.host_ops);
+  number("host_ops_linked", row.host_ops_linked);
+  number("gpu_ops", row.gpu_ops);
+  number("gpu_ops_linked", row.gpu_ops_linked);
+  number("et_plus_nodes", row.et_plus_nodes);
+  number("et_nodes", row.et_nodes);
+  number("sync_deps", row.sync_deps);
+  number("link_seconds", row.link_seconds);
+  number("convert_seconds", row.convert_seconds);
+  simdjson::dom::object warnings;
+  if (o["warnings"].get(warnings) == simdjson::SUCCESS) {
+    for (auto [kind, count] : warnings) {
+      uint64_t n = 0;
+      if (count.get(n) != simdjson::SUCCESS) return Status::error("summary row: bad warning count");
+      row.warnings[std::string(kind)] = n;
+    }
+  }
+  return row;
+}
+
+// Every process's rows, in the configuration's rank order.
+StatusOr<std::vector<RankRow>> decode_rows(const std::vector<std::string>& blobs,
+                                           const RunConfig& cfg) {
+  std::vector<RankRow> rows;
+  simdjson::dom::parser parser;
+  for (const std::string& blob : blobs) {
+    simdjson::dom::array array;
+    if (parser.parse(blob).get(array) != simdjson::SUCCESS) {
+      return Status::error("summary rows: not a JSON array");
+    }
+    for (simdjson::dom::element e : array) {
+      simdjson::dom::object o;
+      if (e.get(o) != simdjson::SUCCESS) return Status::error("summary rows: not an object");
+      CF_ASSIGN_OR_RETURN(RankRow row, decode_row(o));
+      rows.push_back(std::move(row));
+    }
+  }
+  std::map<int, size_t> index;
+  for (size_t i = 0; i < cfg.ranks.size(); ++i) index[cfg.ranks[i]] = i;
+  std::sort(rows.begin(), rows.end(),
+            [&](const RankRow& a, const RankRow& b) { return index[a.rank] < index[b.rank]; });
+  return rows;
+}
+
+struct RunTotals {
+  size_t failed = 0, skipped = 0;
+  uint64_t text_bytes = 0;
+  double seconds = 0;
+  uint64_t in_flight = 0;
+  int processes = 1;
+};
+
+RunTotals totals_of(const std::vector<RankRow>& rows) {
+  RunTotals t;
+  for (const RankRow& r : rows) {
+    t.failed += r.status == "failed";
+    t.skipped += r.status == "skipped";
+    t.text_bytes += r.input_text_bytes;
+  }
+  return t;
+}
+
+void print_table(const std::vector<RankRow>& rows, const RunTotals& t) {
+  std::fprintf(stderr, "\n%6s  %-8s  %9s  %14s  %14s  %9s  %s\n", "rank", "status", "JSON MB",
+               "host linked", "GPU linked", "seconds", "warnings");
+  for (const RankRow& r : rows) {
+    if (r.status == "skipped") {
+      std::fprintf(stderr, "%s\n", fmt::format("{:>6}  {:<8}", r.rank, "skipped").c_str());
+      continue;
+    }
+    std::fprintf(stderr, "%s\n",
+                 fmt::format("{:>6}  {:<8}  {:>9.1f}  {:>14}  {:>14}  {:>9.2f}  {}", r.rank,
+                             r.status == "ok" ? "ok" : "FAILED", r.input_text_bytes / 1e6,
+                             fmt::format("{}/{}", r.host_ops_linked, r.host_ops),
+                             fmt::format("{}/{}", r.gpu_ops_linked, r.gpu_ops),
+                             r.link_seconds + r.convert_seconds, r.warning_count())
+                     .c_str());
+  }
+  std::fprintf(stderr, "%zu ranks, %zu failed, %zu skipped, %.2f s, %.1f MB/s of JSON%s\n",
+               rows.size(), t.failed, t.skipped, t.seconds,
+               t.seconds > 0 ? t.text_bytes / 1e6 / t.seconds : 0.0,
+               t.processes > 1 ? fmt::format(", {} processes", t.processes).c_str() : "");
+}
+
+std::string summary_json(const RunConfig& cfg, const std::vector<RankRow>& rows,
+                         const RunTotals& t) {
+  JsonWriter w;
+  w.begin_object().member("config", cfg.path);
+  w.member("ranks_total", uint64_t{rows.size()})
+      .member("ranks_failed", uint64_t{t.failed})
+      .member("ranks_skipped", uint64_t{t.skipped});
+  w.key("seconds").fixed(t.seconds, 3);
+  w.member("processes", t.processes)
+      .member("ranks_in_flight", t.in_flight)
+      .member("malloc_huge_pages", malloc_huge_pages());
+  w.key("ranks").begin_array();
+  for (const RankRow& row : rows) write_row(w, row);
+  w.end();
+  w.end();
+  return w.take();
+}
+
+// ASTRA-sim's --comm-group-configuration, from every rank's trace.
+Status write_groups(const RunConfig& cfg, bool quiet) {
+  std::vector<std::pair<int, std::string>> traces;
+  for (int r : cfg.ranks) traces.emplace_back(r, cfg.et_path(r));
+  CommGroupFileReport groups;
+  CF_RETURN_IF_ERROR(write_comm_group_file(traces, cfg.ranks, cfg.renumber_groups ? 1 : 0,
+                                           cfg.comm_group_path(), &groups));
+  if (!quiet) std::fprintf(stderr, "%s\n", describe(groups, cfg.comm_group_path()).c_str());
+  return Status();
+}
+
+// Process 0: the table, summary.json and the group file. Returns the run's failed rank count,
+// or an error.
+StatusOr<size_t> summarize_run(const RunConfig& cfg, const std::vector<std::string>& blobs,
+                               RunTotals totals, bool quiet) {
+  CF_ASSIGN_OR_RETURN(std::vector<RankRow> rows, decode_rows(blobs, cfg));
+  RunTotals counted = totals_of(rows);
+  totals.failed = counted.failed;
+  totals.skipped = counted.skipped;
+  totals.text_bytes = counted.text_bytes;
+  if (!quiet || totals.failed > 0) print_table(rows, totals);
+  CF_RETURN_IF_ERROR(write_file_atomically(cfg.summary_path(), summary_json(cfg, rows, totals)));
+  if (cfg.has(RunStage::kConvert) && cfg.comm_groups && totals.failed == 0) {
+    CF_RETURN_IF_ERROR(write_groups(cfg, quiet));
+  }
+  return totals.failed;
+}
+
 }  // namespace
 
 int run_run_command(int argc, char** argv, int first) {
   static const std::vector<cli::FlagSpec> specs = {
       {"resume", false, "skip ranks whose outputs are newer than their inputs", {}},
       {"quiet", false, "print only errors and the final summary", {"q"}},
+      {"print-graph", false, "print the configuration's flow graph (Graphviz dot) and exit", {}},
       {"help", false, "show this help", {"h"}},
   };
   const char* synopsis =
-      "run CONFIG.yaml [--resume] [--quiet]   (configs/README.md documents CONFIG)";
+      "run CONFIG.yaml [--resume] [--quiet] [--print-graph]   (configs/README.md documents "
+      "CONFIG)";
   cli::Verb verb("run", synopsis, specs);
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
-  const cli::Args* parsed = &verb.args();
-  if (parsed->positionals().size() != 1) return verb.usage_error("expected one CONFIG.yaml");
-  const std::string& config_path = parsed->positionals().front();
-  std::optional<RunConfig> preloaded = take_loaded_run_config(config_path);
-  StatusOr<RunConfig> cfg =
-      preloaded ? StatusOr<RunConfig>(std::move(*preloaded)) : load_run_config(config_path);
-  if (!cfg.ok()) {
-    std::fprintf(stderr, "chakraflow run: %s\n", cfg.status().message().c_str());
+  const cli::Args& args = verb.args();
+  if (args.positionals().size() != 1) return verb.usage_error("expected one CONFIG.yaml");
+  const bool quiet = args.has("quiet");
+
+  // 1. The configuration, checked whole (the simulator's too) before any work.
+  auto setup = load_setup(args.positionals().front());
+  if (!setup.ok()) {
+    std::fprintf(stderr, "chakraflow run: %s\n", setup.status().message().c_str());
     return 2;
   }
-  if (Status s = discover_ranks(*cfg); !s.ok()) {
-    std::fprintf(stderr, "chakraflow run: %s\n", s.message().c_str());
-    return 2;
-  }
-  // The whole configuration is checked before any work: the simulator's configuration too.
-  SimConfig sim_config;
-  if (!cfg->simulate_config.empty()) {
-    auto loaded = load_sim_config(cfg->simulate_config);
-    if (!loaded.ok()) {
-      std::fprintf(stderr, "chakraflow run: %s: simulate.config: %s\n", cfg->path.c_str(),
-                   loaded.status().message().c_str());
-      return 2;
-    }
-    sim_config = *loaded;
-  }
-  if (Status s = check_outputs(*cfg); !s.ok()) {
-    std::fprintf(stderr, "chakraflow run: %s\n", s.message().c_str());
-    return 2;
-  }
-  if (cfg->has(RunStage::kSimulate)) {
-    for (size_t i = 0; i < cfg->ranks.size(); ++i) {
-      if (cfg->ranks[i] != static_cast<int>(i)) {
-        std::fprintf(
-            stderr,
-            "chakraflow run: %s: the simulate stage needs ranks 0..N-1 (rank %zu is missing)\n",
-            cfg->path.c_str(), i);
-        return 2;
-      }
-    }
+  const RunConfig& cfg = setup->cfg;
+  if (args.has("print-graph")) {
+    std::fputs(rank_graph_dot(plan_of(cfg)).c_str(), stdout);
+    return 0;
   }
   // Under mpirun, this process runs its share of the ranks; process 0 gathers the summary and
   // runs the simulation.
   auto joined = MpiWorld::join();
-  if (!joined.ok()) {
-    std::fprintf(stderr, "chakraflow run: %s\n", joined.status().message().c_str());
+  Status ready = joined.ok() ? create_output_dirs(cfg) : joined.status();
+  if (!ready.ok()) {
+    std::fprintf(stderr, "chakraflow run: %s\n", ready.message().c_str());
     return 2;
   }
   const MpiWorld& world = *joined;
+  std::unique_ptr<oneapi::tbb::global_control> limit;
+  if (cfg.threads > 0) {
+    limit = std::make_unique<oneapi::tbb::global_control>(
+        oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(cfg.threads));
+  }
+
+  // 2. The jobs: this process's ranks, less those --resume finds up to date.
+  const RunJobs work = plan_jobs(cfg, world, args.has("resume"));
   const std::string who = world.distributed()
                               ? fmt::format("[process {}/{}] ", world.process(), world.processes())
                               : std::string();
-  const bool quiet = parsed->has("quiet");
-  const bool tty = ::isatty(2) != 0 && !world.distributed();
-  std::unique_ptr<oneapi::tbb::global_control> limit;
-  if (cfg->threads > 0) {
-    limit = std::make_unique<oneapi::tbb::global_control>(
-        oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(cfg->threads));
-  }
-  std::error_code ec;
-  const bool convert = cfg->has(RunStage::kConvert);
-  const bool keep_et_plus = cfg->writes_et_plus();
-  const bool in_memory = convert && cfg->link.format == OutputFormat::kChakra;
-  {
-    std::vector<std::string> dirs = {fs::path(cfg->summary_path()).parent_path().string()};
-    if (convert) dirs.push_back(fs::path(cfg->et_path(0)).parent_path().string());
-    if (keep_et_plus) dirs.push_back(fs::path(cfg->et_plus_path(0)).parent_path().string());
-    for (const std::string& dir : dirs) {
-      if (dir.empty()) continue;
-      fs::create_directories(dir, ec);
-      if (ec) {
-        std::fprintf(stderr, "chakraflow run: %s: cannot create the output directory: %s\n",
-                     dir.c_str(), ec.message().c_str());
-        return 2;
-      }
-    }
-  }
-
-  // The memory each rank will need: loaded texts, their parse, the ET+ and the converter's
-  // model, about 4x the JSON text. Every process computes the same costs and the same split.
-  std::vector<uint64_t> costs(cfg->ranks.size());
-  uint64_t max_cost = 1;
-  for (size_t i = 0; i < cfg->ranks.size(); ++i) {
-    int rank = cfg->ranks[i];
-    costs[i] = 4 * (estimated_text_bytes(cfg->host_path(rank)) +
-                    estimated_text_bytes(cfg->device_path(rank)));
-    max_cost = std::max(max_cost, costs[i]);
-  }
-  const std::vector<int> owner = assign_processes(costs, world.processes());
-
-  // This process's ranks to run (and ranks --resume skips).
-  std::vector<RankRecord> records;
-  std::vector<LinkJob> jobs;
-  std::vector<RemoveOnSignal> intermediate_guards;  // the legacy layout's ET+ between the stages
-  std::vector<size_t> record_of_job;
-  for (size_t i = 0; i < cfg->ranks.size(); ++i) {
-    if (owner[i] != world.process()) continue;
-    int rank = cfg->ranks[i];
-    // What a killed earlier run left beside this rank's outputs (a skipped rank's too). Only this
-    // process's ranks: another host's live temporary files look like a dead process's here.
-    if (convert) remove_stale_temps(cfg->et_path(rank));
-    if (keep_et_plus) remove_stale_temps(cfg->et_plus_path(rank));
-    RankRecord& rec = records.emplace_back();
-    rec.index = i;
-    rec.rank = rank;
-    std::string host = cfg->host_path(rank), device = cfg->device_path(rank);
-    std::string final_output = convert ? cfg->et_path(rank) : cfg->et_plus_path(rank);
-    if (parsed->has("resume") && newer_than(final_output, {host, device, cfg->path})) {
-      rec.skipped = true;
-      continue;
-    }
-    rec.input_file_bytes = fs::file_size(host, ec) + (ec ? 0 : fs::file_size(device, ec));
-    LinkJob job;
-    job.host_path = host;
-    job.device_path = device;
-    // The chakra layout is converted in memory (no ET+ written unless kept); the legacy layout
-    // through a temporary ET+ file.
-    job.output_path = keep_et_plus ? cfg->et_plus_path(rank)
-                      : in_memory ? std::string()
-                                  : make_temp_path(cfg->et_path(rank));
-    if (!keep_et_plus && !in_memory) intermediate_guards.emplace_back(job.output_path);
-    job.options = cfg->link;
-    job.options.rank = rank;
-    jobs.push_back(job);
-    record_of_job.push_back(records.size() - 1);
-  }
-  uint64_t in_flight = cfg->max_ranks_in_flight > 0
-                           ? static_cast<uint64_t>(cfg->max_ranks_in_flight)
-                           : std::clamp<uint64_t>(cfg->memory_budget_bytes / max_cost, 1,
-                                                  std::max<size_t>(cfg->ranks.size(), 1));
   if (!quiet) {
     std::fprintf(stderr,
                  "%srun: %zu ranks (%zu to do here, %zu up to date), stages: link%s%s; %llu ranks "
                  "in flight (budget %llu MB)\n",
-                 who.c_str(), cfg->ranks.size(), jobs.size(), records.size() - jobs.size(),
-                 convert ? ", convert" : "", cfg->has(RunStage::kSimulate) ? ", simulate" : "",
-                 static_cast<unsigned long long>(in_flight),
-                 static_cast<unsigned long long>(cfg->memory_budget_bytes >> 20));
+                 who.c_str(), cfg.ranks.size(), work.jobs.size(),
+                 work.records.size() - work.jobs.size(), work.plan.convert ? ", convert" : "",
+                 cfg.has(RunStage::kSimulate) ? ", simulate" : "",
+                 static_cast<unsigned long long>(work.in_flight),
+                 static_cast<unsigned long long>(cfg.memory_budget_bytes >> 20));
   }
 
-  // Progress.
-  std::mutex progress_mutex;
-  size_t done = 0;
-  uint64_t bytes_done = 0;  // input files, for the ETA
-  uint64_t text_done = 0;   // decompressed JSON, for the throughput
-  uint64_t total_bytes = 0;
-  for (size_t j = 0; j < jobs.size(); ++j)
-    total_bytes += records[record_of_job[j]].input_file_bytes;
-  auto t0 = std::chrono::steady_clock::now();
-  LinkGraphHooks hooks;
-  ConvertOptions convert_options;
-  convert_options.compat = cfg->convert_chakra_compat ? Compat::kChakra : Compat::kDefault;
-  convert_options.metadata_as_compute = cfg->metadata_as_compute;
-  convert_options.pg_name_offset = cfg->renumber_groups ? 1 : 0;
-  // In memory, the converter reads each host node in the loader's pass (one pass over the text);
-  // what it read waits here until the rank is linked.
-  std::vector<std::optional<HostNodeFields>> host_fields(jobs.size());
-  if (in_memory) {
-    hooks.load_host = [&](size_t seq) -> StatusOr<HostTrace> {
-      HostNodeFields fields(jobs[seq].host_path);
-      CF_ASSIGN_OR_RETURN(HostTrace host, load_host_trace(jobs[seq].host_path, &fields));
-      host_fields[seq].emplace(std::move(fields));
-      return host;
-    };
-    hooks.convert_linked = [&](size_t seq, const LinkedRank& linked) -> Status {
-      RankRecord& rec = records[record_of_job[seq]];
-      // The device trace is freed before the nodes are built: the converter's nodes hold copies
-      // of what they take from it.
-      LinkedDeviceFacts device = linked_device_facts(linked.device, linked.linked);
-      linked.release_device();
-      if (!host_fields[seq]) return Status::error("internal error: host nodes not read");
-      HostNodeFields fields = std::move(*host_fields[seq]);
-      host_fields[seq].reset();
-      CF_ASSIGN_OR_RETURN(EtPlusTrace trace,
-                          read_linked_nodes(linked.host, std::move(fields), std::move(device),
-                                            linked.linked, linked.options, convert_options));
-      return convert_trace(trace, cfg->et_path(rec.rank), convert_options, &rec.convert);
-    };
-  } else if (convert) {
-    hooks.after_link = [&](size_t seq) {
-      RankRecord& rec = records[record_of_job[seq]];
-      Status s = convert_file(jobs[seq].output_path, cfg->et_path(rec.rank), convert_options,
-                              &rec.convert);
-      if (!keep_et_plus) std::remove(jobs[seq].output_path.c_str());
-      return s;
-    };
-  }
-  hooks.on_done = [&](size_t seq, const LinkJobResult& r) {
-    host_fields[seq].reset();  // a rank that failed before conversion
-    std::lock_guard<std::mutex> lock(progress_mutex);
-    RankRecord& rec = records[record_of_job[seq]];
-    ++done;
-    bytes_done += rec.input_file_bytes;
-    text_done += r.input_bytes;
-    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double mbps = elapsed > 0 ? text_done / 1e6 / elapsed : 0;
-    double eta = bytes_done > 0 ? elapsed * static_cast<double>(total_bytes - bytes_done) /
-                                      static_cast<double>(bytes_done)
-                                : 0;
-    const Status& failure = !r.status.ok() ? r.status : r.after_status;
-    if (!failure.ok()) {
-      if (tty) std::fputs("\r\033[K", stderr);
-      std::fprintf(stderr, "%srank %d: FAILED: %s\n", who.c_str(), rec.rank,
-                   failure.message().c_str());
-    } else if (!quiet && !tty) {
-      std::fprintf(stderr, "%srank %d: ok (%.1f MB of JSON, link %.2f s%s) [%zu/%zu]\n",
-                   who.c_str(), rec.rank, r.input_bytes / 1e6, r.seconds,
-                   convert ? fmt::format(", convert {:.2f} s", r.after_seconds).c_str() : "", done,
-                   jobs.size());
-    }
-    if (!quiet && tty) {
-      std::fprintf(stderr, "\r\033[K[%zu/%zu ranks] %.1f MB/s, ETA %.0f s", done, jobs.size(), mbps,
-                   eta);
-      if (done == jobs.size()) std::fputc('\n', stderr);
-    }
-  };
-  auto results = run_link_graph(jobs, static_cast<size_t>(in_flight), hooks);
+  // 3. The graph.
+  const auto t0 = Clock::now();
+  Progress progress(work, who, quiet, ::isatty(2) != 0 && !world.distributed(),
+                    work.plan.convert);
+  const std::vector<RankJobResult> results =
+      run_rank_graph(work.plan, work.jobs, static_cast<size_t>(work.in_flight),
+                     [&progress](size_t job, const RankJobResult& r) { progress.done(job, r); });
 
-  std::string blob;
-  for (size_t j = 0; j < results.size(); ++j) {
-    RankRecord& rec = records[record_of_job[j]];
-    rec.link = results[j];
-    const Status& failure = !results[j].status.ok() ? results[j].status : results[j].after_status;
-    if (!failure.ok()) rec.error = failure.message();
-    std::string out = convert ? cfg->et_path(rec.rank) : cfg->et_plus_path(rec.rank);
-    rec.output_bytes = rec.error.empty() ? fs::file_size(out, ec) : 0;
+  // 4. The summary: every process's rows to process 0 (which also waits here for the last
+  // process to finish).
+  std::vector<RankRow> rows;
+  for (const RankRecord& rec : work.records) {
+    const RankJob* job = rec.skipped ? nullptr : &work.jobs[rec.job];
+    rows.push_back(row_of(rec, rec.skipped ? nullptr : &results[rec.job],
+                          job == nullptr ? std::string()
+                          : work.plan.convert ? job->et_path
+                                              : job->et_plus_path));
   }
-  for (const RankRecord& rec : records) serialize_row(render_row(rec), blob);
-  // Every process's rows to process 0 (which also waits for the last process to finish here).
-  std::vector<std::string> blobs = world.gather(blob);
-  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-
-  // Process 0: the summary, then the simulation; every process exits with its code.
+  const std::vector<std::string> blobs = world.gather(encode_rows(rows));
+  RunTotals totals;
+  totals.seconds = seconds_since(t0);
+  totals.in_flight = work.in_flight;
+  totals.processes = world.processes();
   auto finish = [&]() -> int {
-    std::vector<RankRow> rows;
-    for (const std::string& b : blobs) {
-      auto parsed_rows = parse_rows(b);
-      if (!parsed_rows.ok()) {
-        std::fprintf(stderr, "chakraflow run: %s\n", parsed_rows.status().message().c_str());
-        return 1;
-      }
-      for (RankRow& r : *parsed_rows) rows.push_back(std::move(r));
-    }
-    std::sort(rows.begin(), rows.end(),
-              [](const RankRow& a, const RankRow& b) { return a.index < b.index; });
-    size_t failed = 0, skipped = 0;
-    uint64_t text_total = 0;
-    for (const RankRow& r : rows) {
-      failed += r.failed;
-      skipped += r.skipped;
-      text_total += r.text_bytes;
-    }
-    if (!quiet || failed > 0) {
-      std::fprintf(stderr, "\n%6s  %-8s  %9s  %14s  %14s  %9s  %s\n", "rank", "status", "JSON MB",
-                   "host linked", "GPU linked", "seconds", "warnings");
-      for (const RankRow& r : rows) std::fprintf(stderr, "%s\n", r.table.c_str());
-      std::fprintf(
-          stderr, "%zu ranks, %zu failed, %zu skipped, %.2f s, %.1f MB/s of JSON%s\n", rows.size(),
-          failed, skipped, seconds, seconds > 0 ? text_total / 1e6 / seconds : 0.0,
-          world.distributed() ? fmt::format(", {} processes", world.processes()).c_str() : "");
-    }
-    Status written = write_file_atomically(
-        cfg->summary_path(), summary_json(*cfg, rows, seconds, in_flight, world.processes()));
-    if (!written.ok()) {
-      std::fprintf(stderr, "chakraflow run: %s\n", written.message().c_str());
+    auto failed = summarize_run(cfg, blobs, totals, quiet);
+    if (!failed.ok()) {
+      std::fprintf(stderr, "chakraflow run: %s\n", failed.status().message().c_str());
       return 1;
     }
-    if (cfg->has(RunStage::kConvert) && cfg->comm_groups && failed == 0) {
-      // ASTRA-sim's --comm-group-configuration, from every rank's trace.
-      std::vector<std::pair<int, std::string>> traces;
-      for (int r : cfg->ranks) traces.emplace_back(r, cfg->et_path(r));
-      CommGroupFileReport groups;
-      Status grouped = write_comm_group_file(traces, cfg->ranks, convert_options.pg_name_offset,
-                                             cfg->comm_group_path(), &groups);
-      if (!grouped.ok()) {
-        std::fprintf(stderr, "chakraflow run: %s\n", grouped.message().c_str());
-        return 1;
-      }
-      if (!quiet) std::fprintf(stderr, "%s\n", describe(groups, cfg->comm_group_path()).c_str());
-    }
-    if (!cfg->has(RunStage::kSimulate)) return failed > 0 ? 1 : 0;
-    if (failed > 0) {
-      std::fprintf(stderr, "chakraflow run: simulation skipped: %zu rank(s) failed\n", failed);
+    if (!cfg.has(RunStage::kSimulate)) return *failed > 0 ? 1 : 0;
+    if (*failed > 0) {
+      std::fprintf(stderr, "chakraflow run: simulation skipped: %zu rank(s) failed\n", *failed);
       return 1;
     }
-    // All ranks at once, after the last one is converted.
-    return simulate_all(*cfg, sim_config, quiet);
+    // 5. The simulation: all ranks at once, after the last one is converted.
+    return simulate_all(cfg, setup->sim_config, quiet);
   };
-  int code = world.process() == 0 ? finish() : 0;
+  const int code = world.process() == 0 ? finish() : 0;
   return world.broadcast(code);
 }
 

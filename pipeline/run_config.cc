@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <set>
 #include <sstream>
@@ -488,6 +490,12 @@ Status discover_ranks(RunConfig& config) {
   }
   config.ranks.assign(ranks.begin(), ranks.end());
   return Status();
+}
+
+bool malloc_huge_pages() {
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  return tunables != nullptr && (std::strstr(tunables, "glibc.malloc.hugetlb=1") != nullptr ||
+                                 std::strstr(tunables, "glibc.malloc.hugetlb=2") != nullptr);
 }
 
 }  // namespace chakraflow

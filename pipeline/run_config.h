@@ -71,6 +71,11 @@ Status discover_ranks(RunConfig& config);
 void keep_loaded_run_config(RunConfig config);
 std::optional<RunConfig> take_loaded_run_config(const std::string& path);
 
+// Whether glibc's malloc asks for transparent huge pages in this process (GLIBC_TUNABLES, read at
+// start-up only; main re-executes the process with it for big inputs). `--version` and run's
+// summary.json say so.
+bool malloc_huge_pages();
+
 // Replaces every "{rank}" in `pattern`.
 std::string expand_rank(const std::string& pattern, int rank);
 

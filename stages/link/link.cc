@@ -64,20 +64,38 @@ StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTr
   return map_by_rf_id(host, device, options.compat, stats);
 }
 
-StatusOr<LinkedTrace> link_traces(const HostTrace& host, const DeviceTrace& device,
-                                  const LinkOptions& options) {
+StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace& device,
+                                        const DeviceFindings& found, const LinkOptions& options,
+                                        LinkStats stats) {
+  CF_ASSIGN_OR_RETURN(HostDeviceMap mapping, map_host_to_device(host, device, options, stats));
+  // Later stages see the mode that was used (auto resolved): sequence mode resolves inter-thread
+  // dependencies through the map instead of rf_ids.
+  LinkedRank rank;
+  rank.options = options;
+  rank.options.mode = resolve_mode(device, options.mode);
+  rank.trace = assign_ids(
+      {host, device, found.exclusive, found.gaps, found.launchers, mapping, found.sync},
+      rank.options, std::move(stats));
+  rank.summary = summarize(host, device, found.launchers, mapping, found.gaps, rank.trace,
+                           rank.options.mode);
+  return rank;
+}
+
+StatusOr<LinkedRank> link_rank(const HostTrace& host, const DeviceTrace& device,
+                               const LinkOptions& options) {
   LinkStats stats;
   ExclusiveDurations exclusive = compute_exclusive_durations(device, options.compat);
   GapDependencies gaps = compute_gap_dependencies(device, options.gap_threshold);
   LauncherLinks launchers = correlate_launchers(device, options.compat, stats);
   SyncDependencies sync = compute_sync_dependencies(device, launchers, options.compat, stats);
-  CF_ASSIGN_OR_RETURN(HostDeviceMap mapping, map_host_to_device(host, device, options, stats));
-  // Later stages see the mode that was used (auto resolved): sequence mode resolves inter-thread
-  // dependencies through the map instead of rf_ids.
-  LinkOptions resolved = options;
-  resolved.mode = resolve_mode(device, options.mode);
-  return assign_ids({host, device, exclusive, gaps, launchers, mapping, &sync}, resolved,
-                    std::move(stats));
+  return map_and_assign_ids(host, device, {exclusive, gaps, launchers, &sync}, options,
+                            std::move(stats));
+}
+
+StatusOr<LinkedTrace> link_traces(const HostTrace& host, const DeviceTrace& device,
+                                  const LinkOptions& options) {
+  CF_ASSIGN_OR_RETURN(LinkedRank rank, link_rank(host, device, options));
+  return std::move(rank.trace);
 }
 
 LinkSummary summarize(const HostTrace& host, const DeviceTrace& device,

@@ -40,7 +40,34 @@ MatchMode resolve_mode(const DeviceTrace& device, MatchMode requested);
 StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTrace& device,
                                            const LinkOptions& options, LinkStats& stats);
 
-// Runs stages 3-7 in order (with the sync dependencies after launcher correlation).
+// What the device-side stages found (exclusive durations, gaps, launchers, sync), which the
+// last link stage combines with the host trace.
+struct DeviceFindings {
+  const ExclusiveDurations& exclusive;
+  const GapDependencies& gaps;
+  const LauncherLinks& launchers;
+  const SyncDependencies* sync = nullptr;  // null: no synchronization dependencies
+};
+
+// A linked rank: the trace with its new ids, what the run reports about it, and the options the
+// writers and the converter must use (the match mode resolved: auto becomes rf_id or sequence).
+struct LinkedRank {
+  LinkedTrace trace;
+  LinkSummary summary;
+  LinkOptions options;
+};
+
+// Stages 6-7: host-device mapping, then id assignment. `stats` holds what the device-side stages
+// counted; the result's trace.stats has them with the mapping's and the id assignment's.
+StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace& device,
+                                        const DeviceFindings& found, const LinkOptions& options,
+                                        LinkStats stats);
+
+// Every link stage in order, on one thread (the flow graph runs the device-side ones
+// concurrently, then map_and_assign_ids).
+StatusOr<LinkedRank> link_rank(const HostTrace& host, const DeviceTrace& device,
+                               const LinkOptions& options);
+// link_rank's trace.
 StatusOr<LinkedTrace> link_traces(const HostTrace& host, const DeviceTrace& device,
                                   const LinkOptions& options);
 

@@ -20,7 +20,7 @@
 #include <map>
 #include <set>
 
-#include "pipeline/link_graph.h"
+#include "pipeline/rank_graph.h"
 #include "proto/et_def.pb.h"
 #include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
@@ -328,20 +328,20 @@ TEST_P(ConvertEtPlus, OurLinkerOutputConvertsInBothModes) {
   testing::TempDir tmp;
   for (const char* device : {"kineto.modern.json.gz", "kineto.legacy.json.gz"}) {
     SCOPED_TRACE(device);
-    LinkJob job{dir() + "/host_et.json.gz", dir() + "/" + device, tmp.file("et_plus.json"), {}};
-    auto linked = run_link_graph({job}, 1);
-    ASSERT_TRUE(linked[0].status.ok()) << linked[0].status.message();
+    RankJob job{dir() + "/host_et.json.gz", dir() + "/" + device, tmp.file("et_plus.json"), {}};
+    const RankJobResult linked = run_link_job(job);
+    ASSERT_TRUE(linked.status.ok()) << linked.status.message();
     ConvertReport chakra_report, default_report;
     auto chakra =
-        convert_and_read(job.output_path, tmp.file("chakra.et"), Compat::kChakra, &chakra_report);
+        convert_and_read(job.et_plus_path, tmp.file("chakra.et"), Compat::kChakra, &chakra_report);
     ASSERT_TRUE(chakra.ok()) << chakra.status().message();
-    auto def = convert_and_read(job.output_path, tmp.file("default.et"), Compat::kDefault,
+    auto def = convert_and_read(job.et_plus_path, tmp.file("default.et"), Compat::kDefault,
                                 &default_report);
     ASSERT_TRUE(def.ok()) << def.status().message();
     expect_valid_graph(*def);
     EXPECT_GT(def->nodes.size(), 0u);
     EXPECT_EQ(default_report.sync_edges,
-              linked[0].summary.sync.host_deps + linked[0].summary.sync.gpu_deps);
+              linked.summary.sync.host_deps + linked.summary.sync.gpu_deps);
     if (GetParam().find("dlrm") != std::string::npos) {
       EXPECT_GT(default_report.sync_edges, 0u);
     }

@@ -9,7 +9,7 @@
 #include <map>
 #include <set>
 
-#include "pipeline/link_graph.h"
+#include "pipeline/rank_graph.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {
@@ -26,13 +26,13 @@ std::vector<std::string> pair_cases() {
 class LinkGolden : public ::testing::TestWithParam<std::string> {};
 
 std::string link_to_file(const std::string& dir, const std::string& out, Compat compat) {
-  LinkJob job;
+  RankJob job;
   job.host_path = dir + "/host_et.json.gz";
   job.device_path = dir + "/kineto.modern.json.gz";
-  job.output_path = out;
-  job.options.compat = compat;
-  auto results = run_link_graph({job}, 1);
-  EXPECT_TRUE(results[0].status.ok()) << results[0].status.message();
+  job.et_plus_path = out;
+  job.link.compat = compat;
+  const RankJobResult results = run_link_job(job);
+  EXPECT_TRUE(results.status.ok()) << results.status.message();
   return testing::read_text(out);
 }
 

@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-#include "pipeline/link_graph.h"
+#include "pipeline/rank_graph.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {
@@ -27,20 +27,20 @@ std::string pair_dir(const std::string& name) {
 }
 
 struct Linked {
-  LinkJobResult result;
+  RankJobResult result;
   std::string text;
 };
 
 Linked link(const std::string& host, const std::string& device, LinkOptions options) {
   testing::TempDir tmp;
-  LinkJob job;
+  RankJob job;
   job.host_path = host;
   job.device_path = device;
-  job.output_path = tmp.file("et_plus.json");
-  job.options = std::move(options);
+  job.et_plus_path = tmp.file("et_plus.json");
+  job.link = std::move(options);
   Linked out;
-  out.result = std::move(run_link_graph({job}, 1).front());
-  if (out.result.status.ok()) out.text = testing::read_text(job.output_path);
+  out.result = run_link_job(job);
+  if (out.result.status.ok()) out.text = testing::read_text(job.et_plus_path);
   return out;
 }
 

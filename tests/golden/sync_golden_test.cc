@@ -16,7 +16,7 @@
 #include <optional>
 #include <set>
 
-#include "pipeline/link_graph.h"
+#include "pipeline/rank_graph.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
 #include "stages/link/host_et_loader.h"
@@ -435,13 +435,13 @@ TEST_P(SyncGoldenPairs, SyncsInTheLinkedWindowYieldDependenciesPointingBackInTim
 
   // The flow graph writes the same sync dependencies as the sequential composition.
   testing::TempDir tmp;
-  LinkJob job{dir + "/host_et.json.gz", dir + "/" + device_file, tmp.file("out.json"), {}};
-  auto results = run_link_graph({job}, 1);
-  ASSERT_TRUE(results[0].status.ok()) << results[0].status.message();
+  RankJob job{dir + "/host_et.json.gz", dir + "/" + device_file, tmp.file("out.json"), {}};
+  const RankJobResult results = run_link_job(job);
+  ASSERT_TRUE(results.status.ok()) << results.status.message();
   auto graph_nodes = read_et_plus(testing::read_text(tmp.file("out.json")));
   ASSERT_EQ(graph_nodes.size(), nodes.size());
   for (const auto& [id, n] : nodes) EXPECT_EQ(graph_nodes.at(id).sync_dep, n.sync_dep) << id;
-  EXPECT_EQ(results[0].summary.sync.host_deps, linked->sync.host_deps);
+  EXPECT_EQ(results.summary.sync.host_deps, linked->sync.host_deps);
 
   std::map<uint32_t, uint64_t> gpu_id;  // device event -> GPU node id
   for (const LinkedHostOp& op : linked->ops) {
@@ -528,12 +528,12 @@ TEST_P(SyncGoldenPairs, SyncsInTheLinkedWindowYieldDependenciesPointingBackInTim
   EXPECT_FALSE(converted_graph_has_cycle(graph_nodes));
 
   // 4. Chakra mode: none (its HTA step found none on these pairs). Chakra links by rf_id only.
-  LinkJob chakra = job;
+  RankJob chakra = job;
   chakra.device_path = dir + "/kineto.modern.json.gz";
-  chakra.output_path = tmp.file("chakra.json");
-  chakra.options.compat = Compat::kChakra;
-  ASSERT_TRUE(run_link_graph({chakra}, 1)[0].status.ok());
-  EXPECT_EQ(testing::read_text(chakra.output_path).find("sync_dep"), std::string::npos);
+  chakra.et_plus_path = tmp.file("chakra.json");
+  chakra.link.compat = Compat::kChakra;
+  ASSERT_TRUE(run_link_job(chakra).status.ok());
+  EXPECT_EQ(testing::read_text(chakra.et_plus_path).find("sync_dep"), std::string::npos);
 
   uint64_t missing = 0;
   for (const auto& [kind, entry] : linked->stats.entries()) {

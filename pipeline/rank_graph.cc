@@ -1,0 +1,482 @@
+#include "pipeline/rank_graph.h"
+
+#include <oneapi/tbb/flow_graph.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <optional>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "stages/common/file_io.h"
+#include "stages/convert/et_plus_nodes.h"
+#include "stages/link/device_trace_loader.h"
+#include "stages/link/et_plus_legacy_writer.h"
+#include "stages/link/et_plus_writer.h"
+#include "stages/link/host_et_loader.h"
+
+namespace chakraflow {
+namespace {
+
+namespace flow = oneapi::tbb::flow;
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// A message before the join: the job's sequence number and a shared value (const where several
+// nodes read it), or the error that stopped the job upstream.
+template <typename T>
+struct Msg {
+  size_t seq = 0;
+  std::shared_ptr<T> value;
+  std::shared_ptr<const Status> error;
+};
+
+// The host trace as loaded, with (in-memory conversion) the converter's reading of every node,
+// made in the loader's pass. read_nodes takes the fields; nothing else changes it.
+struct LoadedHost {
+  HostTrace trace;
+  std::optional<HostNodeFields> fields;
+};
+
+// One job after the join, passed from node to node of the chain (each node has one successor, so
+// a node may move out what it consumes). Dropping it frees the job's traces.
+struct RankInFlight {
+  size_t seq = 0;
+  std::shared_ptr<LoadedHost> host;
+  std::shared_ptr<const DeviceTrace> device;  // freed by release_device
+  std::optional<LinkedRank> linked;
+  std::optional<LinkedDeviceFacts> device_facts;
+  std::unique_ptr<HostTrace> et_plus_host;  // the ET+ file's text, when the nodes come from a file
+  std::optional<EtPlusTrace> nodes;         // the converter's input
+  std::string et_plus_file;                 // the ET+ written (or to read)
+  bool et_plus_is_temporary = false;        // removed by finish
+  RemoveOnSignal temporary_guard;
+};
+using Job = std::shared_ptr<RankInFlight>;
+
+// Runs `body` turning exceptions into a Status.
+template <typename Body>
+Status guarded(std::string_view stage, Body&& body) {
+  try {
+    return body();
+  } catch (const std::bad_alloc&) {
+    return Status::errorf("{}: out of memory", stage);
+  } catch (const std::exception& e) {
+    return Status::errorf("{}: internal error: {}", stage, e.what());
+  }
+}
+
+// A device-side stage: runs `compute` on a device trace unless the job already failed.
+template <typename T, typename Compute>
+Msg<const T> device_stage(const Msg<const DeviceTrace>& in, std::string_view stage,
+                          double& seconds, Compute&& compute) {
+  if (!in.value) return Msg<const T>{in.seq, nullptr, in.error};
+  std::shared_ptr<const T> value;
+  auto t0 = Clock::now();
+  Status s = guarded(stage, [&] {
+    value = std::make_shared<const T>(compute(*in.value));
+    return Status();
+  });
+  seconds = seconds_since(t0);
+  if (!s.ok()) return Msg<const T>{in.seq, nullptr, std::make_shared<const Status>(std::move(s))};
+  return Msg<const T>{in.seq, std::move(value), nullptr};
+}
+
+// Graphviz dot of the edges made, in the order they were made.
+class Wiring {
+ public:
+  template <typename From, typename To>
+  void edge(From& from, std::string_view from_name, To& to, std::string_view to_name,
+            std::string_view label = {}) {
+    flow::make_edge(from, to);
+    dot_ += fmt::format("  {} -> {}", from_name, to_name);
+    if (!label.empty()) dot_ += fmt::format(" [label=\"{}\"]", label);
+    dot_ += ";\n";
+  }
+  std::string dot() const {
+    return "digraph rank_pipeline {\n  node [shape=box, fontname=\"monospace\"];\n" + dot_ + "}\n";
+  }
+
+ private:
+  std::string dot_;
+};
+
+// The per-device stages' messages; LinkStats ride with the stages that count problems.
+using HostMsg = Msg<LoadedHost>;  // to the join only: the chain takes the converter's fields
+using DeviceMsg = Msg<const DeviceTrace>;
+using ExclusiveMsg = Msg<const ExclusiveDurations>;
+using GapsMsg = Msg<const GapDependencies>;
+using LaunchersMsg = Msg<const std::pair<LauncherLinks, LinkStats>>;
+using SyncMsg = Msg<const std::pair<SyncDependencies, LinkStats>>;
+using Joined = std::tuple<HostMsg, DeviceMsg, ExclusiveMsg, GapsMsg, LaunchersMsg, SyncMsg>;
+
+// The graph of one plan over a list of jobs. Construct, then run() (or dot() only).
+class RankGraph {
+ public:
+  RankGraph(const RankPlan& plan, const std::vector<RankJob>& jobs, size_t max_in_flight,
+            const std::function<void(size_t, const RankJobResult&)>& on_done)
+      : plan_(plan),
+        jobs_(jobs),
+        on_done_(on_done),
+        results_(jobs.size()),
+        started_(jobs.size()),
+        source_(graph_, [this](oneapi::tbb::flow_control& fc) { return next_job(fc); }),
+        limiter_(graph_, std::max<size_t>(max_in_flight, 1)),
+        fan_out_(graph_),
+        start_(graph_, flow::unlimited, [this](size_t seq) { return new_job(seq); }),
+        load_host_(graph_, flow::unlimited, [this](size_t seq) { return load_host(seq); }),
+        load_device_(graph_, flow::unlimited, [this](size_t seq) { return load_device(seq); }),
+        device_out_(graph_),
+        exclusive_(graph_, flow::unlimited, [this](const DeviceMsg& m) { return exclusive(m); }),
+        gaps_(graph_, flow::unlimited, [this](const DeviceMsg& m) { return gaps(m); }),
+        launchers_(graph_, flow::unlimited, [this](const DeviceMsg& m) { return launchers(m); }),
+        device_and_launchers_(graph_, seq_of<DeviceMsg>, seq_of<LaunchersMsg>),
+        sync_(graph_, flow::unlimited,
+              [this](const std::tuple<DeviceMsg, LaunchersMsg>& in) { return sync(in); }),
+        join_(graph_, seq_of<HostMsg>, seq_of<DeviceMsg>, seq_of<ExclusiveMsg>, seq_of<GapsMsg>,
+              seq_of<LaunchersMsg>, seq_of<SyncMsg>),
+        map_and_assign_ids_(graph_, flow::unlimited,
+                            [this](const Joined& in) { return map_and_assign_ids(in); }),
+        write_et_plus_(graph_, flow::unlimited, step(&RankGraph::write_et_plus)),
+        release_device_(graph_, flow::unlimited, step(&RankGraph::release_device)),
+        read_nodes_(graph_, flow::unlimited, step(&RankGraph::read_nodes)),
+        convert_(graph_, flow::unlimited, step(&RankGraph::convert)),
+        finish_(graph_, flow::unlimited, [this](const Job& job) { return finish(job); }) {
+    wire();
+  }
+
+  std::vector<RankJobResult> run() {
+    if (!jobs_.empty()) {
+      source_.activate();
+      graph_.wait_for_all();
+    }
+    return std::move(results_);
+  }
+  std::string dot() const { return wiring_.dot(); }
+
+ private:
+  template <typename M>
+  static size_t seq_of(const M& m) {
+    return m.seq;
+  }
+
+  // The graph, in one place.
+  void wire() {
+    Wiring& w = wiring_;
+    w.edge(source_, "source", limiter_, "limiter");
+    flow::sender<Job>* chain = nullptr;
+    const char* chain_name = nullptr;
+    if (plan_.input == RankInput::kEtPlus) {
+      w.edge(limiter_, "limiter", start_, "start");
+      chain = &start_;
+      chain_name = "start";
+    } else {
+      w.edge(limiter_, "limiter", fan_out_, "fan_out");
+      // The host loader's edge last: on one thread the successor added last runs first, and the
+      // host trace loaded before the device trace lowers the peak (the device events, larger
+      // than the host nodes, are not yet alive while the parser's index of the larger host text
+      // is).
+      w.edge(fan_out_, "fan_out", load_device_, "load_device");
+      w.edge(fan_out_, "fan_out", load_host_, "load_host");
+      w.edge(load_device_, "load_device", device_out_, "device_out");
+      w.edge(device_out_, "device_out", exclusive_, "exclusive");
+      w.edge(device_out_, "device_out", gaps_, "gaps");
+      w.edge(device_out_, "device_out", launchers_, "launchers");
+      w.edge(device_out_, "device_out", flow::input_port<0>(device_and_launchers_),
+             "device_and_launchers", "device");
+      w.edge(launchers_, "launchers", flow::input_port<1>(device_and_launchers_),
+             "device_and_launchers", "launchers");
+      w.edge(device_and_launchers_, "device_and_launchers", sync_, "sync");
+      w.edge(load_host_, "load_host", flow::input_port<0>(join_), "join", "host");
+      w.edge(device_out_, "device_out", flow::input_port<1>(join_), "join", "device");
+      w.edge(exclusive_, "exclusive", flow::input_port<2>(join_), "join", "exclusive");
+      w.edge(gaps_, "gaps", flow::input_port<3>(join_), "join", "gaps");
+      w.edge(launchers_, "launchers", flow::input_port<4>(join_), "join", "launchers");
+      w.edge(sync_, "sync", flow::input_port<5>(join_), "join", "sync");
+      w.edge(join_, "join", map_and_assign_ids_, "map_and_assign_ids");
+      chain = &map_and_assign_ids_;
+      chain_name = "map_and_assign_ids";
+      if (plan_.writes_et_plus_file()) {
+        w.edge(*chain, chain_name, write_et_plus_, "write_et_plus");
+        chain = &write_et_plus_;
+        chain_name = "write_et_plus";
+      }
+      if (plan_.converts_in_memory()) {
+        w.edge(*chain, chain_name, release_device_, "release_device");
+        chain = &release_device_;
+        chain_name = "release_device";
+      }
+    }
+    if (plan_.convert) {
+      w.edge(*chain, chain_name, read_nodes_, "read_nodes");
+      w.edge(read_nodes_, "read_nodes", convert_, "convert");
+      chain = &convert_;
+      chain_name = "convert";
+    }
+    w.edge(*chain, chain_name, finish_, "finish");
+    w.edge(finish_, "finish", limiter_.decrementer(), "limiter", "decrement");
+  }
+
+  // ---- node bodies ----
+  size_t next_job(oneapi::tbb::flow_control& fc) {
+    if (next_ >= jobs_.size()) {
+      fc.stop();
+      return 0;
+    }
+    started_[next_] = Clock::now();
+    return next_++;
+  }
+
+  Job new_job(size_t seq) {
+    auto job = std::make_shared<RankInFlight>();
+    job->seq = seq;
+    job->et_plus_file = jobs_[seq].host_path;
+    return job;
+  }
+
+  HostMsg load_host(size_t seq) {
+    auto t0 = Clock::now();
+    auto host = std::make_shared<LoadedHost>();
+    const std::string& path = jobs_[seq].host_path;
+    Status s = guarded("load host trace", [&]() -> Status {
+      if (plan_.converts_in_memory()) host->fields.emplace(path);
+      auto trace = load_host_trace(path, host->fields ? &*host->fields : nullptr);
+      if (!trace.ok()) return trace.status();
+      host->trace = std::move(trace).value();
+      return Status();
+    });
+    results_[seq].times.load_host = seconds_since(t0);
+    if (!s.ok()) return HostMsg{seq, nullptr, std::make_shared<const Status>(std::move(s))};
+    return HostMsg{seq, std::move(host), nullptr};
+  }
+
+  DeviceMsg load_device(size_t seq) {
+    auto t0 = Clock::now();
+    std::shared_ptr<const DeviceTrace> device;
+    Status s = guarded("load device trace", [&]() -> Status {
+      auto trace = load_device_trace(jobs_[seq].device_path);
+      if (!trace.ok()) return trace.status();
+      device = std::make_shared<const DeviceTrace>(std::move(trace).value());
+      return Status();
+    });
+    results_[seq].times.load_device = seconds_since(t0);
+    if (!s.ok()) return DeviceMsg{seq, nullptr, std::make_shared<const Status>(std::move(s))};
+    return DeviceMsg{seq, std::move(device), nullptr};
+  }
+
+  ExclusiveMsg exclusive(const DeviceMsg& m) {
+    const LinkOptions& o = jobs_[m.seq].link;
+    return device_stage<ExclusiveDurations>(
+        m, "exclusive durations", results_[m.seq].times.exclusive,
+        [&](const DeviceTrace& d) { return compute_exclusive_durations(d, o.compat); });
+  }
+
+  GapsMsg gaps(const DeviceMsg& m) {
+    const LinkOptions& o = jobs_[m.seq].link;
+    return device_stage<GapDependencies>(
+        m, "gap dependencies", results_[m.seq].times.gaps,
+        [&](const DeviceTrace& d) { return compute_gap_dependencies(d, o.gap_threshold); });
+  }
+
+  LaunchersMsg launchers(const DeviceMsg& m) {
+    const LinkOptions& o = jobs_[m.seq].link;
+    return device_stage<std::pair<LauncherLinks, LinkStats>>(
+        m, "launcher correlation", results_[m.seq].times.launchers, [&](const DeviceTrace& d) {
+          LinkStats stats;
+          LauncherLinks links = correlate_launchers(d, o.compat, stats);
+          return std::make_pair(std::move(links), std::move(stats));
+        });
+  }
+
+  // Sync dependencies need the device trace and the launchers of its GPU ops.
+  SyncMsg sync(const std::tuple<DeviceMsg, LaunchersMsg>& in) {
+    const DeviceMsg& d = std::get<0>(in);
+    const LaunchersMsg& l = std::get<1>(in);
+    if (!l.value) return SyncMsg{d.seq, nullptr, d.error ? d.error : l.error};
+    const LinkOptions& o = jobs_[d.seq].link;
+    return device_stage<std::pair<SyncDependencies, LinkStats>>(
+        d, "sync dependencies", results_[d.seq].times.sync, [&](const DeviceTrace& device) {
+          LinkStats stats;
+          SyncDependencies deps = compute_sync_dependencies(device, l.value->first, o.compat, stats);
+          return std::make_pair(std::move(deps), std::move(stats));
+        });
+  }
+
+  Job map_and_assign_ids(const Joined& in) {
+    auto job = std::make_shared<RankInFlight>();
+    job->seq = std::get<0>(in).seq;
+    RankJobResult& result = results_[job->seq];
+    // The first error upstream wins (host before device before stages).
+    for (const Status* e : {std::get<0>(in).error.get(), std::get<1>(in).error.get(),
+                            std::get<2>(in).error.get(), std::get<3>(in).error.get(),
+                            std::get<4>(in).error.get(), std::get<5>(in).error.get()}) {
+      if (e != nullptr) {
+        result.status = *e;
+        return job;
+      }
+    }
+    job->host = std::get<0>(in).value;
+    job->device = std::get<1>(in).value;
+    const auto& [launch, launch_stats] = *std::get<4>(in).value;
+    const auto& [sync, sync_stats] = *std::get<5>(in).value;
+    result.input_bytes = job->host->trace.text.size() + job->device->text.size();
+    auto t0 = Clock::now();
+    result.status = guarded("link", [&]() -> Status {
+      LinkStats stats = launch_stats;
+      stats.merge(sync_stats);
+      CF_ASSIGN_OR_RETURN(LinkedRank linked,
+                          chakraflow::map_and_assign_ids(
+                              job->host->trace, *job->device,
+                              {*std::get<2>(in).value, *std::get<3>(in).value, launch, &sync},
+                              jobs_[job->seq].link, std::move(stats)));
+      result.summary = linked.summary;
+      result.stats = linked.trace.stats;
+      job->linked = std::move(linked);
+      return Status();
+    });
+    result.times.link = seconds_since(t0);
+    return job;
+  }
+
+  // A chain node's body: runs `member` unless the job already failed, recording its error.
+  std::function<Job(const Job&)> step(Status (RankGraph::*member)(RankInFlight&)) {
+    return [this, member](const Job& job) {
+      RankJobResult& result = results_[job->seq];
+      if (result.status.ok()) {
+        result.status = guarded("rank", [&] { return (this->*member)(*job); });
+      }
+      return job;
+    };
+  }
+
+  Status write_et_plus(RankInFlight& job) {
+    auto t0 = Clock::now();
+    const RankJob& spec = jobs_[job.seq];
+    RankJobResult& result = results_[job.seq];
+    if (plan_.write_et_plus) {
+      job.et_plus_file = spec.et_plus_path;
+    } else {
+      // The legacy layout is converted from a temporary ET+ beside the .et.
+      job.et_plus_file = make_temp_path(spec.et_path);
+      job.et_plus_is_temporary = true;
+      job.temporary_guard = RemoveOnSignal(job.et_plus_file);
+    }
+    CF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::open(job.et_plus_file));
+    auto write = spec.link.format == OutputFormat::kLegacy ? write_et_plus_legacy
+                                                             : chakraflow::write_et_plus;
+    const LinkedRank& linked = *job.linked;
+    Status written = write(job.host->trace, *job.device, linked.trace, linked.options,
+                           [&out](std::string_view bytes) { out.write(bytes); });
+    Status committed = written.ok() ? out.commit() : written;
+    result.output_bytes = out.bytes_written();
+    result.times.write = seconds_since(t0);
+    return committed;
+  }
+
+  // The converter's nodes hold copies of what they take from the device trace: it is freed here,
+  // before they are made.
+  Status release_device(RankInFlight& job) {
+    job.device_facts = linked_device_facts(*job.device, job.linked->trace);
+    job.device.reset();
+    return Status();
+  }
+
+  Status read_nodes(RankInFlight& job) {
+    auto t0 = Clock::now();
+    const ConvertOptions& options = jobs_[job.seq].convert;
+    if (plan_.converts_in_memory()) {
+      if (!job.host->fields) return Status::error("internal error: host nodes not read");
+      HostNodeFields fields = std::move(*job.host->fields);
+      job.host->fields.reset();
+      CF_ASSIGN_OR_RETURN(EtPlusTrace nodes,
+                          read_linked_nodes(job.host->trace, std::move(fields),
+                                            std::move(*job.device_facts), job.linked->trace,
+                                            job.linked->options, options));
+      job.device_facts.reset();
+      job.nodes = std::move(nodes);
+    } else {
+      CF_ASSIGN_OR_RETURN(EtPlusFile file, load_et_plus(job.et_plus_file, options));
+      job.et_plus_host = std::move(file.host);
+      job.nodes = std::move(file.trace);
+    }
+    results_[job.seq].times.convert += seconds_since(t0);
+    return Status();
+  }
+
+  Status convert(RankInFlight& job) {
+    auto t0 = Clock::now();
+    const RankJob& spec = jobs_[job.seq];
+    RankJobResult& result = results_[job.seq];
+    Status s = convert_trace(*job.nodes, spec.et_path, spec.convert, &result.convert);
+    result.times.convert += seconds_since(t0);
+    return s;
+  }
+
+  flow::continue_msg finish(const Job& job) {
+    RankJobResult& result = results_[job->seq];
+    if (job->et_plus_is_temporary) {
+      std::remove(job->et_plus_file.c_str());
+      job->temporary_guard.release();
+    }
+    result.seconds = seconds_since(started_[job->seq]);
+    if (on_done_) on_done_(job->seq, result);
+    return flow::continue_msg();
+  }
+
+  const RankPlan& plan_;
+  const std::vector<RankJob>& jobs_;
+  const std::function<void(size_t, const RankJobResult&)>& on_done_;
+  std::vector<RankJobResult> results_;
+  std::vector<Clock::time_point> started_;
+  size_t next_ = 0;
+  Wiring wiring_;
+
+  flow::graph graph_;
+  flow::input_node<size_t> source_;
+  flow::limiter_node<size_t> limiter_;
+  flow::broadcast_node<size_t> fan_out_;
+  flow::function_node<size_t, Job> start_;
+  flow::function_node<size_t, HostMsg> load_host_;
+  flow::function_node<size_t, DeviceMsg> load_device_;
+  flow::broadcast_node<DeviceMsg> device_out_;
+  flow::function_node<DeviceMsg, ExclusiveMsg> exclusive_;
+  flow::function_node<DeviceMsg, GapsMsg> gaps_;
+  flow::function_node<DeviceMsg, LaunchersMsg> launchers_;
+  flow::join_node<std::tuple<DeviceMsg, LaunchersMsg>, flow::key_matching<size_t>>
+      device_and_launchers_;
+  flow::function_node<std::tuple<DeviceMsg, LaunchersMsg>, SyncMsg> sync_;
+  flow::join_node<Joined, flow::key_matching<size_t>> join_;
+  flow::function_node<Joined, Job> map_and_assign_ids_;
+  flow::function_node<Job, Job> write_et_plus_;
+  flow::function_node<Job, Job> release_device_;
+  flow::function_node<Job, Job> read_nodes_;
+  flow::function_node<Job, Job> convert_;
+  flow::function_node<Job, flow::continue_msg> finish_;
+};
+
+}  // namespace
+
+std::vector<RankJobResult> run_rank_graph(
+    const RankPlan& plan, const std::vector<RankJob>& jobs, size_t max_in_flight,
+    const std::function<void(size_t seq, const RankJobResult& result)>& on_done) {
+  return RankGraph(plan, jobs, max_in_flight, on_done).run();
+}
+
+RankJobResult run_link_job(const RankJob& job) {
+  RankPlan plan;
+  plan.format = job.link.format;
+  return std::move(run_rank_graph(plan, {job}, 1).front());
+}
+
+std::string rank_graph_dot(const RankPlan& plan) {
+  static const std::vector<RankJob> kNoJobs;
+  static const std::function<void(size_t, const RankJobResult&)> kNoCallback;
+  return RankGraph(plan, kNoJobs, 1, kNoCallback).dot();
+}
+
+}  // namespace chakraflow

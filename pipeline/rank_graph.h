@@ -1,0 +1,99 @@
+// A rank's pipeline, declared once: the oneTBB flow graph that `chakraflow link`, `convert` and
+// `run` all build (rank_graph.cc holds the one declaration).
+//
+// From a host and a device trace (RankInput::kHostAndDevice):
+//
+//   source -> limiter -> fan_out -+-> load_host ------------------------------------------+
+//                                 +-> load_device -> device_out -+------------------------+
+//                                                                +-> exclusive -----------+
+//                                                                +-> gaps ----------------+
+//                                                                +-> launchers -+---------+
+//                                                                +--------------+-> sync -+
+//                                                                                         |
+//      join -> map_and_assign_ids -> [write_et_plus] -> [release_device] -> [read_nodes]  <-+
+//           -> [convert] -> finish -> limiter.decrementer()
+//
+// From an ET+ file (RankInput::kEtPlus): source -> limiter -> read_nodes -> convert -> finish.
+//
+// The nodes in brackets exist when the plan asks for them: write_et_plus when an ET+ is kept (or,
+// in the legacy layout, converted from a temporary file), release_device + read_nodes + convert
+// when the rank is converted to .et. In the chakra layout the conversion reads every host node in
+// the host loader's pass (one parse of the text) and never writes an ET+ it does not keep;
+// release_device frees the device trace (about as large as the host trace) before the converter's
+// nodes are made. `chakraflow link --print-graph` (and convert, run) print the graph as Graphviz
+// dot.
+//
+// Many jobs (ranks) flow through the graph at once; the limiter bounds how many are in flight,
+// and so the memory. The device-side stages run concurrently. Each job's result lands in its own
+// slot, so results are in job order whatever the scheduling. No exception escapes a node body:
+// a node that fails turns its job into a failed message that the nodes after it pass on.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "stages/common/status.h"
+#include "stages/convert/convert_model.h"
+#include "stages/convert/pytorch_converter.h"
+#include "stages/link/link.h"
+
+namespace chakraflow {
+
+enum class RankInput : uint8_t { kHostAndDevice, kEtPlus };
+
+// What every job of a graph does (the graph's shape).
+struct RankPlan {
+  RankInput input = RankInput::kHostAndDevice;
+  bool write_et_plus = true;  // keep the ET+ (RankJob::et_plus_path)
+  bool convert = false;       // write the .et (RankJob::et_path)
+  OutputFormat format = OutputFormat::kChakra;  // the ET+ layout (LinkOptions::format)
+  // The legacy layout is converted through a temporary ET+ file when none is kept; the chakra
+  // layout in memory.
+  bool converts_in_memory() const {
+    return convert && input == RankInput::kHostAndDevice && format == OutputFormat::kChakra;
+  }
+  bool writes_et_plus_file() const {
+    return input == RankInput::kHostAndDevice && (write_et_plus || (convert && !converts_in_memory()));
+  }
+};
+
+struct RankJob {
+  std::string host_path;    // the host ET (kHostAndDevice) or the ET+ (kEtPlus)
+  std::string device_path;  // kHostAndDevice only
+  std::string et_plus_path;  // the ET+ written when the plan keeps it
+  std::string et_path;       // the .et written when the plan converts
+  LinkOptions link;
+  ConvertOptions convert;
+};
+
+struct StageTimes {
+  double load_host = 0, load_device = 0, exclusive = 0, gaps = 0, launchers = 0, sync = 0,
+         link = 0, write = 0, convert = 0;
+};
+
+struct RankJobResult {
+  Status status;          // the first error that stopped the job
+  LinkSummary summary;    // kHostAndDevice
+  LinkStats stats;        // data problems the link stages counted
+  ConvertReport convert;  // when converted (its stats: the converter's data problems)
+  uint64_t input_bytes = 0;   // decompressed host + device JSON
+  uint64_t output_bytes = 0;  // uncompressed ET+ bytes written
+  double seconds = 0;         // wall time of the job, from its start to finish
+  StageTimes times;
+};
+
+// Runs every job through the plan's graph; at most `max_in_flight` jobs hold their traces in
+// memory at once. `on_done` (optional) is called once per job when it has finished, successful
+// or not, from any thread (serialise inside): progress reports.
+std::vector<RankJobResult> run_rank_graph(
+    const RankPlan& plan, const std::vector<RankJob>& jobs, size_t max_in_flight,
+    const std::function<void(size_t seq, const RankJobResult& result)>& on_done = {});
+
+// One rank linked to its ET+ (job.et_plus_path, in job.link.format): `chakraflow link`.
+RankJobResult run_link_job(const RankJob& job);
+
+// The plan's graph as Graphviz dot: the nodes and edges run_rank_graph makes.
+std::string rank_graph_dot(const RankPlan& plan);
+
+}  // namespace chakraflow
