@@ -452,6 +452,20 @@ void write_row(JsonWriter& w, const RankRow& row) {
   w.end();
 }
 
+// This process's rows, in its records' order.
+std::vector<RankRow> rows_of(const RunJobs& work, const std::vector<RankJobResult>& results) {
+  std::vector<RankRow> rows;
+  for (const RankRecord& rec : work.records) {
+    if (rec.skipped) {
+      rows.push_back(row_of(rec, nullptr, std::string()));
+      continue;
+    }
+    const RankJob& job = work.jobs[rec.job];
+    rows.push_back(row_of(rec, &results[rec.job], work.plan.convert ? job.et_path : job.et_plus_path));
+  }
+  return rows;
+}
+
 // The rows of one process, as a JSON array for MPI's gather.
 std::string encode_rows(const std::vector<RankRow>& rows) {
   JsonWriter w;
@@ -611,6 +625,35 @@ StatusOr<size_t> summarize_run(const RunConfig& cfg, const std::vector<std::stri
   return totals.failed;
 }
 
+void announce(const RunConfig& cfg, const RunJobs& work, const std::string& who) {
+  std::fprintf(stderr,
+               "%srun: %zu ranks (%zu to do here, %zu up to date), stages: link%s%s; %llu ranks "
+               "in flight (budget %llu MB)\n",
+               who.c_str(), cfg.ranks.size(), work.jobs.size(),
+               work.records.size() - work.jobs.size(), work.plan.convert ? ", convert" : "",
+               cfg.has(RunStage::kSimulate) ? ", simulate" : "",
+               static_cast<unsigned long long>(work.in_flight),
+               static_cast<unsigned long long>(cfg.memory_budget_bytes >> 20));
+}
+
+// Process 0, after the graph: steps 4 (summary) and 5 (simulation). Returns the exit status.
+int summarize_and_simulate(const RunSetup& setup, const std::vector<std::string>& blobs,
+                           const RunTotals& totals, bool quiet) {
+  const RunConfig& cfg = setup.cfg;
+  auto failed = summarize_run(cfg, blobs, totals, quiet);
+  if (!failed.ok()) {
+    std::fprintf(stderr, "chakraflow run: %s\n", failed.status().message().c_str());
+    return 1;
+  }
+  if (!cfg.has(RunStage::kSimulate)) return *failed > 0 ? 1 : 0;
+  if (*failed > 0) {
+    std::fprintf(stderr, "chakraflow run: simulation skipped: %zu rank(s) failed\n", *failed);
+    return 1;
+  }
+  // All ranks at once, after the last one is converted.
+  return simulate_all(cfg, setup.sim_config, quiet);
+}
+
 }  // namespace
 
 int run_run_command(int argc, char** argv, int first) {
@@ -660,16 +703,7 @@ int run_run_command(int argc, char** argv, int first) {
   const std::string who = world.distributed()
                               ? fmt::format("[process {}/{}] ", world.process(), world.processes())
                               : std::string();
-  if (!quiet) {
-    std::fprintf(stderr,
-                 "%srun: %zu ranks (%zu to do here, %zu up to date), stages: link%s%s; %llu ranks "
-                 "in flight (budget %llu MB)\n",
-                 who.c_str(), cfg.ranks.size(), work.jobs.size(),
-                 work.records.size() - work.jobs.size(), work.plan.convert ? ", convert" : "",
-                 cfg.has(RunStage::kSimulate) ? ", simulate" : "",
-                 static_cast<unsigned long long>(work.in_flight),
-                 static_cast<unsigned long long>(cfg.memory_budget_bytes >> 20));
-  }
+  if (!quiet) announce(cfg, work, who);
 
   // 3. The graph.
   const auto t0 = Clock::now();
@@ -681,34 +715,13 @@ int run_run_command(int argc, char** argv, int first) {
 
   // 4. The summary: every process's rows to process 0 (which also waits here for the last
   // process to finish).
-  std::vector<RankRow> rows;
-  for (const RankRecord& rec : work.records) {
-    const RankJob* job = rec.skipped ? nullptr : &work.jobs[rec.job];
-    rows.push_back(row_of(rec, rec.skipped ? nullptr : &results[rec.job],
-                          job == nullptr ? std::string()
-                          : work.plan.convert ? job->et_path
-                                              : job->et_plus_path));
-  }
-  const std::vector<std::string> blobs = world.gather(encode_rows(rows));
+  const std::vector<std::string> blobs = world.gather(encode_rows(rows_of(work, results)));
   RunTotals totals;
   totals.seconds = seconds_since(t0);
   totals.in_flight = work.in_flight;
   totals.processes = world.processes();
-  auto finish = [&]() -> int {
-    auto failed = summarize_run(cfg, blobs, totals, quiet);
-    if (!failed.ok()) {
-      std::fprintf(stderr, "chakraflow run: %s\n", failed.status().message().c_str());
-      return 1;
-    }
-    if (!cfg.has(RunStage::kSimulate)) return *failed > 0 ? 1 : 0;
-    if (*failed > 0) {
-      std::fprintf(stderr, "chakraflow run: simulation skipped: %zu rank(s) failed\n", *failed);
-      return 1;
-    }
-    // 5. The simulation: all ranks at once, after the last one is converted.
-    return simulate_all(cfg, setup->sim_config, quiet);
-  };
-  const int code = world.process() == 0 ? finish() : 0;
+  // 5. The simulation, on process 0 after the summary.
+  const int code = world.process() == 0 ? summarize_and_simulate(*setup, blobs, totals, quiet) : 0;
   return world.broadcast(code);
 }
 

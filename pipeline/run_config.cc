@@ -212,8 +212,10 @@ StatusOr<std::vector<int>> parse_rank_list(const std::string& text) {
   return ranks;
 }
 
-StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string& text) {
-  Checker c(path);
+namespace {
+
+// The one YAML document of `text`, checked to be valid UTF-8.
+StatusOr<YAML::Node> parse_yaml_document(const std::string& path, const std::string& text) {
   // YAML text is Unicode; yaml-cpp would pass other bytes on into names and paths.
   if (!simdjson::validate_utf8(text.data(), text.size())) {
     std::string repaired = text;
@@ -247,16 +249,11 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
     return Status::errorf("{}:{}:{}: a second YAML document: the configuration is one document",
                           path, counter.second.line + 1, counter.second.column + 1);
   }
-  if (!root.IsMap())
-    return c.at(root, "the configuration must be a mapping (inputs:, stages:, outputs:)");
-  CF_RETURN_IF_ERROR(c.keys(root, "top level",
-                            {"inputs", "stages", "link", "convert", "simulate", "outputs", "run"}));
-  RunConfig cfg;
-  cfg.path = path;
-  cfg.base_dir = fs::path(path).parent_path().string();
-  if (cfg.base_dir.empty()) cfg.base_dir = ".";
+  return root;
+}
 
-  // inputs
+// inputs: host and device patterns, ranks.
+Status read_inputs(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
   const YAML::Node inputs = root["inputs"];
   if (!inputs) return c.at(root, "missing 'inputs' (host:, device:, ranks:)");
   CF_RETURN_IF_ERROR(c.keys(inputs, "inputs", {"host", "device", "ranks"}));
@@ -294,8 +291,11 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
   } else {
     cfg.discover_ranks = true;
   }
+  return Status();
+}
 
-  // stages
+// stages: a prefix of [link, convert, simulate].
+Status read_stages(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
   if (const YAML::Node s = root["stages"]) {
     if (!s.IsSequence()) return c.at(s, "'stages' must be a list, e.g. [link, convert, simulate]");
     for (const auto& item : s) {
@@ -329,8 +329,11 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
   } else {
     cfg.stages = {RunStage::kLink, RunStage::kConvert};
   }
+  return Status();
+}
 
-  // link options
+// link: the options `chakraflow link` takes (stages/link/link_options.h).
+Status read_link(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
   if (const YAML::Node l = root["link"]) {
     CF_RETURN_IF_ERROR(c.keys(l, "link", link_option_names()));
     for (const std::string& name : link_option_names()) {
@@ -348,6 +351,11 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
       }
     }
   }
+  return Status();
+}
+
+// convert: compat, metadata_node, renumber_groups.
+Status read_convert(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
   if (const YAML::Node v = root["convert"]) {
     CF_RETURN_IF_ERROR(c.keys(v, "convert", {"compat", "metadata_node", "renumber_groups"}));
     if (v["compat"]) {
@@ -368,6 +376,11 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
                           c.boolean(v["renumber_groups"], "renumber_groups"));
     }
   }
+  return Status();
+}
+
+// simulate: the simulator's configuration file.
+Status read_simulate(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
   if (const YAML::Node v = root["simulate"]) {
     CF_RETURN_IF_ERROR(c.keys(v, "simulate", {"config"}));
     if (v["config"]) {
@@ -375,6 +388,11 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
       cfg.simulate_config = resolve(cfg.base_dir, p);
     }
   }
+  return Status();
+}
+
+// outputs: where the files go.
+Status read_outputs(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
   if (const YAML::Node o = root["outputs"]) {
     CF_RETURN_IF_ERROR(
         c.keys(o, "outputs", {"dir", "prefix", "keep_et_plus", "summary", "comm_groups"}));
@@ -397,6 +415,11 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
       return c.at(o["prefix"], "'prefix' must be a non-empty file name prefix");
     }
   }
+  return Status();
+}
+
+// run: memory budget, ranks in flight, threads.
+Status read_run(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
   if (const YAML::Node r = root["run"]) {
     CF_RETURN_IF_ERROR(c.keys(r, "run", {"memory_budget_mb", "max_ranks_in_flight", "threads"}));
     if (r["memory_budget_mb"]) {
@@ -413,6 +436,26 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
       CF_ASSIGN_OR_RETURN(int64_t v, c.integer(r["threads"], "threads", 0, 4096));
       cfg.threads = static_cast<int>(v);
     }
+  }
+  return Status();
+}
+
+}  // namespace
+
+StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string& text) {
+  const Checker c(path);
+  CF_ASSIGN_OR_RETURN(YAML::Node root, parse_yaml_document(path, text));
+  if (!root.IsMap())
+    return c.at(root, "the configuration must be a mapping (inputs:, stages:, outputs:)");
+  CF_RETURN_IF_ERROR(c.keys(root, "top level",
+                            {"inputs", "stages", "link", "convert", "simulate", "outputs", "run"}));
+  RunConfig cfg;
+  cfg.path = path;
+  cfg.base_dir = fs::path(path).parent_path().string();
+  if (cfg.base_dir.empty()) cfg.base_dir = ".";
+  for (auto read : {read_inputs, read_stages, read_link, read_convert, read_simulate, read_outputs,
+                    read_run}) {
+    CF_RETURN_IF_ERROR(read(c, root, cfg));
   }
   return cfg;
 }

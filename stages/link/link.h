@@ -1,5 +1,5 @@
 // The link stages composed sequentially, without the flow graph: used by tests, benchmarks and
-// fuzzers. pipeline/link_graph.cc runs the same stage functions as concurrent flow-graph nodes.
+// fuzzers. pipeline/rank_graph.cc runs the same stage functions as concurrent flow-graph nodes.
 #pragma once
 
 #include <string>
