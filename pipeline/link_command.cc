@@ -47,6 +47,51 @@ StatusOr<LogLevel> parse_log_level(std::string s) {
                         s);
 }
 
+// The flags as a job (a usage error: its message).
+StatusOr<RankJob> parse_link_job(const cli::Args& args) {
+  RankJob job;
+  for (const char* flag : {"chakra-host-trace", "chakra-device-trace", "output-file"}) {
+    CF_RETURN_IF_ERROR(args.get_path(flag).status());
+  }
+  job.host_path = *args.get("chakra-host-trace");
+  job.device_path = *args.get("chakra-device-trace");
+  job.et_plus_path = *args.get("output-file");
+  CF_RETURN_IF_ERROR(
+      check_output_is_not_input(job.et_plus_path, {job.host_path, job.device_path}));
+  CF_ASSIGN_OR_RETURN(int64_t rank, args.get_int("rank", -1));
+  job.link.rank = static_cast<int>(rank);
+  for (const std::string& name : link_option_names()) {
+    std::string flag = name;
+    for (char& ch : flag) ch = ch == '_' ? '-' : ch;
+    if (auto value = args.get(flag)) {
+      CF_RETURN_IF_ERROR(set_link_option(job.link, "--" + flag, *value));
+    }
+  }
+  return job;
+}
+
+// The report printed on stderr at `level` (empty: nothing to print).
+std::string link_report(const RankJob& job, const RankJobResult& r, LogLevel level) {
+  if (level > LogLevel::kWarning || (level == LogLevel::kWarning && r.stats.entries().empty())) {
+    return std::string();
+  }
+  std::string report = format_link_report(r.summary, r.stats);
+  if (level <= LogLevel::kInfo) {
+    report += fmt::format("  {} -> {}: {:.1f} MB in, {:.1f} MB out, {:.3f} s ({:.0f} MB/s)\n",
+                          job.host_path, job.et_plus_path, r.input_bytes / 1e6,
+                          r.output_bytes / 1e6, r.seconds,
+                          r.seconds > 0 ? r.input_bytes / 1e6 / r.seconds : 0.0);
+  }
+  if (level == LogLevel::kDebug) {
+    const StageTimes& t = r.times;
+    report += fmt::format(
+        "  stage times (s): load host {:.3f}, load device {:.3f}, exclusive {:.3f}, gaps {:.3f}, "
+        "launchers {:.3f}, sync {:.3f}, link {:.3f}, write {:.3f}\n",
+        t.load_host, t.load_device, t.exclusive, t.gaps, t.launchers, t.sync, t.link, t.write);
+  }
+  return report;
+}
+
 }  // namespace
 
 int run_link_command(int argc, char** argv, int first) {
@@ -56,11 +101,13 @@ int run_link_command(int argc, char** argv, int first) {
       "[--gap-threshold-us 1000] [--mode auto|rf_id|sequence] [--compat default|chakra] "
       "[--format chakra|legacy] [--annotation NAME] [--min-match-rate PERCENT] [--log-level LEVEL] "
       "[--print-graph]";
-  auto parsed = cli::Args::parse(argc, argv, first, specs);
-  if (!parsed.ok()) {
-    std::fprintf(stderr, "chakraflow link: %s\n", parsed.status().message().c_str());
+  auto fail_usage = [&](const std::string& why, bool usage) {
+    std::fprintf(stderr, "chakraflow link: %s\n%s", why.c_str(),
+                 usage ? cli::usage("chakraflow", synopsis, specs).c_str() : "");
     return 2;
-  }
+  };
+  auto parsed = cli::Args::parse(argc, argv, first, specs);
+  if (!parsed.ok()) return fail_usage(parsed.status().message(), false);
   const cli::Args& args = *parsed;
   if (args.has("help")) {
     std::fputs(cli::usage("chakraflow", synopsis, specs).c_str(), stdout);
@@ -77,73 +124,28 @@ int run_link_command(int argc, char** argv, int first) {
   for (const char* required : {"chakra-host-trace", "chakra-device-trace", "output-file"}) {
     if (!args.has(required)) missing.push_back(std::string("--") + required);
   }
-  if (!missing.empty() || !args.positionals().empty()) {
-    std::string why = missing.empty()
-                          ? fmt::format("unexpected argument '{}'", args.positionals().front())
-                          : fmt::format("missing {}", fmt::join(missing, ", "));
-    std::fprintf(stderr, "chakraflow link: %s\n%s", why.c_str(),
-                 cli::usage("chakraflow", synopsis, specs).c_str());
-    return 2;
+  if (!missing.empty()) return fail_usage(fmt::format("missing {}", fmt::join(missing, ", ")), true);
+  if (!args.positionals().empty()) {
+    return fail_usage(fmt::format("unexpected argument '{}'", args.positionals().front()), true);
   }
-  RankJob job;
-  auto fail_usage = [](const Status& s) {
-    std::fprintf(stderr, "chakraflow link: %s\n", s.message().c_str());
-    return 2;
-  };
-  for (const char* flag : {"chakra-host-trace", "chakra-device-trace", "output-file"}) {
-    if (auto path = args.get_path(flag); !path.ok()) return fail_usage(path.status());
-  }
-  job.host_path = *args.get("chakra-host-trace");
-  job.device_path = *args.get("chakra-device-trace");
-  job.et_plus_path = *args.get("output-file");
-  if (Status s = check_output_is_not_input(job.et_plus_path, {job.host_path, job.device_path});
-      !s.ok()) {
-    return fail_usage(s);
-  }
-  auto rank = args.get_int("rank", -1);
-  if (!rank.ok()) return fail_usage(rank.status());
-  job.link.rank = static_cast<int>(*rank);
-  for (const std::string& name : link_option_names()) {
-    std::string flag = name;
-    for (char& ch : flag) ch = ch == '_' ? '-' : ch;
-    if (auto value = args.get(flag)) {
-      if (Status s = set_link_option(job.link, "--" + flag, *value); !s.ok()) {
-        return fail_usage(s);
-      }
-    }
-  }
+  auto job = parse_link_job(args);
+  if (!job.ok()) return fail_usage(job.status().message(), false);
   auto level = parse_log_level(args.get_or("log-level", "INFO"));
-  if (!level.ok()) return fail_usage(level.status());
+  if (!level.ok()) return fail_usage(level.status().message(), false);
   auto threads = args.get_int_in("threads", 0, 0, cli::kMaxThreads);
-  if (!threads.ok()) return fail_usage(threads.status());
+  if (!threads.ok()) return fail_usage(threads.status().message(), false);
   std::unique_ptr<oneapi::tbb::global_control> limit;
   if (*threads > 0) {
     limit = std::make_unique<oneapi::tbb::global_control>(
         oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(*threads));
   }
 
-  const RankJobResult r = run_link_job(job);
+  const RankJobResult r = run_link_job(*job);
   if (!r.status.ok()) {
     std::fprintf(stderr, "chakraflow link: error: %s\n", r.status.message().c_str());
     return 1;
   }
-  if (*level <= LogLevel::kInfo || (*level == LogLevel::kWarning && !r.stats.entries().empty())) {
-    std::string report = format_link_report(r.summary, r.stats);
-    if (*level <= LogLevel::kInfo) {
-      report +=
-          fmt::format("  {} -> {}: {:.1f} MB in, {:.1f} MB out, {:.3f} s ({:.0f} MB/s)\n",
-                      job.host_path, job.et_plus_path, r.input_bytes / 1e6, r.output_bytes / 1e6,
-                      r.seconds, r.seconds > 0 ? r.input_bytes / 1e6 / r.seconds : 0.0);
-    }
-    if (*level == LogLevel::kDebug) {
-      const StageTimes& t = r.times;
-      report += fmt::format(
-          "  stage times (s): load host {:.3f}, load device {:.3f}, exclusive {:.3f}, gaps {:.3f}, "
-          "launchers {:.3f}, sync {:.3f}, link {:.3f}, write {:.3f}\n",
-          t.load_host, t.load_device, t.exclusive, t.gaps, t.launchers, t.sync, t.link, t.write);
-    }
-    std::fputs(report.c_str(), stderr);
-  }
+  std::fputs(link_report(*job, r, *level).c_str(), stderr);
   return 0;
 }
 
