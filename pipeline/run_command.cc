@@ -125,7 +125,7 @@ RankRow render_row(const RankRecord& r) {
     for (const auto& [kind, entry] : all.entries()) {
       if (!first) out += ", ";
       first = false;
-      json::append_escaped(out, kind);
+      json::append_escaped(out, stat_key(kind));
       out += fmt::format(": {}", entry.count);
     }
     out += "}";
