@@ -86,7 +86,7 @@ const std::vector<cli::FlagSpec>& jsonize_flags() {
 std::string format_stats(const LinkStats& stats) {
   std::string out;
   for (const auto& [kind, entry] : stats.entries()) {
-    out += fmt::format("  note: {} x {}", entry.count, kind);
+    out += fmt::format("  note: {} x {}: {}", entry.count, stat_key(kind), stat_description(kind));
     if (!entry.examples.empty()) out += fmt::format(" (e.g. {})", fmt::join(entry.examples, "; "));
     out += '\n';
   }

@@ -422,7 +422,9 @@ RankRow row_of(const RankRecord& rec, const RankJobResult* r, const std::string&
   row.link_seconds = r->seconds - r->times.convert;
   row.convert_seconds = r->times.convert;
   for (const LinkStats* stats : {&r->stats, &r->convert.stats}) {
-    for (const auto& [kind, entry] : stats->entries()) row.warnings[kind] += entry.count;
+    for (const auto& [kind, entry] : stats->entries()) {
+      row.warnings[std::string(stat_key(kind))] += entry.count;
+    }
   }
   return row;
 }

@@ -2,19 +2,19 @@
 
 namespace chakraflow {
 
-void LinkStats::add(const std::string& kind, std::string example) {
+void LinkStats::add(StatKind kind, std::string example) {
   Entry& e = entries_[kind];
   ++e.count;
   if (!example.empty() && e.examples.size() < kMaxExamples)
     e.examples.push_back(std::move(example));
 }
 
-void LinkStats::add_count(const std::string& kind, uint64_t n) {
+void LinkStats::add_count(StatKind kind, uint64_t n) {
   if (n == 0) return;
   entries_[kind].count += n;
 }
 
-uint64_t LinkStats::count(const std::string& kind) const {
+uint64_t LinkStats::count(StatKind kind) const {
   auto it = entries_.find(kind);
   return it == entries_.end() ? 0 : it->second.count;
 }

@@ -206,10 +206,7 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
       if (parent->parent != kNoNode) {
         keyword = t_.nodes[parent->parent].name;
       } else if (chakra) {
-        stats_.add(
-            "SendRecv kernel whose record_param_comms has no parent: Chakra 1.0.0 aborts "
-            "(KeyError); typed from record_param_comms",
-            fmt::format("node {}", n.id));
+        stats_.add(StatKind::kCommSendRecvChakraUntyped, fmt::format("node {}", n.id));
       }
       // Chakra copies the record_param_comms' pg_name onto the kernel (a side effect of typing).
       if (!t_.pg_name(*parent).empty()) pg_name = t_.pg_name(*parent);
@@ -233,10 +230,7 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
     if (chakra) {
       coll = chakra_collective_type(n.name);
       if (!coll) {
-        stats_.add(
-            "collective kernel Chakra 1.0.0 cannot type (it aborts with ValueError); "
-            "typed as in default mode",
-            std::string(n.name));
+        stats_.add(StatKind::kCommCollectiveChakraUntyped, std::string(n.name));
       }
     }
     if (!coll) coll = collective_type_from_name(n.name);
@@ -260,11 +254,11 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
         }
       }
       if (coll || *type != ChakraNodeType::kCommColl) {
-        stats_.add("collective kernel typed from its launching op", std::string(n.name));
+        stats_.add(StatKind::kCommCollectiveTypedFromLauncher, std::string(n.name));
       }
     }
     if (!coll && *type == ChakraNodeType::kCommColl) {
-      stats_.add("unknown collective kernel (written as COMP_NODE)", std::string(n.name));
+      stats_.add(StatKind::kCommCollectiveUnknown, std::string(n.name));
       return;
     }
   }
@@ -277,8 +271,7 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
   if (chakra) {
     size = comm_size(t_.raw_io(n, kInValues), t_.raw_io(n, kInTypes), true);
     if (!size) {
-      stats_.add("comm_size Chakra 1.0.0 cannot compute (it aborts); computed as in default mode",
-                 fmt::format("node {}", n.id));
+      stats_.add(StatKind::kCommSizeChakraUncomputable, fmt::format("node {}", n.id));
     }
   }
   if (!size) size = comm_size(t_.raw_io(n, kInValues), t_.raw_io(n, kInTypes), false);
@@ -297,8 +290,7 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
       }
       attrs.comm_tag = 0;
     } else {
-      stats_.add("send/recv node without a recorded peer rank (no comm_src/comm_dst)",
-                 fmt::format("node {}", n.id));
+      stats_.add(StatKind::kCommPeerMissing, fmt::format("node {}", n.id));
     }
   }
 }

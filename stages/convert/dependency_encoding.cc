@@ -136,10 +136,9 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
           const uint32_t dep = graph.inter_thread_dep[i];
           const EtPlusNode& node = t.nodes[i];  // read for a message only
           if (dep == i) {
-            stats.add("inter_thread_dep on the node itself (dropped)",
-                      fmt::format("node {}", node.id));
+            stats.add(StatKind::kConvertInterThreadDepOnSelf, fmt::format("node {}", node.id));
           } else if (dep == kNoNode || graph.slot[dep] == kNoNode) {
-            stats.add("inter_thread_dep on a node that is not converted (dropped)",
+            stats.add(StatKind::kConvertInterThreadDepNotConverted,
                       fmt::format("node {} -> {}", node.id, node.inter_thread_dep));
           } else {
             add_dep(rec, dep);
@@ -179,10 +178,10 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
     for (uint32_t k = 0; k < node.sync_dep_count; ++k) {
       const uint32_t dep = t.index_of(ids[k]);
       if (dep == kNoNode || graph.slot[dep] == kNoNode || !reached[dep] || dep == rec.source) {
-        stats.add("sync_dep on a node that is not converted (dropped)",
+        stats.add(StatKind::kConvertSyncDepNotConverted,
                   fmt::format("node {} -> {}", node.id, ids[k]));
       } else if (!can_depend(rec.source, dep)) {
-        stats.add("sync_dep against the dependency order (dropped: it would allow a cycle)",
+        stats.add(StatKind::kConvertSyncDepAgainstOrder,
                   fmt::format("node {} -> {}", node.id, ids[k]));
       } else {
         const size_t before = rec.data_deps.size();
@@ -210,7 +209,7 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
     const EtPlusNode& prev = t.nodes[prev_key.index];
     const EtPlusNode& cur = t.nodes[cur_key.index];
     if (!can_depend(cur_key.index, prev_key.index)) {
-      stats.add("GPU op launched before the previous op of its stream (stream edge skipped)",
+      stats.add(StatKind::kConvertStreamEdgeSkipped,
                 fmt::format("node {} after {}", cur.id, prev.id));
       continue;
     }
@@ -257,7 +256,7 @@ ChakraTrace remove_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& op
     for (const ChakraNodeRecord& r : out.nodes) kept[r.source] = 1;
     for (ChakraNodeRecord& r : out.nodes) {
       if (r.ctrl_dep != kNoNode && !kept[r.ctrl_dep]) {
-        stats.add("ctrl_deps on a removed node (dropped)",
+        stats.add(StatKind::kConvertCtrlDepOnRemoved,
                   fmt::format("node {} -> {}", t.nodes[r.source].id, t.nodes[r.ctrl_dep].id));
         r.ctrl_dep = kNoNode;
       }

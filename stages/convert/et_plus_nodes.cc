@@ -97,7 +97,7 @@ std::string_view valid_utf8(std::string_view s, std::deque<std::string>& arena, 
   if (simdjson::validate_utf8(s.data(), s.size())) return s;
   std::string& copy = arena.emplace_back(s);
   json::repair_utf8(copy);
-  stats.add("string that is not valid UTF-8 (bytes replaced by '?')", std::string(where()));
+  stats.add(StatKind::kEtPlusStringNotUtf8, std::string(where()));
   return copy;
 }
 
@@ -362,8 +362,7 @@ class NodeReader final : public HostFieldVisitor {
       n.io_len[f] = static_cast<uint32_t>(raw.size());
     }
     if (missing) {
-      t_.stats.add("node without inputs/outputs lists (written as [])",
-                   fmt::format("node {}", n.id));
+      t_.stats.add(StatKind::kEtPlusNodeWithoutIo, fmt::format("node {}", n.id));
     }
     n.io_missing = missing;
     t_.nodes.push_back(n);
@@ -481,7 +480,9 @@ class NodeReader final : public HostFieldVisitor {
         }
         if (value_raw.front() != '"') {
           pending_stats_.emplace_back(
-              fmt::format("attr \"{}\" that is not a string (ignored)", name),
+              json::equals(name, "op_schema") ? StatKind::kEtPlusOpSchemaNotString
+              : json::equals(name, "pg_name") ? StatKind::kEtPlusPgNameNotString
+                                              : StatKind::kEtPlusCollectiveNameNotString,
               fmt::format("node {}", h.id));
           continue;
         }
@@ -508,7 +509,7 @@ class NodeReader final : public HostFieldVisitor {
   bool has_cat_ = false;
   // Data problems of the node being read, counted at its end_node (a node cut by a window's end
   // is read twice).
-  std::vector<std::pair<std::string, std::string>> pending_stats_;
+  std::vector<std::pair<StatKind, std::string>> pending_stats_;
   size_t sync_deps_at_node_start_ = 0;
   LinkStats stats_at_start_;  // for drop_all
 };
@@ -543,7 +544,7 @@ void read_metadata(const HostTrace& host, EtPlusTrace& t) {
   }
   auto note_missing = [&](const char* key, bool present) {
     if (!present) {
-      t.stats.add("global metadata key missing or not of the expected type (attr left out)", key);
+      t.stats.add(StatKind::kEtPlusMetadataKeyMissing, key);
     }
   };
   note_missing("schema", t.metadata.schema.has_value());
@@ -583,7 +584,7 @@ void recover_renumbered_parents(EtPlusTrace& t, uint32_t process_root) {
     if (parent != kNoNode) {
       while (!stack.empty() && stack.back() != parent) stack.pop_back();
     } else {
-      t.stats.add("schema 1.0.1 parent id not recovered (parent left missing)",
+      t.stats.add(StatKind::kEtPlusOldParentNotRecovered,
                   fmt::format("node {} (parent {})", node.id, node.parent_id));
     }
     node.parent = parent;
@@ -594,8 +595,7 @@ void recover_renumbered_parents(EtPlusTrace& t, uint32_t process_root) {
   for (uint32_t i = 0; i < n; ++i) {
     if (old_id[i] == kUnknown) continue;
     if (old_id[i] <= last) {
-      t.stats.add("schema 1.0.1 parent ids inconsistent with renumbering (used as they are)",
-                  fmt::format("node {}", t.nodes[i].id));
+      t.stats.add(StatKind::kEtPlusOldParentIdsInconsistent, fmt::format("node {}", t.nodes[i].id));
       for (EtPlusNode& node : t.nodes) {
         if (node.has_parent_id && !node.parent_from_ctrl_deps) {
           uint32_t p = t.index_of(node.parent_id);
@@ -674,17 +674,16 @@ void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrde
   t.schema = host.schema;
   read_metadata(host, t);
   if (options.compat == Compat::kChakra && !chakra_parses_schema(t.schema)) {
-    t.stats.add("schema that Chakra 1.0.0's converter rejects (converted anyway)", t.schema);
+    t.stats.add(StatKind::kEtPlusSchemaRejectedByChakra, t.schema);
   } else if (!known_schema(t.schema)) {
-    t.stats.add("unknown schema version (converted by its layout)", t.schema);
+    t.stats.add(StatKind::kEtPlusSchemaUnknown, t.schema);
   }
   // File order: the order of the "nodes" array, which Chakra's conversion loop follows.
   t.file_order.resize(t.nodes.size());
   if (order == FileOrder::kByteOffset) {
     // The bytes the loader repaired are the converter's input's (an ET+ written from a linked
     // rank has them repaired already: the link reported them).
-    t.stats.add_count("invalid UTF-8 bytes in the input (replaced by '?')",
-                      host.invalid_utf8_bytes);
+    t.stats.add_count(StatKind::kEtPlusInvalidUtf8Bytes, host.invalid_utf8_bytes);
     for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[i] = i;
     std::sort(t.file_order.begin(), t.file_order.end(), [&](uint32_t a, uint32_t b) {
       return t.nodes[a].byte_offset < t.nodes[b].byte_offset;
@@ -697,7 +696,7 @@ void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrde
   }
   resolve_parents(t);
   if (t.parents_renumbered) {
-    t.stats.add("schema 1.0.1 ET+ with pre-renumbering parent ids (mapped to the new ids)", t.path);
+    t.stats.add(StatKind::kEtPlusOldParentIdsMapped, t.path);
   }
 }
 
@@ -771,8 +770,6 @@ void place_nodes(const HostTrace& host, ReadOrder order, const std::vector<uint3
 StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder order,
                                  LinkedDeviceFacts device, const LinkedTrace& linked,
                                  const LinkOptions& link_options, const ConvertOptions& options) {
-  constexpr std::string_view kNotUtf8 = "string that is not valid UTF-8 (bytes replaced by '?')";
-  constexpr std::string_view kNoIo = "node without inputs/outputs lists (written as [])";
   if (t.nodes.size() != host.nodes.size()) {
     return Status::errorf("{}: internal error: {} nodes read for {} host nodes", host.path,
                           t.nodes.size(), host.nodes.size());
@@ -858,7 +855,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder
       n.name = g.name_utf8 ? g.name : valid_utf8(g.name, t.arena, t.stats, where);
       n.kind = n.name.find("process_group:init") != std::string_view::npos ? OpKind::kMetadata
                                                                            : OpKind::kGpu;
-      if (n.op_schema_repaired) t.stats.add(std::string(kNotUtf8), where());
+      if (n.op_schema_repaired) t.stats.add(StatKind::kEtPlusStringNotUtf8, where());
       // The writer's keys: ctrl_deps (the host node), timing, cat, stream, pg_name, sync_dep.
       n.parent_id = op.new_id;
       n.has_parent_id = true;
@@ -875,7 +872,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder
             n, g.pg_name_utf8 ? g.pg_name : valid_utf8(g.pg_name, t.arena, t.stats, where),
             t.collective_name(n));
       } else if (n.pg_name_repaired) {
-        t.stats.add(std::string(kNotUtf8), where());
+        t.stats.add(StatKind::kEtPlusStringNotUtf8, where());
       }
       const auto& gpu_sync = linked.gpu_sync_deps;
       if (gpu_sync_next < gpu_sync.size() && gpu_sync[gpu_sync_next].gpu_position == k) {
@@ -886,7 +883,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, ReadOrder
         }
         end_sync(n);
       }
-      if (n.io_missing) t.stats.add(std::string(kNoIo), where());
+      if (n.io_missing) t.stats.add(StatKind::kEtPlusNodeWithoutIo, where());
     }
   }
   // Ids are dense in the writer's order (stages/link/id_assignment.h): checked as they were set (no

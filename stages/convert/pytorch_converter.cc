@@ -29,7 +29,7 @@ uint64_t duration_micros(const EtPlusNode& node, const ConvertOptions& options, 
   const double d = node.exclusive_dur;
   if (!(d > 0)) {
     if (d < 0) {
-      stats.add("negative exclusive_dur (written as 0)", fmt::format("node {}", node.id));
+      stats.add(StatKind::kConvertNegativeExclusiveDur, fmt::format("node {}", node.id));
     }
     return 0;
   }
@@ -55,7 +55,7 @@ std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& o
 
   // Nodes with no parent to follow although their parent is not missing, in id order.
   struct Detached {
-    const char* what;
+    bool on_cycle;  // on a ctrl_deps cycle, else its own parent
     std::string example;
   };
   std::map<uint32_t, Detached> detached;
@@ -63,7 +63,7 @@ std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& o
     const EtPlusNode& node = t.nodes[i];
     if (node.parent == kNoNode && node.has_parent_id && node.parent_id == node.id &&
         !t.parents_renumbered && !is_process_root_name(node.name)) {
-      detached[i] = {"node that is its own parent", fmt::format("node {}", node.id)};
+      detached[i] = {false, fmt::format("node {}", node.id)};
     }
   }
   // ctrl_deps cycles: every chain is followed once, so this is linear.
@@ -83,7 +83,7 @@ std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& o
       const uint32_t cut = *std::min_element(cycle, path.end());
       std::string ids;
       for (auto k = cycle; k != path.end(); ++k) ids += fmt::format("{} -> ", t.nodes[*k].id);
-      detached[cut] = {"node on a ctrl_deps cycle",
+      detached[cut] = {true,
                        fmt::format("node {} (cycle {}{})", t.nodes[cut].id, ids, t.nodes[i].id)};
       if (!chakra) parent[cut] = kNoNode;
     }
@@ -91,7 +91,9 @@ std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& o
   }
   if (chakra) {
     for (const auto& [i, d] : detached) {
-      stats.add(fmt::format("{} (never walked: dropped, as Chakra does)", d.what), d.example);
+      stats.add(
+          d.on_cycle ? StatKind::kConvertCtrlCycleDropped : StatKind::kConvertSelfParentDropped,
+          d.example);
     }
     return parent;
   }
@@ -106,12 +108,15 @@ std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& o
       continue;
     }
     if (node.kind == OpKind::kGpu) {
-      stats.add("GPU node without a launching node (not converted)",
-                fmt::format("node {}", node.id));
+      stats.add(StatKind::kConvertGpuWithoutLauncher, fmt::format("node {}", node.id));
       continue;
     }
     const auto d = detached.find(i);
-    const std::string what = d != detached.end() ? d->second.what : "node whose parent is missing";
+    // Counted by why the node has no parent to follow and by where it goes.
+    auto kind = [&d, missing = d == detached.end()](StatKind parent_missing, StatKind self_parent,
+                                                    StatKind on_cycle) {
+      return missing ? parent_missing : d->second.on_cycle ? on_cycle : self_parent;
+    };
     std::string example =
         d != detached.end()
             ? d->second.example
@@ -120,10 +125,14 @@ std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& o
     auto it = thread_root_of_tid.find(node.tid);
     if (it != thread_root_of_tid.end()) {
       parent[i] = it->second;
-      stats.add(what + " (attached to its thread root)", std::move(example));
+      stats.add(kind(StatKind::kConvertParentMissingAttached, StatKind::kConvertSelfParentAttached,
+                     StatKind::kConvertCtrlCycleAttached),
+                std::move(example));
     } else {
       extra_roots->push_back(i);
-      stats.add(what + ", no thread root for its tid (walked on its own)", std::move(example));
+      stats.add(kind(StatKind::kConvertParentMissingOwnRoot, StatKind::kConvertSelfParentOwnRoot,
+                     StatKind::kConvertCtrlCycleOwnRoot),
+                std::move(example));
     }
   }
   return parent;
@@ -202,7 +211,7 @@ StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions
     for (uint32_t i = 0; i < n; ++i) {
       const EtPlusNode& node = t.nodes[i];
       if (node.kind == OpKind::kGpu && graph.slot[i] == kNoNode && node.parent != kNoNode) {
-        stats.add("GPU node launched by a node that is not converted (not converted)",
+        stats.add(StatKind::kConvertGpuLauncherNotConverted,
                   fmt::format("node {} (launcher {})", node.id, t.nodes[node.parent].id));
       }
     }

@@ -171,12 +171,12 @@ class DeviceParser {
     if (read.ok() && e.cat != DeviceCategory::kOther) {
       // Counted once the event is read whole (a window's cut element is read again).
       if (!has_ph_) {
-        t_.load_stats.add("device event without \"ph\" (read as a complete event)",
+        t_.load_stats.add(StatKind::kDeviceEventWithoutPh,
                           fmt::format("traceEvents[{}] at byte {}", index, e.byte_offset));
       }
       if (!quoted_id_.empty()) {
         t_.load_stats.add(
-            "device event id given as a JSON string (read as its number)",
+            StatKind::kDeviceIdAsString,
             fmt::format("traceEvents[{}] at byte {}: \"{}\"", index, e.byte_offset, quoted_id_));
       }
     }

@@ -84,7 +84,7 @@ HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Com
     HostNodeIdx& owner = map.host_of[event.value];
     if (owner.valid() && compat == Compat::kDefault) {
       stats.add(
-          "host ops sharing an rf_id",
+          StatKind::kHostOpsSharingRfId,
           fmt::format("node {} and node {} (rf_id {})", host.nodes[owner.value].id, n.id, n.rf_id));
       continue;
     }
@@ -94,7 +94,7 @@ HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Com
   }
   map.candidates = map.host_ops_with_rf_id;
   if (map.unmatched_with_rf_id > 0) {
-    stats.add_count("host ops whose rf_id is not in the device trace", map.unmatched_with_rf_id);
+    stats.add_count(StatKind::kHostRfIdNotInDevice, map.unmatched_with_rf_id);
   }
   return map;
 }

@@ -155,13 +155,8 @@ void add_sync_dependencies(const LinkInputs& in, LinkedTrace& out) {
                           out.gpu_sync_deps.end());
   summary.gpu_deps = out.gpu_sync_deps.size();
 
-  out.stats.add_count(
-      "sync dependency dropped: the GPU op it waits on is not written (orphan, or outside the "
-      "linked window)",
-      summary.dropped_orphan_target);
-  out.stats.add_count(
-      "sync dependency dropped: the waiting op is not written (outside the linked window)",
-      summary.dropped_unlinked_waiter);
+  out.stats.add_count(StatKind::kSyncDepTargetNotWritten, summary.dropped_orphan_target);
+  out.stats.add_count(StatKind::kSyncDepWaiterNotWritten, summary.dropped_unlinked_waiter);
 }
 
 // The index of `id` in the ascending `ids`, or -1: searched from `hint` outwards, in steps that
@@ -275,7 +270,7 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
   uint64_t launched = 0;
   for (DeviceEventIdx g : in.launchers.gpu_ops) launched += in.launchers.cpu_op_of[g.value].valid();
   if (launched > attached_gpu) {
-    out.stats.add_count("GPU ops whose launching CPU op has no host op", launched - attached_gpu);
+    out.stats.add_count(StatKind::kGpuOpCpuOpWithoutHostOp, launched - attached_gpu);
   }
 
   // Parents. The ids are copied out (a binary search over the 152-byte nodes missed the cache at
@@ -318,18 +313,16 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
       op.new_parent = op.new_id;
     }
     op.parent_state = ParentState::kReattached;
-    out.stats.add("host node whose parent is missing (reattached to its thread root)",
+    out.stats.add(StatKind::kHostParentMissingReattached,
                   fmt::format("node {} (parent {}) at byte {}", n.id, n.parent, n.byte_offset));
   }
   if (in.sync != nullptr && options.compat == Compat::kDefault) add_sync_dependencies(in, out);
   // What the loaders repaired is reported with the link's data problems.
-  out.stats.add_count("invalid UTF-8 bytes in the host trace (replaced by '?')",
-                      in.host.invalid_utf8_bytes);
-  out.stats.add_count("invalid UTF-8 bytes in the device trace (replaced by '?')",
-                      in.device.invalid_utf8_bytes);
+  out.stats.add_count(StatKind::kHostInvalidUtf8Bytes, in.host.invalid_utf8_bytes);
+  out.stats.add_count(StatKind::kDeviceInvalidUtf8Bytes, in.device.invalid_utf8_bytes);
   out.stats.merge(in.device.load_stats);
   if (in.host.schema.empty()) {
-    out.stats.add("host trace without \"schema\" (layout told by its nodes)", in.host.path);
+    out.stats.add(StatKind::kHostSchemaMissing, in.host.path);
   }
   return out;
 }

@@ -123,7 +123,7 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
         launch_by_correlation.try_emplace(static_cast<uint64_t>(e.correlation), idx.value);
     if (!inserted) {
       ++out.duplicate_correlations;
-      stats.add("duplicate correlation id",
+      stats.add(StatKind::kDuplicateCorrelationId,
                 fmt::format("correlation {} on '{}' at byte {} (first at byte {})", e.correlation,
                             e.name, e.byte_offset, trace[DeviceEventIdx{*first}].byte_offset));
     }
@@ -173,8 +173,9 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
         launch_by_correlation.find(static_cast<uint64_t>(g.correlation))};
     if (!launch_idx.valid()) {
       ++out.no_launch_event;
-      stats.add("GPU op without launch event", fmt::format("'{}' correlation {} at byte {}", g.name,
-                                                           g.correlation, g.byte_offset));
+      stats.add(
+          StatKind::kGpuOpWithoutLaunchEvent,
+          fmt::format("'{}' correlation {} at byte {}", g.name, g.correlation, g.byte_offset));
       continue;
     }
     const DeviceEvent& launch = trace[launch_idx];
@@ -243,7 +244,7 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
             for (uint32_t p = upper; p-- > 0;) {
               if (usable(p)) {
                 parent = t.ops[p];
-                stats.add("GPU op launched outside any CPU op",
+                stats.add(StatKind::kGpuOpLaunchedOutsideCpuOp,
                           fmt::format("'{}' launched at byte {}; nearest preceding CPU op used",
                                       g.name, launch.byte_offset));
                 break;
@@ -255,7 +256,7 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
     }
     if (!parent.valid()) {
       ++out.no_cpu_op;
-      stats.add("GPU op without launching CPU op",
+      stats.add(StatKind::kGpuOpWithoutCpuOp,
                 fmt::format("'{}' (launch '{}' at byte {}, tid {})", g.name, launch.name,
                             launch.byte_offset, launch.tid));
       continue;

@@ -34,8 +34,7 @@ Status check_same_process(const HostTrace& host, const DeviceTrace& device,
   std::set<int64_t> device_pids;
   for (DeviceEventIdx e : device.cpu_ops) device_pids.insert(device[e].pid);
   if (options.compat == Compat::kChakra || options.min_match_rate <= 0) {
-    stats.add("host trace pid not among the device trace's CPU-op pids (linked anyway)",
-              fmt::format("host pid {}", *host_pid));
+    stats.add(StatKind::kHostPidNotInDevice, fmt::format("host pid {}", *host_pid));
     return Status();
   }
   return Status::errorf(
@@ -144,7 +143,8 @@ std::string format_link_report(const LinkSummary& s, const LinkStats& stats) {
   } else {
     out += "  warnings by kind:\n";
     for (const auto& [kind, entry] : stats.entries()) {
-      out += fmt::format("    {:>7}  {}\n", entry.count, kind);
+      out +=
+          fmt::format("    {:>7}  {}: {}\n", entry.count, stat_key(kind), stat_description(kind));
       for (const auto& ex : entry.examples) out += fmt::format("             e.g. {}\n", ex);
     }
   }

@@ -75,7 +75,7 @@ LinkSummary summarize(const HostTrace& host, const DeviceTrace& device,
                       const LauncherLinks& launchers, const HostDeviceMap& mapping,
                       const GapDependencies& gaps, const LinkedTrace& linked, MatchMode mode);
 
-// Human-readable report (several lines).
+// Human-readable report (several lines); a warning line reads "count  key: description".
 std::string format_link_report(const LinkSummary& summary, const LinkStats& stats);
 
 }  // namespace chakraflow

@@ -318,8 +318,7 @@ class SequenceMatcher {
             "by operator order (--min-match-rate 0 matches them anyway)",
             host_.path, *host_pid, dev_.path, fmt::join(device_pids, ", "));
       }
-      stats_.add("sequence matching: host trace pid not in the device trace",
-                 fmt::format("host pid {}", *host_pid));
+      stats_.add(StatKind::kSeqHostPidNotInDevice, fmt::format("host pid {}", *host_pid));
     }
     const bool filter_pid = host_pid && pid_present;
     if (filter_pid) pid_filter_ = *host_pid;
@@ -592,8 +591,7 @@ class SequenceMatcher {
       if (e.name.find(opt_.annotation) != std::string_view::npos) spans.emplace_back(e.ts, e.end());
     }
     if (spans.empty()) {
-      stats_.add("sequence matching: --annotation not in the device trace (windows found by name)",
-                 opt_.annotation);
+      stats_.add(StatKind::kSeqAnnotationNotInDevice, opt_.annotation);
       return false;
     }
     std::sort(spans.begin(), spans.end());
@@ -691,7 +689,7 @@ class SequenceMatcher {
           all.add(host_.nodes[hi.value].id, dev_[di].ts);
         }
       } else if (!ht.ops.empty()) {
-        stats_.add("sequence matching: host thread without a device thread",
+        stats_.add(StatKind::kSeqHostThreadWithoutDeviceThread,
                    fmt::format("host tid {} ({} ops)", ht.tid, ht.ops.size()));
       }
       map.matched += tm.matched;
@@ -708,27 +706,24 @@ class SequenceMatcher {
         const HostNode& n = host_.nodes[i.value];
         ++unmatched;
         if (unmatched <= LinkStats::kMaxExamples) {
-          stats_.add("sequence matching: host ops without a device CPU op",
+          stats_.add(StatKind::kSeqHostOpWithoutDeviceOp,
                      fmt::format("node {} '{}' (tid {})", n.id, n.name, n.tid));
         }
       }
     }
     if (unmatched > LinkStats::kMaxExamples) {
-      stats_.add_count("sequence matching: host ops without a device CPU op",
-                       unmatched - LinkStats::kMaxExamples);
+      stats_.add_count(StatKind::kSeqHostOpWithoutDeviceOp, unmatched - LinkStats::kMaxExamples);
     }
-    stats_.add_count("sequence matching: device CPU ops skipped inside a matched window",
-                     skipped_device);
+    stats_.add_count(StatKind::kSeqDeviceOpSkipped, skipped_device);
     all.sort();
     uint64_t out_of_order = 0;
     for (uint32_t i = 0; i < host_.nodes.size(); ++i) {
       DeviceEventIdx e = map.device_of[i];
       if (e.valid() && !all.consistent(host_.nodes[i].id, dev_[e].ts)) ++out_of_order;
     }
-    stats_.add_count("sequence matching: matched ops out of start order with another thread",
-                     out_of_order);
+    stats_.add_count(StatKind::kSeqOutOfStartOrder, out_of_order);
     if (iterations_ > 0) {
-      stats_.add_count("sequence matching: iterations delimited by --annotation", iterations_);
+      stats_.add_count(StatKind::kSeqAnnotationIterations, iterations_);
     }
     CF_RETURN_IF_ERROR(check_rates(map, considered - map.unreachable));
     return map;

@@ -371,8 +371,7 @@ class SyncResolver {
       return false;
     });
     if (targets.size() < before) {
-      stats_.add_count("sync target dropped: it ends after the sync returned or its waiter started",
-                       before - targets.size());
+      stats_.add_count(StatKind::kSyncTargetAfterReturnDropped, before - targets.size());
     }
 
     if (call.problem == SyncProblem::kNone) {
@@ -404,46 +403,50 @@ class SyncResolver {
     ++out.calls_by_kind[static_cast<size_t>(call.kind)];
     if (call.inferred) {
       ++out.inferred;
-      stats_.add(call.kind == SyncKind::kStream
-                     ? "stream sync without cuda_sync record: stream taken from the thread's "
-                       "last launch"
-                     : "device sync without cuda_sync record on a multi-GPU trace: device taken "
-                       "from the thread's last launch",
+      stats_.add(call.kind == SyncKind::kStream ? StatKind::kSyncStreamInferred
+                                                : StatKind::kSyncDeviceInferred,
                  describe(trace_, call.call));
     }
-    // Not data problems: nothing launched before, a wait within one stream, and a call with no
-    // op after it (the end of the trace; every profile ends with a device sync).
-    switch (call.problem) {
+    if (auto kind = problem_kind(call.kind, call.problem)) {
+      stats_.add(*kind, describe(trace_, call.call));
+    }
+  }
+
+  // The data problem a call's kind and problem make, if any: one kind per call kind, so that the
+  // counts say which calls lost their dependencies.
+  static std::optional<StatKind> problem_kind(SyncKind call, SyncProblem problem) {
+    const bool stream_wait = call == SyncKind::kStreamWait;
+    switch (problem) {
+      // Not data problems: nothing launched before, a wait within one stream, and a call with no
+      // op after it (the end of the trace; every profile ends with a device sync).
       case SyncProblem::kNone:
       case SyncProblem::kNothingToWaitFor:
       case SyncProblem::kSameStream:
       case SyncProblem::kNoWaiter:
-        break;
-      case SyncProblem::kNoSyncRecord:
-        stats_.add(fmt::format("{} without cuda_sync record: the event is unknown (no dependency)",
-                               sync_kind_name(call.kind)),
-                   describe(trace_, call.call));
-        break;
-      case SyncProblem::kUnknownStream:
-        stats_.add(call.kind == SyncKind::kStream
-                       ? "stream sync without cuda_sync record and no earlier launch on its "
-                         "thread: stream unknown (no dependency)"
-                       : "device sync without cuda_sync record on a multi-GPU trace and no "
-                         "earlier launch on its thread: device unknown (no dependency)",
-                   describe(trace_, call.call));
-        break;
-      case SyncProblem::kRecordNotInTrace:
-        stats_.add(fmt::format("{} on an event whose cudaEventRecord is not in the trace (no "
-                               "dependency)",
-                               sync_kind_name(call.kind)),
-                   describe(trace_, call.call));
-        break;
+        return std::nullopt;
+      case SyncProblem::kNoSyncRecord:  // event sync or stream wait
+        return stream_wait ? StatKind::kSyncStreamWaitUnknownEvent
+                           : StatKind::kSyncEventUnknownEvent;
+      case SyncProblem::kUnknownStream:  // stream or device sync
+        return call == SyncKind::kStream ? StatKind::kSyncStreamUnknown
+                                         : StatKind::kSyncDeviceUnknown;
+      case SyncProblem::kRecordNotInTrace:  // event sync or stream wait
+        return stream_wait ? StatKind::kSyncStreamWaitRecordNotInTrace
+                           : StatKind::kSyncEventRecordNotInTrace;
       case SyncProblem::kContradicted:
-        stats_.add(fmt::format("{} whose every target ends after it returned (no dependency)",
-                               sync_kind_name(call.kind)),
-                   describe(trace_, call.call));
+        switch (call) {
+          case SyncKind::kDevice:
+            return StatKind::kSyncDeviceTargetsAfterReturn;
+          case SyncKind::kStream:
+            return StatKind::kSyncStreamTargetsAfterReturn;
+          case SyncKind::kEvent:
+            return StatKind::kSyncEventTargetsAfterReturn;
+          case SyncKind::kStreamWait:
+            return StatKind::kSyncStreamWaitTargetsAfterReturn;
+        }
         break;
     }
+    return std::nullopt;
   }
 
   const DeviceTrace& trace_;

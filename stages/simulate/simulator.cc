@@ -218,23 +218,19 @@ Status Simulation::run() {
     res.events += rank.stats().events;
     res.problems.merge(rank.problems());
     if (rank.feeder().stats().metadata_missing) {
-      res.problems.add(".et file without a GlobalMetadata record (its first record read as a node)",
-                       d.paths[r]);
+      res.problems.add(StatKind::kSimEtWithoutMetadata, d.paths[r]);
     }
     if (rank.stats().truncations_too_late > 0) {
-      res.problems.add_count(
-          "parent op issued before its next op on the thread was read (full exclusive time kept)",
-          rank.stats().truncations_too_late);
+      res.problems.add_count(StatKind::kSimParentIssuedEarly, rank.stats().truncations_too_late);
     }
     if (rank.stats().late_deliveries > 0) {
-      res.problems.add_count("completion delivered before the rank's clock (clamped)",
-                             rank.stats().late_deliveries);
+      res.problems.add_count(StatKind::kSimCompletionBeforeClock, rank.stats().late_deliveries);
     }
     res.ranks.push_back(std::move(rr));
   }
   res.problems.merge(d.matcher->problems());
   if (uint64_t n = d.matcher->messages_unreceived(); n > 0) {
-    res.problems.add_count("messages sent that no rank received", n);
+    res.problems.add_count(StatKind::kSimMessageUnreceived, n);
   }
 
   for (const PendingComm& p : d.matcher->pending()) {

@@ -68,18 +68,16 @@ uint32_t CommMatcher::group_for(const CommRequest& r) {
     } else {
       for (uint32_t k = 0; k < world_; ++k) g.members.push_back(k);
       if (r.group && r.group->group_size > 0 && r.group->group_size != world_) {
-        problems_.add(
-            "process group of every rank whose group_size differs from the ranks "
-            "simulated (taken as every rank)",
-            fmt::format("pg_name \"{}\": group_size {}, {} ranks simulated", r.pg_name,
-                        r.group->group_size, world_));
+        problems_.add(StatKind::kSimGroupSizeMismatch,
+                      fmt::format("pg_name \"{}\": group_size {}, {} ranks simulated", r.pg_name,
+                                  r.group->group_size, world_));
       }
     }
     for (uint32_t k = 0; k < g.members.size(); ++k) g.position[g.members[k]] = k;
     g.next_index.assign(g.members.size(), 0);
     groups_.push_back(std::move(g));
   } else if (r.group && !r.group->ranks.empty() && r.group->ranks != groups_[it->second].members) {
-    problems_.add("ranks disagree on the members of a process group (the first definition used)",
+    problems_.add(StatKind::kSimGroupMembersDisagree,
                   fmt::format("pg_name \"{}\": rank {} lists {}, first seen {}", r.pg_name, r.rank,
                               rank_list(r.group->ranks), rank_list(groups_[it->second].members)));
   }
@@ -97,7 +95,7 @@ void CommMatcher::post(CommRequest r) {
   Group& g = groups_[gi];
   auto pos = g.position.find(r.rank);
   if (pos == g.position.end()) {
-    problems_.add("collective on a process group that does not list its rank (never completes)",
+    problems_.add(StatKind::kSimRankNotInGroup,
                   fmt::format("rank {} node {} on pg_name \"{}\"", r.rank, r.id, r.pg_name));
     orphans_.push_back(std::move(r));
     return;
@@ -148,8 +146,7 @@ void CommMatcher::match(std::vector<CommDelivery>* out) {
       disagree |= a.comm_type != inst.arrivals[0].comm_type || a.bytes != inst.arrivals[0].bytes;
     }
     if (disagree) {
-      problems_.add("members of a collective disagree on its type or size (the largest size used)",
-                    describe(g, index, inst));
+      problems_.add(StatKind::kSimCollectiveMembersDisagree, describe(g, index, inst));
     }
     const int64_t modelled = cost_->collective_ns(inst.arrivals[0].comm_type, bytes,
                                                   static_cast<uint32_t>(g.members.size()));

@@ -142,7 +142,7 @@ void RankSimulator::on_read(const FeederNode& fn) {
                                                  : CommKind::kRecv;
     c.node = index;
     if (!f.comm_type && c.kind == CommKind::kCollective) {
-      problems_.add("collective without comm_type (modelled as an all-reduce)",
+      problems_.add(StatKind::kSimCollectiveWithoutCommType,
                     fmt::format("rank {} node {}", rank_, n.id));
     }
     c.comm_type = static_cast<int32_t>(f.comm_type.value_or(0));
@@ -156,7 +156,7 @@ void RankSimulator::on_read(const FeederNode& fn) {
              f.name.find("process_group:init") != std::string_view::npos) {
     auto defs = parse_process_groups(f.inputs_values);
     if (!defs.ok()) {
-      problems_.add("process_group:init not understood (its groups are ignored)",
+      problems_.add(StatKind::kSimProcessGroupInitUnparsed,
                     fmt::format("rank {} node {}: {}", rank_, n.id, defs.status().message()));
     } else {
       for (ProcessGroupDef& def : *defs) {
@@ -321,7 +321,7 @@ std::shared_ptr<const ProcessGroupDef> RankSimulator::group_of(std::string_view 
   if (pg_name.empty()) return nullptr;
   auto it = groups_.find(std::string(pg_name));
   if (it == groups_.end()) {
-    problems_.add("pg_name not defined by process_group:init (taken as every rank)",
+    problems_.add(StatKind::kSimPgNameUndefined,
                   fmt::format("rank {}: pg_name \"{}\"", rank_, pg_name));
     return nullptr;
   }

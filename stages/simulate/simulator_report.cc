@@ -176,7 +176,7 @@ std::string report_json(const SimResult& result, const SimConfig& config) {
   size_t k = 0;
   for (const auto& [kind, entry] : result.problems.entries()) {
     out += k++ ? ", " : "";
-    json::append_escaped(out, kind);
+    json::append_escaped(out, stat_key(kind));
     out += fmt::format(": {}", entry.count);
   }
   out += fmt::format(
@@ -216,8 +216,9 @@ std::string report_text(const SimResult& result, const SimConfig& config) {
                     us(cp.total_ns), cp.nodes, ranks, cp.end_rank, cp.end_node, kinds);
   }
   for (const auto& [kind, entry] : result.problems.entries()) {
-    out += fmt::format("warning: {} x {}{}\n", entry.count, kind,
-                       entry.examples.empty() ? "" : " (e.g. " + entry.examples.front() + ")");
+    out +=
+        fmt::format("warning: {} x {}: {}{}\n", entry.count, stat_key(kind), stat_description(kind),
+                    entry.examples.empty() ? "" : " (e.g. " + entry.examples.front() + ")");
   }
   if (!result.completed) {
     out +=

@@ -8,7 +8,7 @@
 //    "critical_path": {"total_us": ..., "nodes": ..., "ranks": [...],
 //                      "by_kind_us": {"cpu": ..., "gpu": ..., "collective": ..., "p2p": ...,
 //                                     "host_delay": ..., "rank_start": ...}},
-//    "stall": ["..."], "problems": {"kind": count}, "nodes": ..., "events": ..., "rounds": ...,
+//    "stall": ["..."], "problems": {"<key>": count}, "nodes": ..., "events": ..., "rounds": ...,
 //    "collectives": ..., "messages": ...}
 //
 // measured_us / predicted_us are null when unknown. Times in µs with ns precision. The document

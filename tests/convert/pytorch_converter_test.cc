@@ -291,11 +291,9 @@ TEST(pytorch_converter, CollectiveTypesAndUnknownKernels) {
     EXPECT_EQ(c->nodes.at(6).type(), pb::COMP_NODE);  // nothing says which collective
     EXPECT_EQ(attr(c->nodes.at(6), "comm_type"), nullptr);
     EXPECT_EQ(attr(c->nodes.at(8), "comm_type")->int64_val(), pb::BROADCAST);
-    EXPECT_EQ(c->stats.count("unknown collective kernel (written as COMP_NODE)"), 1u);
+    EXPECT_EQ(c->stats.count(StatKind::kCommCollectiveUnknown), 1u);
     if (mode == Compat::kChakra) {
-      EXPECT_EQ(c->stats.count("collective kernel Chakra 1.0.0 cannot type (it aborts with "
-                               "ValueError); typed as in default mode"),
-                3u);
+      EXPECT_EQ(c->stats.count(StatKind::kCommCollectiveChakraUntyped), 3u);
     }
   }
   EXPECT_EQ(chakra_collective_type("ncclKernel_ReduceScatter_RING_LL_Sum_float"),
@@ -399,9 +397,7 @@ TEST(pytorch_converter, DanglingRemovalKeepsReferencedNodes) {
   ASSERT_TRUE(def.ok());
   EXPECT_EQ(def->nodes.count(2), 0u);
   EXPECT_EQ(ids(def->nodes.at(5).data_deps()), std::vector<uint64_t>{});  // walked on its own
-  EXPECT_EQ(def->stats.count("node whose parent is missing, no thread root for its tid (walked on "
-                             "its own)"),
-            1u);
+  EXPECT_EQ(def->stats.count(StatKind::kConvertParentMissingOwnRoot), 1u);
 }
 
 TEST(pytorch_converter, DependenciesOnMissingOrSelfAreDropped) {
@@ -415,8 +411,8 @@ TEST(pytorch_converter, DependenciesOnMissingOrSelfAreDropped) {
     ASSERT_TRUE(c.ok()) << c.status().message();
     EXPECT_EQ(ids(c->nodes.at(2).data_deps()), std::vector<uint64_t>{1});
     EXPECT_EQ(ids(c->nodes.at(3).data_deps()), std::vector<uint64_t>{2});
-    EXPECT_EQ(c->stats.count("inter_thread_dep on the node itself (dropped)"), 1u);
-    EXPECT_EQ(c->stats.count("inter_thread_dep on a node that is not converted (dropped)"), 1u);
+    EXPECT_EQ(c->stats.count(StatKind::kConvertInterThreadDepOnSelf), 1u);
+    EXPECT_EQ(c->stats.count(StatKind::kConvertInterThreadDepNotConverted), 1u);
   }
 }
 
@@ -434,9 +430,7 @@ TEST(pytorch_converter, ForwardSyncDependenciesAreSkipped) {
   auto c = convert_text(text, Compat::kDefault);
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_EQ(ids(c->nodes.at(3).data_deps()), std::vector<uint64_t>{2});
-  EXPECT_EQ(
-      c->stats.count("sync_dep against the dependency order (dropped: it would allow a cycle)"),
-      1u);
+  EXPECT_EQ(c->stats.count(StatKind::kConvertSyncDepAgainstOrder), 1u);
 }
 
 TEST(pytorch_converter, StreamsChainByStartTimeNotId) {
@@ -501,9 +495,7 @@ TEST(pytorch_converter, FlatSchemaWithRenumberedParents) {
     EXPECT_EQ(outer.inputs().shapes(), "[[3], []]");
     EXPECT_EQ(outer.inputs().types(), "['Tensor(float)', 'Double']");
     EXPECT_EQ(outer.duration_micros(), 4u);
-    EXPECT_EQ(
-        c->stats.count("schema 1.0.1 ET+ with pre-renumbering parent ids (mapped to the new ids)"),
-        1u);
+    EXPECT_EQ(c->stats.count(StatKind::kEtPlusOldParentIdsMapped), 1u);
   }
 }
 

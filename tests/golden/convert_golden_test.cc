@@ -270,8 +270,7 @@ TEST_P(ConvertHostEt, DefaultModeIsValidAndDiffersOnlyAsDocumented) {
       EXPECT_TRUE(via_orphan) << "the dependency chain changed without a reattached orphan";
     }
   }
-  EXPECT_LE(chain_changes,
-            report.stats.count("node whose parent is missing (attached to its thread root)"));
+  EXPECT_LE(chain_changes, report.stats.count(StatKind::kConvertParentMissingAttached));
 }
 
 INSTANTIATE_TEST_SUITE_P(convert_golden, ConvertHostEt, ::testing::ValuesIn(kHostEtCases),
@@ -606,7 +605,7 @@ size_t expect_windowed_load_converts_as_whole(const std::string& path,
     EXPECT_TRUE(et == whole_et) << label << ": the .et differs";
     EXPECT_EQ(stats.entries().size(), whole_stats.entries().size()) << label;
     for (const auto& [kind, entry] : whole_stats.entries()) {
-      EXPECT_EQ(stats.count(kind), entry.count) << label << ": " << kind;
+      EXPECT_EQ(stats.count(kind), entry.count) << label << ": " << stat_key(kind);
     }
     if (first) smallest_windows = windows;
     first = false;
@@ -672,7 +671,7 @@ TEST(LoadEtPlusWindows, CutNodesCountOnce) {
   EXPECT_GT(expect_windowed_load_converts_as_whole(path, {64, 200, 1000}), 30u);
   auto file = load_et_plus(path, ConvertOptions(), 200);
   ASSERT_TRUE(file.ok()) << file.status().message();
-  EXPECT_EQ(file->trace.stats.count("attr \"pg_name\" that is not a string (ignored)"), 200u);
+  EXPECT_EQ(file->trace.stats.count(StatKind::kEtPlusPgNameNotString), 200u);
   EXPECT_EQ(file->trace.sync_dep_ids.size(), 200u);
   EXPECT_EQ(file->trace.nodes.size(), 200u);
 }

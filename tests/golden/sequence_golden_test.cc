@@ -135,7 +135,7 @@ TEST(SequenceGoldenResnet, FindsTheIterationOfTheHostTraceAmongThirty) {
   Linked it = link(dir + "/host_et.json.gz", dir + "/kineto.legacy.json.gz", by_iteration);
   ASSERT_TRUE(it.result.status.ok()) << it.result.status.message();
   EXPECT_EQ(it.text, seq.text);
-  EXPECT_EQ(it.result.stats.count("sequence matching: iterations delimited by --annotation"), 31u);
+  EXPECT_EQ(it.result.stats.count(StatKind::kSeqAnnotationIterations), 31u);
 }
 
 // ---------- pairs that do not belong together ----------
@@ -173,9 +173,7 @@ TEST(SequenceGoldenMismatch, HostAndDeviceOfDifferentProcessesAreRejectedOrMatch
                 static_cast<unsigned long long>(s.host_op_candidates), 100.0 * rate);
     EXPECT_LE(rate, c.true_rate_at_most);
     EXPECT_GT(s.host_ops_linked, 0u);
-    EXPECT_EQ(accepted.result.stats.count("sequence matching: host trace pid not in the device "
-                                          "trace"),
-              1u);
+    EXPECT_EQ(accepted.result.stats.count(StatKind::kSeqHostPidNotInDevice), 1u);
   }
 }
 
@@ -197,9 +195,7 @@ TEST(SequenceGoldenMismatch, RfIdModeRejectsAnotherRanksDeviceTrace) {
   chakra.compat = Compat::kChakra;
   Linked accepted = link(host, device, chakra);
   ASSERT_TRUE(accepted.result.status.ok()) << accepted.result.status.message();
-  EXPECT_EQ(accepted.result.stats.count(
-                "host trace pid not among the device trace's CPU-op pids (linked anyway)"),
-            1u);
+  EXPECT_EQ(accepted.result.stats.count(StatKind::kHostPidNotInDevice), 1u);
   // Its own device trace passes the check.
   Linked own = link(host, pair_dir("dlrm_8rank/rank0") + "/kineto.modern.json.gz",
                     options(MatchMode::kRfId));

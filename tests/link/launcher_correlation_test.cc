@@ -62,9 +62,9 @@ TEST(LauncherCorrelation, OrphansAndDuplicateCorrelationsAreCountedNotFatal) {
   EXPECT_EQ(r.no_launch_event, 1u);
   EXPECT_EQ(r.no_cpu_op, 1u);
   EXPECT_EQ(r.linked, 1u);
-  EXPECT_EQ(stats.count("duplicate correlation id"), 1u);
-  EXPECT_EQ(stats.count("GPU op without launch event"), 1u);
-  EXPECT_EQ(stats.count("GPU op without launching CPU op"), 1u);
+  EXPECT_EQ(stats.count(StatKind::kDuplicateCorrelationId), 1u);
+  EXPECT_EQ(stats.count(StatKind::kGpuOpWithoutLaunchEvent), 1u);
+  EXPECT_EQ(stats.count(StatKind::kGpuOpWithoutCpuOp), 1u);
   // The first launch with a duplicated correlation wins.
   EXPECT_EQ(t.events[r.launch_of[index_of(t, "k_ok")].value].ts, 10000);
 }

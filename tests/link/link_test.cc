@@ -110,9 +110,7 @@ TEST(Link, AssignsIdsAndWritesGpuNodesAfterTheirLauncher) {
   auto orphan = nodes.at(9);
   EXPECT_EQ(int64_t(orphan["ctrl_deps"]), 1);
   EXPECT_EQ(orphan["inclusive_dur"].error(), simdjson::NO_SUCH_FIELD);  // rf_id 0: unmatched
-  EXPECT_EQ(
-      l.linked.stats.count("host node whose parent is missing (reattached to its thread root)"),
-      1u);
+  EXPECT_EQ(l.linked.stats.count(StatKind::kHostParentMissingReattached), 1u);
   // Every other host field passes through.
   EXPECT_EQ(mm["attrs"].get_array().size(), 7u);
 }

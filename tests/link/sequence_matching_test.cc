@@ -173,8 +173,8 @@ TEST(SequenceMatching, PairsThreadsByNamesAndAlignsAroundInsertedAndMissingOps) 
   EXPECT_EQ(m->threads[0].host_ops, 4u);
   EXPECT_EQ(m->threads[1].device_tid, 900);
   EXPECT_EQ(m->threads[1].matched, 2u);
-  EXPECT_EQ(stats.count("sequence matching: host ops without a device CPU op"), 1u);
-  EXPECT_EQ(stats.count("sequence matching: device CPU ops skipped inside a matched window"), 1u);
+  EXPECT_EQ(stats.count(StatKind::kSeqHostOpWithoutDeviceOp), 1u);
+  EXPECT_EQ(stats.count(StatKind::kSeqDeviceOpSkipped), 1u);
   // The report line says which threads were paired and how well.
   EXPECT_EQ(format_thread_match(m->threads[0]),
             "host tid 1 -> device pid 1 tid 800: 3 / 4 ops matched (75.0%)");
@@ -230,8 +230,7 @@ TEST(SequenceMatching, FindsTheIterationWindowAndKeepsThreadsInTimeOrder) {
   // Iteration 1 starts at 1100 us; its backward ops at 1250 us.
   EXPECT_EQ(matched_ts(its.t, *m, 10), 1100 * 1000);
   EXPECT_EQ(matched_ts(its.t, *m, its.first_bwd_id()), 1250 * 1000);
-  EXPECT_EQ(stats.count("sequence matching: matched ops out of start order with another thread"),
-            0u);
+  EXPECT_EQ(stats.count(StatKind::kSeqOutOfStartOrder), 0u);
   ASSERT_EQ(m->threads.size(), 2u);
   EXPECT_GT(m->threads[0].windows_considered, 1u);
   EXPECT_LT(m->threads[0].window_end - m->threads[0].window_begin, m->threads[0].device_ops);
@@ -277,7 +276,7 @@ TEST(SequenceMatching, AnnotationRestrictsTheWindowToOneIteration) {
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->matched, body.size());
   EXPECT_EQ(matched_ts(t, *m, 10), 1001 * 1000);  // iteration 1: the first complete one
-  EXPECT_EQ(stats.count("sequence matching: iterations delimited by --annotation"), 5u);
+  EXPECT_EQ(stats.count(StatKind::kSeqAnnotationIterations), 5u);
   EXPECT_EQ(m->threads[0].windows_considered, 4u);  // the 5th (after the last step) is empty
   EXPECT_EQ(m->threads[0].window_begin, 28u);       // iteration 0 holds 28 ops
   EXPECT_EQ(m->threads[0].window_end, 58u);
@@ -295,9 +294,7 @@ TEST(SequenceMatching, AnnotationRestrictsTheWindowToOneIteration) {
   m = map_by_sequence(t.host, t.device, o, stats2);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->matched, body.size());
-  EXPECT_EQ(stats2.count("sequence matching: --annotation not in the device trace (windows found "
-                         "by name)"),
-            1u);
+  EXPECT_EQ(stats2.count(StatKind::kSeqAnnotationNotInDevice), 1u);
 }
 
 TEST(SequenceMatching, TracesThatDoNotAlignAreAnErrorNotASilentEmptyLink) {
@@ -365,7 +362,7 @@ TEST(SequenceMatching, TracesOfAnotherProcessAreRejected) {
   m = map_by_sequence(t.host, t.device, any, stats);
   ASSERT_TRUE(m.ok());
   EXPECT_EQ(m->matched, 1u);
-  EXPECT_EQ(stats.count("sequence matching: host trace pid not in the device trace"), 1u);
+  EXPECT_EQ(stats.count(StatKind::kSeqHostPidNotInDevice), 1u);
 
   // A device trace without CPU ops cannot be matched at all.
   Traces empty = parse(HostBuilder().roots({{2, 1}}).node(4, "aten::mm", 2, 1, 1).json(),

@@ -61,14 +61,6 @@ SyncRun run(const std::string& json, Compat compat = Compat::kDefault) {
   return r;
 }
 
-uint64_t stats_containing(const LinkStats& stats, std::string_view needle) {
-  uint64_t n = 0;
-  for (const auto& [kind, entry] : stats.entries()) {
-    if (kind.find(needle) != std::string::npos) n += entry.count;
-  }
-  return n;
-}
-
 // Thread 1: aten::outer launches k1, k2 (stream 7) and m1 (stream 9), then syncs the device at
 // 20..65; k3 is launched after the sync. aten::next and its child start together at 110.
 std::string device_sync_trace() {
@@ -147,7 +139,7 @@ TEST(SyncDependencies, StreamSyncWithoutRecordTakesTheStreamOfTheThreadsLastLaun
   EXPECT_TRUE(c.inferred);  // m1 (stream 9) was the thread's last launch
   EXPECT_EQ(r.targets(c), (std::set<std::string>{"m1"}));
   EXPECT_EQ(r.sync.inferred, 1u);
-  EXPECT_EQ(stats_containing(r.stats, "stream taken from the thread's last launch"), 1u);
+  EXPECT_EQ(r.stats.count(StatKind::kSyncStreamInferred), 1u);
 }
 
 TEST(SyncDependencies, StreamSyncWithoutRecordOrEarlierLaunchIsCountedNotGuessed) {
@@ -163,7 +155,7 @@ TEST(SyncDependencies, StreamSyncWithoutRecordOrEarlierLaunchIsCountedNotGuessed
   EXPECT_EQ(c.problem, SyncProblem::kUnknownStream);
   EXPECT_EQ(c.target_count(), 0u);
   EXPECT_TRUE(r.sync.cpu_waits.empty());
-  EXPECT_EQ(stats_containing(r.stats, "stream unknown"), 1u);
+  EXPECT_EQ(r.stats.count(StatKind::kSyncStreamUnknown), 1u);
 }
 
 // k1 (stream 7) is launched, the event recorded, k2 launched on stream 7 after the record; the
@@ -205,8 +197,8 @@ TEST(SyncDependencies, EventSyncWaitsOnTheOpRecordedIntoTheEvent) {
   EXPECT_EQ(r.call_at(70).problem, SyncProblem::kRecordNotInTrace);
   EXPECT_EQ(r.call_at(80).problem, SyncProblem::kNothingToWaitFor);
   EXPECT_EQ(r.edges(r.sync.cpu_waits), (std::set<std::string>{"aten::after <- k1"}));
-  EXPECT_EQ(stats_containing(r.stats, "event sync without cuda_sync record"), 1u);
-  EXPECT_EQ(stats_containing(r.stats, "cudaEventRecord is not in the trace"), 1u);
+  EXPECT_EQ(r.stats.count(StatKind::kSyncEventUnknownEvent), 1u);
+  EXPECT_EQ(r.stats.count(StatKind::kSyncEventRecordNotInTrace), 1u);
 }
 
 // Stream 9 waits for the event recorded on stream 7 after k1: the next op launched on stream 9
@@ -255,8 +247,8 @@ TEST(SyncDependencies, TargetsTheTimestampsContradictAreDropped) {
   EXPECT_EQ(r.call_at(20).problem, SyncProblem::kContradicted);
   EXPECT_EQ(r.call_at(20).target_count(), 0u);
   EXPECT_TRUE(r.sync.cpu_waits.empty());
-  EXPECT_EQ(stats_containing(r.stats, "sync target dropped"), 1u);
-  EXPECT_EQ(stats_containing(r.stats, "every target ends after it returned"), 1u);
+  EXPECT_EQ(r.stats.count(StatKind::kSyncTargetAfterReturnDropped), 1u);
+  EXPECT_EQ(r.stats.count(StatKind::kSyncDeviceTargetsAfterReturn), 1u);
 }
 
 TEST(SyncDependencies, LaunchOnAnotherThreadOverlappingTheSyncIsNotBeforeIt) {
@@ -315,8 +307,8 @@ TEST(SyncDependencies, DeviceSyncOnSeveralGpus) {
   EXPECT_EQ(r.targets(r.call_at(30)), (std::set<std::string>{"k0"}));
   EXPECT_FALSE(r.call_at(30).inferred);
   EXPECT_EQ(r.call_at(50).problem, SyncProblem::kUnknownStream);
-  EXPECT_EQ(stats_containing(r.stats, "device taken from the thread's last launch"), 1u);
-  EXPECT_EQ(stats_containing(r.stats, "device unknown"), 1u);
+  EXPECT_EQ(r.stats.count(StatKind::kSyncDeviceInferred), 1u);
+  EXPECT_EQ(r.stats.count(StatKind::kSyncDeviceUnknown), 1u);
 }
 
 TEST(SyncDependencies, KeepLastPerStream) {
@@ -440,7 +432,7 @@ TEST(SyncDependencies, LinkWritesSyncDepsOnHostAndGpuNodes) {
   EXPECT_EQ(s.gpu_deps, 1u);
   EXPECT_EQ(s.dropped_orphan_target, 1u);
   EXPECT_EQ(s.dropped_unlinked_waiter, 0u);
-  EXPECT_EQ(stats_containing(linked.stats, "the GPU op it waits on is not written"), 1u);
+  EXPECT_EQ(linked.stats.count(StatKind::kSyncDepTargetNotWritten), 1u);
 }
 
 TEST(SyncDependencies, ChakraModeWritesNoSyncDep) {

@@ -58,7 +58,7 @@ struct Outcome {
   enum Kind { kOk, kError, kStalled };
   Kind kind = kOk;
   std::string message;  // kError: the error; kStalled: the feeder's stall report
-  // Results ("et_nodes") and the warning counters, as "stat:<kind>".
+  // Results ("et_nodes") and the warning counters, as "stat:<key>".
   std::map<std::string, uint64_t> values;
 };
 
@@ -71,7 +71,9 @@ Outcome failed(const Status& status) {
 }
 
 void add_stats(const LinkStats& stats, Outcome& out) {
-  for (const auto& [kind, entry] : stats.entries()) out.values["stat:" + kind] += entry.count;
+  for (const auto& [kind, entry] : stats.entries()) {
+    out.values["stat:" + std::string(stat_key(kind))] += entry.count;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -18,6 +18,7 @@
 #include "proto/et_def.pb.h"
 #include "stages/convert/et_io.h"
 #include "stages/common/file_io.h"
+#include "stages/common/stat_kinds.h"
 #include "stages/generate/synthetic_trace.h"
 #include "tests/testing/test_util.h"
 
@@ -209,6 +210,11 @@ TEST_F(RunBatch, AFailingRankIsReportedAndTheOthersFinish) {
   EXPECT_EQ(int64_t(ranks.at(0)["host_ops_linked"]), int64_t(ranks.at(0)["host_ops"]));
   EXPECT_LT(int64_t(ranks.at(0)["host_ops"]), int64_t(ranks.at(0)["host_nodes"]));
   EXPECT_GT(int64_t(ranks.at(0)["et_nodes"]), 0);
+  // Warnings are keyed by the stable keys of the stats table, never by their wording.
+  for (auto [key, count] : ranks.at(0)["warnings"].get_object()) {
+    EXPECT_TRUE(stat_kind_from_key(key).has_value()) << key;
+    EXPECT_GT(int64_t(count), 0) << key;
+  }
 }
 
 // The process re-executes itself with malloc's huge pages for ranks whose inputs reach 16 MB

@@ -365,7 +365,7 @@ TEST_F(SimulatorTest, CollectivesMatchByOrderWithinTheGroupNotById) {
   ASSERT_TRUE(swapped.result().completed);
   const auto& p = swapped.result().problems.entries();
   ASSERT_EQ(p.size(), 1u);
-  EXPECT_THAT(p.begin()->first, HasSubstr("disagree"));
+  EXPECT_EQ(p.begin()->first, StatKind::kSimCollectiveMembersDisagree);
   EXPECT_EQ(p.begin()->second.count, 2u);
 }
 
@@ -738,7 +738,7 @@ void expect_sequential_semantics(const Outcome& run,
                                  const std::vector<std::vector<SimTraceNode>>& traces) {
   const SimResult& res = run.result();
   ASSERT_TRUE(res.completed);
-  EXPECT_TRUE(res.problems.entries().empty()) << res.problems.entries().begin()->first;
+  EXPECT_TRUE(res.problems.entries().empty()) << stat_key(res.problems.entries().begin()->first);
   for (uint32_t r = 0; r < traces.size(); ++r) {
     const RankSimulator& rank = *run.sim->ranks()[r];
     std::map<uint32_t, std::vector<const SimNode*>> by_resource;
