@@ -159,12 +159,7 @@ Trace read_et(const std::string& path) {
   pb::GlobalMetadata metadata;
   bool has_metadata = false;
   std::vector<pb::Node> records;
-  Status status;
-  {
-    py::gil_scoped_release release;
-    status = read_records(path, &metadata, &has_metadata, &records);
-  }
-  if (!status.ok()) raise(status);
+  run_released([&] { return read_records(path, &metadata, &has_metadata, &records); });
   Trace trace;
   trace.path = path;
   if (has_metadata) {

@@ -31,6 +31,18 @@ class CfError : public std::runtime_error {
   throw CfError(status.message());
 }
 
+// Runs `work` (returning a Status; it must not touch Python objects) with the GIL released, and
+// raises its error, the GIL held again.
+template <typename Work>
+void run_released(Work&& work) {
+  Status status;
+  {
+    py::gil_scoped_release release;
+    status = work();
+  }
+  if (!status.ok()) raise(status);
+}
+
 // LinkStats -> {kind: {"count": n, "examples": [...]}}, keyed by the kind strings entries() gives.
 py::dict stats_to_dict(const LinkStats& stats);
 

@@ -151,12 +151,7 @@ py::dict convert_file_py(const std::string& input, const std::string& output,
     throw py::value_error(s.message());
   }
   ConvertReport report;
-  Status status;
-  {
-    py::gil_scoped_release release;
-    status = convert_file(input, output, options, &report);
-  }
-  if (!status.ok()) raise(status);
+  run_released([&] { return convert_file(input, output, options, &report); });
   py::dict out;
   out["input"] = input;
   out["output"] = output;
@@ -185,12 +180,7 @@ py::dict synth(const std::string& out_dir, int ranks, int iterations, double sca
   options.seed = seed;
   options.legacy = legacy;
   uint64_t bytes = 0;
-  Status status;
-  {
-    py::gil_scoped_release release;
-    status = write_synth_set(options, out_dir, gzip, &bytes);
-  }
-  if (!status.ok()) raise(status);
+  run_released([&] { return write_synth_set(options, out_dir, gzip, &bytes); });
   py::dict out;
   out["out_dir"] = out_dir;
   out["ranks"] = ranks;
@@ -206,10 +196,8 @@ std::string simulate_json(const std::string& traces, int ranks, std::optional<st
   SimOptions options;
   if (window) options.feeder.window = *window;
   std::string report;
-  Status status;
-  {
-    py::gil_scoped_release release;
-    status = with_threads(threads, [&]() -> Status {
+  run_released([&] {
+    return with_threads(threads, [&]() -> Status {
       if (config) {
         CF_ASSIGN_OR_RETURN(options.config, load_sim_config(*config));
       }
@@ -220,8 +208,7 @@ std::string simulate_json(const std::string& traces, int ranks, std::optional<st
       report = report_json(sim->result(), options.config);
       return Status();
     });
-  }
-  if (!status.ok()) raise(status);
+  });
   return report;
 }
 

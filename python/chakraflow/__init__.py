@@ -83,7 +83,7 @@ class Feeder(_chakraflow.Feeder):
     yields every node once, each completed when the next is asked for; or drive it by hand with
     issue() / issuable() and complete(node_id). `state`: "running", "done", "stalled" (see
     `stall` for the waiting ids) or "error"; `checksum`: the issue-order checksum the CLI
-    prints."""
+    prints. One thread at a time per Feeder (the GIL is released while it reads)."""
 
     def __init__(self, path, *, window=None, ctrl_deps=False):
         super().__init__(_os.fspath(path), window=window, ctrl_deps=ctrl_deps)
