@@ -157,7 +157,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (verb == "--version") {
-    std::printf("chakraflow 0.1.0 (simdjson kernel: %s, malloc huge pages: %s)\n",
+    std::printf("chakraflow " CHAKRAFLOW_VERSION " (simdjson kernel: %s, malloc huge pages: %s)\n",
                 std::string(chakraflow::json::builtin_kernel()).c_str(),
                 chakraflow::malloc_huge_pages() ? "on" : "off");
     return 0;

@@ -11,10 +11,44 @@
 
 #include "pipeline/cli_args.h"
 #include "pipeline/commands.h"
+#include "pipeline/synth_set.h"
 #include "stages/common/file_io.h"
 #include "stages/generate/synthetic_trace.h"
 
 namespace chakraflow {
+
+Status write_synth_set(const SynthOptions& opt, const std::string& out_dir_text, bool gzip,
+                       uint64_t* bytes_written) {
+  const std::string ext = gzip ? ".json.gz" : ".json";
+  const std::filesystem::path out_dir = out_dir_text;
+  std::atomic<uint64_t> bytes{0};
+  std::mutex error_mutex;
+  std::string first_error;
+  oneapi::tbb::parallel_for(0, opt.ranks, [&](int rank) {
+    std::filesystem::path dir = out_dir / fmt::format("rank{}", rank);
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    auto host = OutputFile::open((dir / ("host_et" + ext)).string());
+    auto device = OutputFile::open((dir / ("kineto" + ext)).string());
+    Status status = ec ? Status::errorf("{}: cannot create the directory: {}", dir.string(),
+                                        ec.message())
+                       : !host.ok() ? host.status() : device.status();
+    if (status.ok()) {
+      synthesize_rank(
+          opt, rank, [&](std::string_view b) { host->write(b); },
+          [&](std::string_view b) { device->write(b); });
+      status = host->commit();
+      if (status.ok()) status = device->commit();
+      bytes += host->bytes_written() + device->bytes_written();
+    }
+    if (!status.ok()) {
+      std::lock_guard<std::mutex> lock(error_mutex);
+      if (first_error.empty()) first_error = status.message();
+    }
+  });
+  if (bytes_written) *bytes_written += bytes.load();
+  return first_error.empty() ? Status() : Status::error(first_error);
+}
 
 int run_synth_command(int argc, char** argv, int first) {
   static const std::vector<cli::FlagSpec> specs = {
@@ -51,44 +85,19 @@ int run_synth_command(int argc, char** argv, int first) {
   opt.scale = *scale;
   opt.seed = static_cast<uint64_t>(*seed);
   opt.legacy = args.has("legacy");
-  const std::string ext = args.has("gzip") ? ".json.gz" : ".json";
   const std::filesystem::path out_dir = *args.get("out");
 
   auto t0 = std::chrono::steady_clock::now();
-  std::atomic<uint64_t> bytes{0};
-  std::mutex error_mutex;
-  std::string first_error;
-  oneapi::tbb::parallel_for(0, opt.ranks, [&](int rank) {
-    std::filesystem::path dir = out_dir / fmt::format("rank{}", rank);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    auto host = OutputFile::open((dir / ("host_et" + ext)).string());
-    auto device = OutputFile::open((dir / ("kineto" + ext)).string());
-    Status status = ec ? Status::errorf("{}: cannot create the directory: {}", dir.string(),
-                                        ec.message())
-                       : !host.ok() ? host.status() : device.status();
-    if (status.ok()) {
-      synthesize_rank(
-          opt, rank, [&](std::string_view b) { host->write(b); },
-          [&](std::string_view b) { device->write(b); });
-      status = host->commit();
-      if (status.ok()) status = device->commit();
-      bytes += host->bytes_written() + device->bytes_written();
-    }
-    if (!status.ok()) {
-      std::lock_guard<std::mutex> lock(error_mutex);
-      if (first_error.empty()) first_error = status.message();
-    }
-  });
-  if (!first_error.empty()) {
-    std::fprintf(stderr, "chakraflow synth: error: %s\n", first_error.c_str());
+  uint64_t bytes = 0;
+  if (Status s = write_synth_set(opt, *args.get("out"), args.has("gzip"), &bytes); !s.ok()) {
+    std::fprintf(stderr, "chakraflow synth: error: %s\n", s.message().c_str());
     return 1;
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr,
                "synth: %d ranks x %d iterations (%d layers) -> %s: %.1f MB of JSON in %.2f s\n",
                opt.ranks, opt.iterations, synth_layers(opt.scale), out_dir.string().c_str(),
-               bytes.load() / 1e6, seconds);
+               bytes / 1e6, seconds);
   return 0;
 }
 

@@ -6,6 +6,8 @@ if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 pkgs=(build-essential cmake ninja-build pkg-config
       libtbb-dev libsimdjson-dev libprotobuf-dev protobuf-compiler libfmt-dev libyaml-cpp-dev
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+      # the Python module (python/) and its tests: pybind11, Debian's python3, pytest, pandas
+      python3-dev pybind11-dev python3-pytest python3-pandas
       # optional: `mpirun -n K chakraflow run` (the build works without it)
       libopenmpi-dev openmpi-bin)
 missing=()

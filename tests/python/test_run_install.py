@@ -1,0 +1,56 @@
+"""cf.run runs a batch configuration in-process; the installed package imports outside the
+build tree."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+import chakraflow as cf
+
+
+def test_run_returns_the_summary(synth_set, tmp_path):
+    config = tmp_path / "run.yaml"
+    config.write_text(f"""
+inputs:
+  host: {synth_set}/rank{{rank}}/host_et.json
+  device: {synth_set}/rank{{rank}}/kineto.json
+stages: [link, convert, simulate]
+outputs:
+  dir: {tmp_path}/out
+""")
+    summary = cf.run(config)
+    assert summary["ranks_total"] == 2 and summary["ranks_failed"] == 0
+    assert [r["status"] for r in summary["ranks"]] == ["ok", "ok"]
+    # The run's .et is what link then convert write.
+    assert (tmp_path / "out/trace.0.et").read_bytes() == (synth_set / "trace.0.et").read_bytes()
+    again = cf.run(config, resume=True)
+    assert again["ranks_skipped"] == 2
+
+    config.write_text(config.read_text().replace("stages:", "stagez:"))
+    with pytest.raises(cf.Error, match="run.yaml"):
+        cf.run(config)
+
+
+def test_installed_package_imports_elsewhere(tmp_path):
+    build_dir = os.environ.get("CHAKRAFLOW_BUILD_DIR")
+    site = os.environ.get("CHAKRAFLOW_PYTHON_INSTALL_DIR")
+    cmake = os.environ.get("CMAKE_COMMAND", "cmake")
+    if not build_dir or not site:
+        pytest.fail("CHAKRAFLOW_BUILD_DIR and CHAKRAFLOW_PYTHON_INSTALL_DIR must be set "
+                    "(ctest sets them)")
+    prefix = tmp_path / "prefix"
+    subprocess.run([cmake, "--install", build_dir, "--component", "python", "--prefix", prefix],
+                   check=True, capture_output=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["PYTHONPATH"] = str(prefix / site)
+    code = "import chakraflow as cf; print(cf.__file__); print(cf.__version__)"
+    done = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    file, version = done.stdout.split()
+    assert file.startswith(str(prefix)) and version == cf.__version__
+    assert (prefix / site / "chakraflow/__init__.pyi").exists()
