@@ -21,6 +21,7 @@
 #include "pipeline/commands.h"
 #include "pipeline/mpi_world.h"
 #include "pipeline/rank_graph.h"
+#include "pipeline/run_command.h"
 #include "pipeline/run_config.h"
 #include "stages/common/file_io.h"
 #include "stages/common/json_writer.h"
@@ -101,8 +102,8 @@ uint64_t simulation_window(uint64_t budget, uint64_t et_bytes, size_t ranks, uin
                               uint64_t{1} << 20);
 }
 
-// The simulate stage over every rank's .et; returns the exit code.
-int simulate_all(const RunConfig& cfg, const SimConfig& sim_config, bool quiet) {
+// The simulate stage over every rank's .et.
+Status simulate_all(const RunConfig& cfg, const SimConfig& sim_config, bool quiet) {
   SimOptions sim_options;
   uint64_t et_bytes = 0;
   for (int rank : cfg.ranks) {
@@ -127,26 +128,15 @@ int simulate_all(const RunConfig& cfg, const SimConfig& sim_config, bool quiet) 
   for (int rank : cfg.ranks) et_paths.push_back(cfg.et_path(rank));
   auto sim = Simulation::open(et_paths, sim_options);
   Status ran = sim.ok() ? (*sim)->run() : sim.status();
-  if (!ran.ok()) {
-    std::fprintf(stderr, "chakraflow run: simulation: %s\n", ran.message().c_str());
-    return 1;
-  }
+  if (!ran.ok()) return ran.with_context("simulation");
   const SimResult& result = (*sim)->result();
   if (!quiet) std::fputs(report_text(result, sim_options.config).c_str(), stderr);
-  std::string report_path =
-      cfg.simulation_path();
-  Status report = write_file_atomically(report_path, report_json(result, sim_options.config));
-  if (!report.ok()) {
-    std::fprintf(stderr, "chakraflow run: %s\n", report.message().c_str());
-    return 1;
-  }
+  CF_RETURN_IF_ERROR(
+      write_file_atomically(cfg.simulation_path(), report_json(result, sim_options.config)));
   if (!result.completed) {
-    for (const std::string& line : result.stall) {
-      std::fprintf(stderr, "chakraflow run: stalled: %s\n", line.c_str());
-    }
-    return 1;
+    return Status::errorf("simulation stalled: {}", fmt::join(result.stall, "; "));
   }
-  return 0;
+  return Status();
 }
 
 // No output of the run may replace one of its inputs (a template that points the ET+ at the host
@@ -638,25 +628,87 @@ void announce(const RunConfig& cfg, const RunJobs& work, const std::string& who)
                static_cast<unsigned long long>(cfg.memory_budget_bytes >> 20));
 }
 
-// Process 0, after the graph: steps 4 (summary) and 5 (simulation). Returns the exit status.
-int summarize_and_simulate(const RunSetup& setup, const std::vector<std::string>& blobs,
-                           const RunTotals& totals, bool quiet) {
+// Process 0, after the graph: steps 4 (summary) and 5 (simulation).
+RunOutcome summarize_and_simulate(const RunSetup& setup, const std::vector<std::string>& blobs,
+                                  const RunTotals& totals, bool quiet) {
   const RunConfig& cfg = setup.cfg;
+  RunOutcome out;
   auto failed = summarize_run(cfg, blobs, totals, quiet);
   if (!failed.ok()) {
-    std::fprintf(stderr, "chakraflow run: %s\n", failed.status().message().c_str());
-    return 1;
+    out.exit_code = 1;
+    out.error = failed.status();
+    return out;
   }
-  if (!cfg.has(RunStage::kSimulate)) return *failed > 0 ? 1 : 0;
+  out.summary_path = cfg.summary_path();
+  out.ranks_failed = *failed;
+  out.exit_code = *failed > 0 ? 1 : 0;
+  if (!cfg.has(RunStage::kSimulate)) return out;
   if (*failed > 0) {
-    std::fprintf(stderr, "chakraflow run: simulation skipped: %zu rank(s) failed\n", *failed);
-    return 1;
+    out.error = Status::errorf("simulation skipped: {} rank(s) failed", *failed);
+    return out;
   }
   // All ranks at once, after the last one is converted.
-  return simulate_all(cfg, setup.sim_config, quiet);
+  out.error = simulate_all(cfg, setup.sim_config, quiet);
+  out.exit_code = out.error.ok() ? 0 : 1;
+  return out;
 }
 
 }  // namespace
+
+RunOutcome run_batch(const RunRequest& request) {
+  RunOutcome out;
+  auto unusable = [&out](Status why) {
+    out.exit_code = 2;
+    out.error = std::move(why);
+    return out;
+  };
+  // 1. The configuration, checked whole (the simulator's too) before any work.
+  auto setup = load_setup(request.config_path);
+  if (!setup.ok()) return unusable(setup.status());
+  const RunConfig& cfg = setup->cfg;
+  // Under mpirun, this process runs its share of the ranks; process 0 gathers the summary and
+  // runs the simulation.
+  auto joined = MpiWorld::join();
+  if (!joined.ok()) return unusable(joined.status());
+  if (Status s = create_output_dirs(cfg); !s.ok()) return unusable(s);
+  const MpiWorld& world = *joined;
+  std::unique_ptr<oneapi::tbb::global_control> limit;
+  if (cfg.threads > 0) {
+    limit = std::make_unique<oneapi::tbb::global_control>(
+        oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(cfg.threads));
+  }
+
+  // 2. The jobs: this process's ranks, less those --resume finds up to date.
+  const RunJobs work = plan_jobs(cfg, world, request.resume);
+  const std::string who = world.distributed()
+                              ? fmt::format("[process {}/{}] ", world.process(), world.processes())
+                              : std::string();
+  if (!request.quiet) announce(cfg, work, who);
+
+  // 3. The graph.
+  const auto t0 = Clock::now();
+  Progress progress(work, who, request.quiet, ::isatty(2) != 0 && !world.distributed(),
+                    work.plan.convert);
+  const std::vector<RankJobResult> results =
+      run_rank_graph(work.plan, work.jobs, static_cast<size_t>(work.in_flight),
+                     [&progress](size_t job, const RankJobResult& r) { progress.done(job, r); });
+
+  // 4. The summary: every process's rows to process 0 (which also waits here for the last
+  // process to finish). 5. The simulation, on process 0 after the summary.
+  const std::vector<std::string> blobs = world.gather(encode_rows(rows_of(work, results)));
+  RunTotals totals;
+  totals.seconds = seconds_since(t0);
+  totals.in_flight = work.in_flight;
+  totals.processes = world.processes();
+  if (world.process() == 0) out = summarize_and_simulate(*setup, blobs, totals, request.quiet);
+  out.exit_code = world.broadcast(out.exit_code);
+  return out;
+}
+
+StatusOr<std::string> run_graph_dot(const std::string& config_path) {
+  CF_ASSIGN_OR_RETURN(RunConfig cfg, load_run_config(config_path));
+  return rank_graph_dot(plan_of(cfg));
+}
 
 int run_run_command(int argc, char** argv, int first) {
   static const std::vector<cli::FlagSpec> specs = {
@@ -672,59 +724,24 @@ int run_run_command(int argc, char** argv, int first) {
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
   const cli::Args& args = verb.args();
   if (args.positionals().size() != 1) return verb.usage_error("expected one CONFIG.yaml");
-  const bool quiet = args.has("quiet");
-
-  // 1. The configuration, checked whole (the simulator's too) before any work.
-  auto setup = load_setup(args.positionals().front());
-  if (!setup.ok()) {
-    std::fprintf(stderr, "chakraflow run: %s\n", setup.status().message().c_str());
-    return 2;
-  }
-  const RunConfig& cfg = setup->cfg;
   if (args.has("print-graph")) {
-    std::fputs(rank_graph_dot(plan_of(cfg)).c_str(), stdout);
+    auto dot = run_graph_dot(args.positionals().front());
+    if (!dot.ok()) {
+      std::fprintf(stderr, "chakraflow run: %s\n", dot.status().message().c_str());
+      return 2;
+    }
+    std::fputs(dot->c_str(), stdout);
     return 0;
   }
-  // Under mpirun, this process runs its share of the ranks; process 0 gathers the summary and
-  // runs the simulation.
-  auto joined = MpiWorld::join();
-  Status ready = joined.ok() ? create_output_dirs(cfg) : joined.status();
-  if (!ready.ok()) {
-    std::fprintf(stderr, "chakraflow run: %s\n", ready.message().c_str());
-    return 2;
+  RunRequest request;
+  request.config_path = args.positionals().front();
+  request.resume = args.has("resume");
+  request.quiet = args.has("quiet");
+  const RunOutcome outcome = run_batch(request);
+  if (!outcome.error.ok()) {
+    std::fprintf(stderr, "chakraflow run: %s\n", outcome.error.message().c_str());
   }
-  const MpiWorld& world = *joined;
-  std::unique_ptr<oneapi::tbb::global_control> limit;
-  if (cfg.threads > 0) {
-    limit = std::make_unique<oneapi::tbb::global_control>(
-        oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(cfg.threads));
-  }
-
-  // 2. The jobs: this process's ranks, less those --resume finds up to date.
-  const RunJobs work = plan_jobs(cfg, world, args.has("resume"));
-  const std::string who = world.distributed()
-                              ? fmt::format("[process {}/{}] ", world.process(), world.processes())
-                              : std::string();
-  if (!quiet) announce(cfg, work, who);
-
-  // 3. The graph.
-  const auto t0 = Clock::now();
-  Progress progress(work, who, quiet, ::isatty(2) != 0 && !world.distributed(),
-                    work.plan.convert);
-  const std::vector<RankJobResult> results =
-      run_rank_graph(work.plan, work.jobs, static_cast<size_t>(work.in_flight),
-                     [&progress](size_t job, const RankJobResult& r) { progress.done(job, r); });
-
-  // 4. The summary: every process's rows to process 0 (which also waits here for the last
-  // process to finish).
-  const std::vector<std::string> blobs = world.gather(encode_rows(rows_of(work, results)));
-  RunTotals totals;
-  totals.seconds = seconds_since(t0);
-  totals.in_flight = work.in_flight;
-  totals.processes = world.processes();
-  // 5. The simulation, on process 0 after the summary.
-  const int code = world.process() == 0 ? summarize_and_simulate(*setup, blobs, totals, quiet) : 0;
-  return world.broadcast(code);
+  return outcome.exit_code;
 }
 
 }  // namespace chakraflow

@@ -187,7 +187,7 @@ py::dict stats_to_dict(const LinkStats& stats) {
     py::dict e;
     e["count"] = entry.count;
     e["examples"] = entry.examples;
-    out[py::str(kind)] = e;
+    out[py::str(std::string(stat_key(kind)))] = e;
   }
   return out;
 }

@@ -12,7 +12,8 @@
 #include <vector>
 
 #include "pipeline/commands.h"
-#include "pipeline/link_graph.h"
+#include "pipeline/rank_graph.h"
+#include "pipeline/run_command.h"
 #include "pipeline/run_config.h"
 #include "pipeline/synth_set.h"
 #include "python/binding.h"
@@ -50,32 +51,31 @@ py::dict link_rank(const std::string& host, const std::string& device, const std
                    std::optional<int> rank, const std::string& mode, const std::string& compat,
                    double gap_threshold_us, int threads, const std::string& format,
                    const std::string& annotation, std::optional<double> min_match_rate) {
-  LinkJob job;
+  RankJob job;
   job.host_path = host;
   job.device_path = device;
-  job.output_path = output;
-  job.options.rank = rank.value_or(-1);
-  set_option(job.options, "mode", mode);
-  set_option(job.options, "compat", compat);
-  set_option(job.options, "format", format);
-  set_option(job.options, "gap_threshold_us", fmt::format("{}", gap_threshold_us));
-  if (!annotation.empty()) set_option(job.options, "annotation", annotation);
-  if (min_match_rate) set_option(job.options, "min_match_rate", fmt::format("{}", *min_match_rate));
+  job.et_plus_path = output;
+  job.link.rank = rank.value_or(-1);
+  set_option(job.link, "mode", mode);
+  set_option(job.link, "compat", compat);
+  set_option(job.link, "format", format);
+  set_option(job.link, "gap_threshold_us", fmt::format("{}", gap_threshold_us));
+  if (!annotation.empty()) set_option(job.link, "annotation", annotation);
+  if (min_match_rate) set_option(job.link, "min_match_rate", fmt::format("{}", *min_match_rate));
   for (const std::string& path : {host, device, output}) {
     if (path.empty()) throw py::value_error("an empty path");
   }
   if (Status s = check_output_is_not_input(output, {host, device}); !s.ok()) {
     throw py::value_error(s.message());
   }
-  std::vector<LinkJobResult> results;
+  RankJobResult r;
   double started = 0, finished = 0;  // steady clock: Python's time.monotonic()
   {
     py::gil_scoped_release release;
     started = monotonic_seconds();
-    results = with_threads(threads, [&] { return run_link_graph({job}, 1); });
+    r = with_threads(threads, [&] { return run_link_job(job); });
     finished = monotonic_seconds();
   }
-  const LinkJobResult& r = results.front();
   if (!r.status.ok()) raise(r.status);
   const LinkSummary& s = r.summary;
   py::dict out;
@@ -215,21 +215,20 @@ std::string simulate_json(const std::string& traces, int ranks, std::optional<st
 // `chakraflow run CONFIG [--resume] [--quiet]` in-process; returns its exit code and the path of
 // the summary.json it writes. One function, to be swapped for a typed entry point of the batch
 // runner when there is one.
-std::pair<int, std::string> run_config(const std::string& config_path, bool resume, bool quiet) {
-  StatusOr<RunConfig> config = load_run_config(config_path);
-  if (!config.ok()) raise(config.status());
-  std::vector<std::string> args = {"chakraflow", "run", config_path};
-  if (resume) args.emplace_back("--resume");
-  if (quiet) args.emplace_back("--quiet");
-  std::vector<char*> argv;
-  for (std::string& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  int rc;
+// `chakraflow run` in-process: (exit status, summary.json's path or "", failed rank count).
+// A configuration, output or simulation problem raises chakraflow.Error with its message.
+py::tuple run_config(const std::string& config_path, bool resume, bool quiet) {
+  RunRequest request;
+  request.config_path = config_path;
+  request.resume = resume;
+  request.quiet = quiet;
+  RunOutcome outcome;
   {
     py::gil_scoped_release release;
-    rc = run_run_command(static_cast<int>(args.size()), argv.data(), 2);
+    outcome = run_batch(request);
   }
-  return {rc, config->summary_path()};
+  if (!outcome.error.ok()) raise(outcome.error);
+  return py::make_tuple(outcome.exit_code, outcome.summary_path, outcome.ranks_failed);
 }
 
 }  // namespace

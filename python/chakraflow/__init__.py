@@ -102,22 +102,19 @@ def simulate(traces, ranks, *, config=None, window=None, threads=0):
 
 def run(config_path, *, resume=False, quiet=True):
     """Runs a batch configuration (`chakraflow run CONFIG.yaml`) in-process and returns what its
-    summary.json holds. Raises Error when the configuration is invalid or a rank fails (the
-    summary is the exception's `summary` attribute)."""
-    rc, summary_path = _chakraflow._run(_os.fspath(config_path), resume=resume, quiet=quiet)
+    summary.json holds. Raises Error when the configuration, an output or the simulation fails
+    (the message says which), or when a rank fails (the summary is the exception's `summary`
+    attribute)."""
+    rc, summary_path, ranks_failed = _chakraflow._run(_os.fspath(config_path), resume=resume,
+                                                      quiet=quiet)
     summary = None
-    try:
+    if summary_path:
         with open(summary_path, encoding="utf-8") as f:
             summary = _json.load(f)
-    except OSError:
-        pass
     if rc != 0:
-        if summary is not None:
-            failures = [f"rank {r['rank']}: {r.get('error', 'failed')}"
-                        for r in summary.get("ranks", []) if r.get("status") == "failed"]
-            why = "; ".join(failures) or f"exit status {rc}"
-        else:
-            why = f"exit status {rc}; the reason is on stderr"
+        failures = [f"rank {r['rank']}: {r.get('error', 'failed')}"
+                    for r in (summary or {}).get("ranks", []) if r.get("status") == "failed"]
+        why = "; ".join(failures) or f"{ranks_failed} rank(s) failed"
         error = Error(f"{config_path}: chakraflow run failed: {why}")
         error.summary = summary
         raise error
