@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -18,6 +19,7 @@
 #include "stages/common/file_io.h"
 #include "stages/simulate/sim_config.h"
 #include "stages/simulate/simulator.h"
+#include "stages/simulate/simulator_report.h"
 #include "stages/simulate/simulator_timeline.h"
 
 namespace chakraflow {
@@ -42,6 +44,63 @@ const std::vector<cli::FlagSpec>& simulate_flags() {
   return specs;
 }
 
+// What `chakraflow simulate` was asked to do.
+struct SimulateRequest {
+  std::vector<std::string> traces;  // one per rank
+  std::optional<std::string> timeline, report_path;
+  SimOptions options;
+  int64_t ranks = 0;
+  int64_t threads = 0;
+  bool quiet = false;
+};
+
+// The flags as a request; a usage error (exit status 2) as its message, a configuration that
+// does not load as `config_error`.
+StatusOr<SimulateRequest> parse_simulate_request(const cli::Args& args, Status* config_error) {
+  SimulateRequest req;
+  if (!args.has("traces")) return Status::error("--traces is required");
+  CF_ASSIGN_OR_RETURN(req.ranks, args.get_int("ranks", 0));
+  if (req.ranks <= 0 || req.ranks > (1 << 20)) {
+    return Status::error("--ranks must be between 1 and 1048576");
+  }
+  CF_ASSIGN_OR_RETURN(req.threads, args.get_int_in("threads", 0, 0, cli::kMaxThreads));
+  for (const char* flag : {"traces", "config", "timeline", "report-json"}) {
+    CF_RETURN_IF_ERROR(args.get_path(flag).status());
+  }
+  CF_ASSIGN_OR_RETURN(int64_t window, args.get_int("window", int64_t{1} << 20));
+  if (window <= 0) return Status::error("--window must be at least 1");
+  req.quiet = args.has("quiet");
+  req.timeline = args.get("timeline");
+  req.report_path = args.get("report-json");
+  req.options.keep_names = req.timeline.has_value();
+  req.options.feeder.window = static_cast<uint64_t>(window);
+  req.traces = expand_trace_paths(*args.get("traces"), static_cast<uint32_t>(req.ranks));
+  // The outputs replace no input (a trace, the configuration).
+  std::vector<std::string> inputs = req.traces;
+  if (auto config_path = args.get("config")) inputs.push_back(*config_path);
+  for (const auto& output : {req.timeline, req.report_path}) {
+    if (output) CF_RETURN_IF_ERROR(check_output_is_not_input(*output, inputs));
+  }
+  if (auto config_path = args.get("config")) {
+    auto config = load_sim_config(*config_path);
+    if (config.ok()) {
+      req.options.config = *config;
+    } else {
+      *config_error = config.status();
+    }
+  }
+  return req;
+}
+
+std::string summary_line(const SimulateRequest& req, const SimResult& result, double seconds) {
+  return fmt::format(
+      "chakraflow simulate: {} ranks, {} mode: {} nodes, {} collectives, {} messages in {} "
+      "rounds; {:.3f} s ({:.2f} M nodes/s){}\n",
+      req.ranks, to_string(req.options.config.mode), result.nodes, result.collectives,
+      result.messages, result.rounds, seconds, seconds > 0 ? result.nodes / seconds / 1e6 : 0.0,
+      result.completed ? "" : ", STALLED");
+}
+
 }  // namespace
 
 int run_simulate_command(int argc, char** argv, int first) {
@@ -52,84 +111,38 @@ int run_simulate_command(int argc, char** argv, int first) {
   cli::Verb verb("simulate", synopsis, specs);
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
   if (auto exit = verb.no_positionals()) return *exit;
-  const cli::Args& args = verb.args();
-  auto usage_error = [&](const std::string& why) { return verb.usage_error(why); };
-  if (!args.has("traces")) return usage_error("--traces is required");
-  auto ranks = args.get_int("ranks", 0);
-  if (!ranks.ok()) return usage_error(ranks.status().message());
-  if (*ranks <= 0 || *ranks > (1 << 20))
-    return usage_error("--ranks must be between 1 and 1048576");
-  auto threads = args.get_int_in("threads", 0, 0, cli::kMaxThreads);
-  if (!threads.ok()) return usage_error(threads.status().message());
-  for (const char* flag : {"traces", "config", "timeline", "report-json"}) {
-    if (auto path = args.get_path(flag); !path.ok()) return usage_error(path.status().message());
-  }
-  auto window = args.get_int("window", int64_t{1} << 20);
-  if (!window.ok()) return usage_error(window.status().message());
-  if (*window <= 0) return usage_error("--window must be at least 1");
-  const bool quiet = args.has("quiet");
   auto fail = [](const Status& s) {
     std::fprintf(stderr, "chakraflow simulate: error: %s\n", s.message().c_str());
     return 1;
   };
-
+  Status config_error;
+  auto req = parse_simulate_request(verb.args(), &config_error);
+  if (!req.ok()) return verb.usage_error(req.status().message());
+  if (!config_error.ok()) return fail(config_error);
   std::unique_ptr<oneapi::tbb::global_control> limit;
-  if (*threads > 0) {
+  if (req->threads > 0) {
     limit = std::make_unique<oneapi::tbb::global_control>(
-        oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(*threads));
+        oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(req->threads));
   }
-
-  SimOptions options;
-  if (auto config_path = args.get("config")) {
-    auto config = load_sim_config(*config_path);
-    if (!config.ok()) return fail(config.status());
-    options.config = *config;
-  }
-  const auto timeline = args.get("timeline");
-  const auto report_path = args.get("report-json");
-  options.keep_names = timeline.has_value();
-  options.feeder.window = static_cast<uint64_t>(*window);
 
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<std::string> paths =
-      expand_trace_paths(*args.get("traces"), static_cast<uint32_t>(*ranks));
-  // The outputs replace no input (a trace, the configuration).
-  std::vector<std::string> inputs = paths;
-  if (auto config_path = args.get("config")) inputs.push_back(*config_path);
-  for (const auto& output : {timeline, report_path}) {
-    if (!output) continue;
-    if (Status s = check_output_is_not_input(*output, inputs); !s.ok()) {
-      return usage_error(s.message());
-    }
-  }
-  auto sim = Simulation::open(paths, options);
+  auto sim = Simulation::open(req->traces, req->options);
   if (!sim.ok()) return fail(sim.status());
-  Status ran = (*sim)->run();
-  if (!ran.ok()) return fail(ran);
+  if (Status ran = (*sim)->run(); !ran.ok()) return fail(ran);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const SimResult& result = (*sim)->result();
-
-  if (timeline) {
-    Status s = write_timeline((*sim)->ranks(), *timeline);
+  if (req->timeline) {
+    if (Status s = write_timeline((*sim)->ranks(), *req->timeline); !s.ok()) return fail(s);
+  }
+  if (req->report_path) {
+    Status s = write_file_atomically(*req->report_path, report_json(result, req->options.config));
     if (!s.ok()) return fail(s);
   }
-  if (report_path) {
-    Status s = write_file_atomically(*report_path, report_json(result, options.config));
-    if (!s.ok()) return fail(s);
-  }
-  if (!quiet) std::fputs(report_text(result, options.config).c_str(), stdout);
-  std::printf(
-      "chakraflow simulate: %lld ranks, %s mode: %llu nodes, %llu collectives, %llu messages in "
-      "%llu rounds; %.3f s (%.2f M nodes/s)%s\n",
-      static_cast<long long>(*ranks), to_string(options.config.mode),
-      static_cast<unsigned long long>(result.nodes),
-      static_cast<unsigned long long>(result.collectives),
-      static_cast<unsigned long long>(result.messages),
-      static_cast<unsigned long long>(result.rounds), seconds,
-      seconds > 0 ? result.nodes / seconds / 1e6 : 0.0, result.completed ? "" : ", STALLED");
+  if (!req->quiet) std::fputs(report_text(result, req->options.config).c_str(), stdout);
+  std::fputs(summary_line(*req, result, seconds).c_str(), stdout);
   if (!result.completed) {
-    if (quiet) {  // the table was not printed: still say what blocks
+    if (req->quiet) {  // the table was not printed: still say what blocks
       for (const std::string& line : result.stall) {
         std::fprintf(stderr, "chakraflow simulate: stalled: %s\n", line.c_str());
       }
