@@ -54,3 +54,36 @@ def test_installed_package_imports_elsewhere(tmp_path):
     file, version = done.stdout.split()
     assert file.startswith(str(prefix)) and version == cf.__version__
     assert (prefix / site / "chakraflow/__init__.pyi").exists()
+
+
+def test_run_failures_raise_with_their_reason(synth_set, tmp_path):
+    traces = tmp_path / "traces"
+    for r in (0, 1):
+        (traces / f"rank{r}").mkdir(parents=True)
+        for name in ("host_et.json", "kineto.json"):
+            text = (synth_set / f"rank{r}" / name).read_bytes()
+            if r == 1 and name == "kineto.json":
+                text = text[: len(text) // 2]  # rank 1's device trace is cut
+            (traces / f"rank{r}" / name).write_bytes(text)
+    config = tmp_path / "run.yaml"
+    config.write_text(f"""
+inputs:
+  host: {traces}/rank{{rank}}/host_et.json
+  device: {traces}/rank{{rank}}/kineto.json
+stages: [link, convert]
+outputs:
+  dir: {tmp_path}/out
+""")
+    with pytest.raises(cf.Error, match="rank 1: .*kineto.json") as failed:
+        cf.run(config)
+    assert failed.value.summary["ranks_failed"] == 1
+    assert [r["status"] for r in failed.value.summary["ranks"]] == ["ok", "failed"]
+
+    # A simulator configuration that does not load stops the run before any work: the error
+    # names it (not a summary.json left by the run before).
+    (tmp_path / "sim.yaml").write_text("mode: sideways\n")
+    config.write_text(config.read_text().replace(
+        "stages: [link, convert]", "stages: [link, convert, simulate]\nsimulate:\n  config: sim.yaml"))
+    with pytest.raises(cf.Error, match="sim.yaml") as unusable:
+        cf.run(config)
+    assert getattr(unusable.value, "summary", None) is None
