@@ -511,20 +511,6 @@ SyncDependencies compute_sync_dependencies(const DeviceTrace& trace, const Launc
   return out;
 }
 
-std::string_view sync_kind_name(SyncKind kind) {
-  switch (kind) {
-    case SyncKind::kDevice:
-      return "device sync";
-    case SyncKind::kStream:
-      return "stream sync";
-    case SyncKind::kEvent:
-      return "event sync";
-    case SyncKind::kStreamWait:
-      return "stream wait";
-  }
-  return "sync";
-}
-
 std::string_view sync_problem_name(SyncProblem problem) {
   switch (problem) {
     case SyncProblem::kNone:

@@ -108,7 +108,6 @@ SyncDependencies compute_sync_dependencies(const DeviceTrace& trace, const Launc
 // by DeviceEventIdx and free of duplicates.
 void keep_last_per_stream(const DeviceTrace& trace, std::vector<DeviceEventIdx>& ops);
 
-std::string_view sync_kind_name(SyncKind kind);
 std::string_view sync_problem_name(SyncProblem problem);
 
 }  // namespace chakraflow
