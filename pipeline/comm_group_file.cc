@@ -2,27 +2,32 @@
 
 #include <oneapi/tbb/parallel_for.h>
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "stages/common/file_io.h"
 
 namespace chakraflow {
 
-Status write_comm_group_file(const std::vector<std::pair<int, std::string>>& rank_traces,
+Status write_comm_group_file(std::vector<RankCommGroups> known,
+                             const std::vector<std::pair<int, std::string>>& to_scan,
                              const std::vector<int>& world, int name_offset,
                              const std::string& out_path, CommGroupFileReport* report) {
-  std::vector<StatusOr<RankCommGroups>> scanned(rank_traces.size(), Status::error("not scanned"));
-  tbb::parallel_for(size_t{0}, rank_traces.size(), [&](size_t i) {
-    scanned[i] = scan_comm_groups(rank_traces[i].second, rank_traces[i].first, name_offset);
+  std::vector<StatusOr<RankCommGroups>> scanned(to_scan.size(), Status::error("not scanned"));
+  tbb::parallel_for(size_t{0}, to_scan.size(), [&](size_t i) {
+    scanned[i] = scan_comm_groups(to_scan[i].second, to_scan[i].first, name_offset);
   });
-  std::vector<RankCommGroups> ranks;
-  ranks.reserve(scanned.size());
-  report->unreadable_metadata = 0;
+  std::vector<RankCommGroups> ranks = std::move(known);
   for (auto& s : scanned) {
     if (!s.ok()) return s.status();
-    report->unreadable_metadata += s->unreadable_metadata;
     ranks.push_back(std::move(s).value());
   }
+  // In rank order, whatever the source.
+  std::sort(ranks.begin(), ranks.end(),
+            [](const RankCommGroups& a, const RankCommGroups& b) { return a.rank < b.rank; });
+  report->unreadable_metadata = 0;
+  for (const RankCommGroups& r : ranks) report->unreadable_metadata += r.unreadable_metadata;
   report->groups = build_comm_groups(ranks, world, name_offset);
   return write_file_atomically(out_path, comm_groups_json(report->groups));
 }

@@ -16,9 +16,11 @@ struct CommGroupFileReport {
   uint64_t unreadable_metadata = 0;
 };
 
-// Scans each (rank, .et path) in parallel, builds the groups over `world` and writes `out_path`
-// atomically. Errors name the file.
-Status write_comm_group_file(const std::vector<std::pair<int, std::string>>& rank_traces,
+// Builds the groups over `world` from `known` (ranks whose conversion reported them:
+// ConvertReport::comm_groups) and from each (rank, .et path) of `to_scan` (read in parallel:
+// ranks converted by an earlier run), and writes `out_path` atomically. Errors name the file.
+Status write_comm_group_file(std::vector<RankCommGroups> known,
+                             const std::vector<std::pair<int, std::string>>& to_scan,
                              const std::vector<int>& world, int name_offset,
                              const std::string& out_path, CommGroupFileReport* report);
 

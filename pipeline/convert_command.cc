@@ -232,25 +232,25 @@ std::string convert_summary(const ConvertRequest& req, const ConvertReport& repo
   return summary;
 }
 
-// ASTRA-sim's communicator-group file for the converted trace. The world: --world-size, else
-// every rank the metadata names (at least this one).
-Status write_groups(const ConvertRequest& req) {
+// ASTRA-sim's communicator-group file for the converted trace (its groups as the conversion
+// reported them). The world: --world-size, else every rank the metadata names (at least this
+// one).
+Status write_groups(const ConvertRequest& req, RankCommGroups groups) {
+  groups.rank = req.rank;
   int size = req.world_size.value_or(0);
   if (!req.world_size) {
-    CF_ASSIGN_OR_RETURN(RankCommGroups scanned,
-                        scan_comm_groups(req.output, req.rank, req.options.pg_name_offset));
     size = req.rank + 1;
-    for (const auto& [name, members] : scanned.declared) {
+    for (const auto& [name, members] : groups.declared) {
       if (!members.empty()) size = std::max(size, members.back() + 1);
     }
   }
   std::vector<int> world;
   for (int r = 0; r < size; ++r) world.push_back(r);
-  CommGroupFileReport groups;
-  CF_RETURN_IF_ERROR(write_comm_group_file({{req.rank, req.output}}, world,
+  CommGroupFileReport report;
+  CF_RETURN_IF_ERROR(write_comm_group_file({std::move(groups)}, {}, world,
                                            req.options.pg_name_offset, *req.comm_groups,
-                                           &groups));
-  if (!req.quiet) std::fprintf(stderr, "  %s\n", describe(groups, *req.comm_groups).c_str());
+                                           &report));
+  if (!req.quiet) std::fprintf(stderr, "  %s\n", describe(report, *req.comm_groups).c_str());
   return Status();
 }
 
@@ -288,7 +288,7 @@ int run_convert_command(int argc, char** argv, int first) {
     std::fputs(convert_summary(*req, result.convert, seconds_since(start)).c_str(), stderr);
   }
   if (req->comm_groups) {
-    if (Status s = write_groups(*req); !s.ok()) return cmd.failure(s);
+    if (Status s = write_groups(*req, result.convert.comm_groups); !s.ok()) return cmd.failure(s);
   }
   return 0;
 }

@@ -378,6 +378,8 @@ struct RankRow {
            et_plus_nodes = 0, et_nodes = 0, sync_deps = 0;
   double link_seconds = 0, convert_seconds = 0;
   std::map<std::string, uint64_t> warnings;  // data problems by kind, link and convert
+  // The communicator groups its conversion reported (for the group file; not in summary.json).
+  std::optional<RankCommGroups> comm_groups;
 
   uint64_t warning_count() const {
     uint64_t n = 0;
@@ -411,6 +413,10 @@ RankRow row_of(const RankRecord& rec, const RankJobResult* r, const std::string&
   row.sync_deps = s.sync.host_deps + s.sync.gpu_deps;
   row.link_seconds = r->seconds - r->times.convert;
   row.convert_seconds = r->times.convert;
+  if (r->status.ok() && r->convert.output_nodes > 0) {
+    row.comm_groups = r->convert.comm_groups;
+    row.comm_groups->rank = rec.rank;
+  }
   for (const LinkStats* stats : {&r->stats, &r->convert.stats}) {
     for (const auto& [kind, entry] : stats->entries()) {
       row.warnings[std::string(stat_key(kind))] += entry.count;
@@ -419,7 +425,8 @@ RankRow row_of(const RankRecord& rec, const RankJobResult* r, const std::string&
   return row;
 }
 
-void write_row(JsonWriter& w, const RankRow& row) {
+// A rank's summary.json object; for MPI's gather (`with_groups`) with its communicator groups.
+void write_row(JsonWriter& w, const RankRow& row, bool with_groups = false) {
   w.begin_object(JsonWriter::Layout::kOneLine).member("rank", row.rank).member("status", row.status);
   if (!row.error.empty()) w.member("error", row.error);
   if (row.status != "skipped") {
@@ -440,6 +447,18 @@ void write_row(JsonWriter& w, const RankRow& row) {
     w.key("warnings").begin_object();
     for (const auto& [kind, count] : row.warnings) w.member(kind, count);
     w.end();
+  }
+  if (with_groups && row.comm_groups) {
+    const RankCommGroups& g = *row.comm_groups;
+    w.key("comm_groups").begin_object().key("declared").begin_object();
+    for (const auto& [name, ranks] : g.declared) {
+      w.key(name).begin_array();
+      for (int r : ranks) w.value(r);
+      w.end();
+    }
+    w.end().key("used").begin_array();
+    for (const std::string& name : g.used) w.value(name);
+    w.end().member("unreadable_metadata", g.unreadable_metadata).end();
   }
   w.end();
 }
@@ -462,9 +481,36 @@ std::vector<RankRow> rows_of(const RunJobs& work, const std::vector<RankJobResul
 std::string encode_rows(const std::vector<RankRow>& rows) {
   JsonWriter w;
   w.begin_array();
-  for (const RankRow& row : rows) write_row(w, row);
+  for (const RankRow& row : rows) write_row(w, row, /*with_groups=*/true);
   w.end();
   return w.take();
+}
+
+StatusOr<RankCommGroups> decode_groups(simdjson::dom::object o, int rank) {
+  RankCommGroups g;
+  g.rank = rank;
+  simdjson::dom::object declared;
+  simdjson::dom::array used;
+  if (o["declared"].get(declared) != simdjson::SUCCESS || o["used"].get(used) != simdjson::SUCCESS ||
+      o["unreadable_metadata"].get(g.unreadable_metadata) != simdjson::SUCCESS) {
+    return Status::error("summary row: bad comm_groups");
+  }
+  for (auto [name, ranks] : declared) {
+    std::vector<int>& members = g.declared[std::string(name)];
+    simdjson::dom::array list;
+    if (ranks.get(list) != simdjson::SUCCESS) return Status::error("summary row: bad comm_groups");
+    for (simdjson::dom::element r : list) {
+      int64_t v = 0;
+      if (r.get(v) != simdjson::SUCCESS) return Status::error("summary row: bad comm_groups");
+      members.push_back(static_cast<int>(v));
+    }
+  }
+  for (simdjson::dom::element name : used) {
+    std::string_view v;
+    if (name.get(v) != simdjson::SUCCESS) return Status::error("summary row: bad comm_groups");
+    g.used.insert(std::string(v));
+  }
+  return g;
 }
 
 StatusOr<RankRow> decode_row(simdjson::dom::object o) {
@@ -503,6 +549,10 @@ StatusOr<RankRow> decode_row(simdjson::dom::object o) {
       if (count.get(n) != simdjson::SUCCESS) return Status::error("summary row: bad warning count");
       row.warnings[std::string(kind)] = n;
     }
+  }
+  simdjson::dom::object groups;
+  if (o["comm_groups"].get(groups) == simdjson::SUCCESS) {
+    CF_ASSIGN_OR_RETURN(row.comm_groups, decode_groups(groups, row.rank));
   }
   return row;
 }
@@ -589,13 +639,22 @@ std::string summary_json(const RunConfig& cfg, const std::vector<RankRow>& rows,
   return w.take();
 }
 
-// ASTRA-sim's --comm-group-configuration, from every rank's trace.
-Status write_groups(const RunConfig& cfg, bool quiet) {
-  std::vector<std::pair<int, std::string>> traces;
-  for (int r : cfg.ranks) traces.emplace_back(r, cfg.et_path(r));
+// ASTRA-sim's --comm-group-configuration: the groups each rank's conversion reported; the .et of
+// a rank --resume skipped is read.
+Status write_groups(const RunConfig& cfg, const std::vector<RankRow>& rows, bool quiet) {
+  std::vector<RankCommGroups> known;
+  std::vector<std::pair<int, std::string>> to_scan;
+  for (const RankRow& row : rows) {
+    if (row.comm_groups) {
+      known.push_back(*row.comm_groups);
+    } else {
+      to_scan.emplace_back(row.rank, cfg.et_path(row.rank));
+    }
+  }
   CommGroupFileReport groups;
-  CF_RETURN_IF_ERROR(write_comm_group_file(traces, cfg.ranks, cfg.renumber_groups ? 1 : 0,
-                                           cfg.comm_group_path(), &groups));
+  CF_RETURN_IF_ERROR(write_comm_group_file(std::move(known), to_scan, cfg.ranks,
+                                           cfg.renumber_groups ? 1 : 0, cfg.comm_group_path(),
+                                           &groups));
   if (!quiet) std::fprintf(stderr, "%s\n", describe(groups, cfg.comm_group_path()).c_str());
   return Status();
 }
@@ -612,7 +671,7 @@ StatusOr<size_t> summarize_run(const RunConfig& cfg, const std::vector<std::stri
   if (!quiet || totals.failed > 0) print_table(rows, totals);
   CF_RETURN_IF_ERROR(write_file_atomically(cfg.summary_path(), summary_json(cfg, rows, totals)));
   if (cfg.has(RunStage::kConvert) && cfg.comm_groups && totals.failed == 0) {
-    CF_RETURN_IF_ERROR(write_groups(cfg, quiet));
+    CF_RETURN_IF_ERROR(write_groups(cfg, rows, quiet));
   }
   return totals.failed;
 }

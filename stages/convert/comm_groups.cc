@@ -6,7 +6,9 @@
 #include <charconv>
 
 #include "proto/et_def.pb.h"
+#include "stages/convert/convert_model.h"
 #include "stages/convert/node_record.h"
+#include "stages/convert/pytorch_converter.h"
 #include "stages/convert/et_io.h"
 
 namespace chakraflow {
@@ -104,6 +106,28 @@ StatusOr<RankCommGroups> scan_comm_groups(const std::string& et_path, int rank, 
           !attr.string_val().empty()) {
         out.used.insert(attr.string_val());
       }
+    }
+  }
+  return out;
+}
+
+StatusOr<RankCommGroups> comm_groups_of(const EtPlusTrace& trace, const ChakraTrace& chakra,
+                                        int name_offset) {
+  RankCommGroups out;
+  RenderedIo io;
+  for (const ChakraNodeRecord& rec : chakra.nodes) {
+    const EtPlusNode& src = trace.nodes[rec.source];
+    if (rec.type == ChakraNodeType::kMetadata ||
+        src.name.find("process_group:init") != std::string_view::npos) {
+      CF_RETURN_IF_ERROR(render_io(trace, src, io));
+      const std::string values(io.io[kInValues]);
+      if (!values.empty() && !parse_group_list(values, name_offset, &out.declared)) {
+        ++out.unreadable_metadata;
+      }
+    } else if (rec.type == ChakraNodeType::kCommColl || rec.type == ChakraNodeType::kCommSend ||
+               rec.type == ChakraNodeType::kCommRecv) {
+      const CommAttrs* c = chakra.comm_of(rec);
+      if (c != nullptr && !c->pg_name.empty()) out.used.insert(std::string(c->pg_name));
     }
   }
   return out;

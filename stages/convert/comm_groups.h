@@ -37,7 +37,17 @@ struct RankCommGroups {
   std::map<std::string, std::vector<int>> declared;
   std::set<std::string> used;  // pg_names on the rank's communication nodes
   uint64_t unreadable_metadata = 0;  // metadata nodes whose group list does not parse
+  friend bool operator==(const RankCommGroups&, const RankCommGroups&) = default;
 };
+
+struct EtPlusTrace;
+struct ChakraTrace;
+
+// What scan_comm_groups reads back from the .et write_chakra_trace writes for `chakra`, taken
+// from the conversion in memory (the same node names, types, rendered inputs and pg_names), so
+// that a run need not read its traces again. `rank` is left 0. Fails as render_io.
+StatusOr<RankCommGroups> comm_groups_of(const EtPlusTrace& trace, const ChakraTrace& chakra,
+                                        int name_offset);
 
 // Reads one rank's .et. `name_offset`: the offset the converter applied to the pg_name
 // attributes, applied here to the metadata's names too. Errors name the file and the record.

@@ -604,6 +604,8 @@ Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
   CF_RETURN_IF_ERROR(write_chakra_trace(trace, chakra, options, writer));
   CF_RETURN_IF_ERROR(writer.commit());
   if (report != nullptr) {
+    CF_ASSIGN_OR_RETURN(report->comm_groups,
+                        comm_groups_of(trace, chakra, options.pg_name_offset));
     report->input_nodes = trace.nodes.size();
     report->output_nodes = chakra.nodes.size();
     report->removed_dangling = chakra.removed_dangling;

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 
+#include "stages/convert/comm_groups.h"
 #include "stages/convert/convert_model.h"
 #include "stages/common/status.h"
 
@@ -43,6 +44,9 @@ struct ConvertReport {
   uint64_t sync_edges = 0;
   uint64_t bytes_written = 0;
   LinkStats stats;  // data problems that did not stop the conversion, by kind
+  // The trace's communicator groups (stages/convert/comm_groups.h: comm_groups_of), for the
+  // group file ASTRA-sim reads; `rank` is the caller's to set.
+  RankCommGroups comm_groups;
 };
 
 // ET+ nodes → the Chakra nodes that are written, sorted by id, dependencies encoded and checked

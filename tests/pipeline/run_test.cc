@@ -436,6 +436,14 @@ TEST(RunGroups, GeneratedSetDefaultAndForOlderAstraSim) {
             "{\n  \"0\": [0, 1, 2]\n}\n");
   EXPECT_EQ(testing::read_text(dir.file("older/trace.comm_group.json")),
             "{\n  \"1\": [0, 1, 2]\n}\n");
+  // --resume redoes rank 1 only: its groups come from its conversion, the skipped ranks' from
+  // their .et files; the file is the same.
+  fs::remove(dir.file("plain/trace.1.et"));
+  fs::remove(dir.file("plain/trace.comm_group.json"));
+  ASSERT_EQ(run_command(kBin + " run " + dir.file("plain.yaml") + " --resume", &out), 0) << out;
+  EXPECT_NE(out.find("(1 to do here, 2 up to date)"), std::string::npos) << out;
+  EXPECT_EQ(testing::read_text(dir.file("plain/trace.comm_group.json")),
+            "{\n  \"0\": [0, 1, 2]\n}\n");
   for (int r = 0; r < opt.ranks; ++r) {
     for (const std::string variant : {"plain", "older"}) {
       auto reader = EtReader::open(dir.file(variant + "/trace." + std::to_string(r) + ".et"));
