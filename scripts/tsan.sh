@@ -16,7 +16,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
 jobs="$(nproc)"
-tests=(cli_test link_golden_test simulate_test simulate_golden_test feed_test feed_golden_test)
+tests=(cli_test rank_graph_test link_golden_test simulate_test simulate_golden_test feed_test feed_golden_test)
 
 # --- oneTBB with TSan (cached).
 tbb_dir="$PWD/build-tsan/onetbb"
