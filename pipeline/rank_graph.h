@@ -13,7 +13,8 @@
 //      join -> map_and_assign_ids -> [write_et_plus] -> [release_device] -> [read_nodes]  <-+
 //           -> [convert] -> finish -> limiter.decrementer()
 //
-// From an ET+ file (RankInput::kEtPlus): source -> limiter -> read_nodes -> convert -> finish.
+// From an ET+ file (RankInput::kEtPlus): source -> limiter -> start -> read_nodes -> convert ->
+// finish.
 //
 // The nodes in brackets exist when the plan asks for them: write_et_plus when an ET+ is kept (or,
 // in the legacy layout, converted from a temporary file), release_device + read_nodes + convert
