@@ -7,7 +7,7 @@
 
 #include "proto/et_def.pb.h"
 #include "python/binding.h"
-#include "stages/convert/et_io.h"
+#include "stages/convert/jsonizer.h"
 
 namespace chakraflow::python {
 namespace {
@@ -119,40 +119,18 @@ struct Trace {
   }
 };
 
-// Reads every record as `chakraflow jsonize` does: a first record that is a Node means the file
-// has no GlobalMetadata. Needs no GIL.
+// Reads every record as `chakraflow jsonize` does (EtNodeReader). Needs no GIL.
 Status read_records(const std::string& path, pb::GlobalMetadata* metadata, bool* has_metadata,
                     std::vector<pb::Node>* nodes) {
-  CF_ASSIGN_OR_RETURN(EtReader reader, EtReader::open(path));
-  std::string_view first;
-  CF_ASSIGN_OR_RETURN(bool have_first, reader.next_raw(&first));
-  *has_metadata = have_first && !first_record_is_node(first);
-  if (*has_metadata) {
-    if (!metadata->ParseFromArray(first.data(), static_cast<int>(first.size()))) {
-      return Status::errorf("{}: record #0 at byte 0 ({} bytes) does not parse as {}", path,
-                            first.size(), metadata->GetTypeName());
-    }
-  } else if (have_first) {
-    nodes->emplace_back();
-    if (!nodes->back().ParseFromArray(first.data(), static_cast<int>(first.size()))) {
-      return Status::errorf("{}: record #0 at byte 0 ({} bytes) does not parse as {}", path,
-                            first.size(), nodes->back().GetTypeName());
-    }
-  }
-  while (have_first) {
-    const uint64_t index = reader.record_index(), at = reader.offset();
+  CF_ASSIGN_OR_RETURN(EtNodeReader reader, EtNodeReader::open(path));
+  *has_metadata = reader.has_metadata();
+  metadata->CopyFrom(reader.metadata());
+  while (true) {
     pb::Node node;
     CF_ASSIGN_OR_RETURN(bool have, reader.next(&node));
-    if (!have) break;
-    if (!pb::NodeType_IsValid(node.type())) {
-      return Status::errorf(
-          "{}: record #{} at byte {}: node id {}: type {} is not a NodeType of "
-          "the schema",
-          path, index, at, node.id(), static_cast<int>(node.type()));
-    }
+    if (!have) return Status();
     nodes->push_back(std::move(node));
   }
-  return Status();
 }
 
 Trace read_et(const std::string& path) {

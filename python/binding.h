@@ -43,7 +43,7 @@ void run_released(Work&& work) {
   if (!status.ok()) raise(status);
 }
 
-// LinkStats -> {kind: {"count": n, "examples": [...]}}, keyed by the kind strings entries() gives.
+// LinkStats -> {key: {"count": n, "examples": [...]}}, keyed by the kinds' stable keys (stat_key).
 py::dict stats_to_dict(const LinkStats& stats);
 
 // An attribute's value as a Python value: int, float, bool, str, bytes, or a list of them.

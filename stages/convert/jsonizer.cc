@@ -433,60 +433,74 @@ void append_message_json(std::string& out, const pb::Node& n, int indent) {
   j.end_object();
 }
 
+EtNodeReader::EtNodeReader(EtReader reader)
+    : reader_(std::move(reader)), metadata_(std::make_unique<pb::GlobalMetadata>()) {}
+EtNodeReader::EtNodeReader(EtNodeReader&&) noexcept = default;
+EtNodeReader& EtNodeReader::operator=(EtNodeReader&&) noexcept = default;
+EtNodeReader::~EtNodeReader() = default;
+
+StatusOr<EtNodeReader> EtNodeReader::open(const std::string& path) {
+  CF_ASSIGN_OR_RETURN(EtReader reader, EtReader::open(path));
+  EtNodeReader out(std::move(reader));
+  std::string_view first;
+  CF_ASSIGN_OR_RETURN(bool have_first, out.reader_.next_raw(&first));
+  if (!have_first) return out;
+  out.has_metadata_ = !first_record_is_node(first);
+  google::protobuf::MessageLite* message = out.metadata_.get();
+  if (!out.has_metadata_) {
+    out.first_node_ = std::make_unique<pb::Node>();
+    message = out.first_node_.get();
+  }
+  if (!message->ParseFromArray(first.data(), static_cast<int>(first.size()))) {
+    return Status::errorf("{}: record #0 at byte 0 ({} bytes) does not parse as {}", path,
+                          first.size(), message->GetTypeName());
+  }
+  return out;
+}
+
+StatusOr<bool> EtNodeReader::next(pb::Node* node) {
+  uint64_t index = 0, at = 0;  // of the record
+  if (first_node_) {
+    node->Swap(first_node_.get());
+    first_node_.reset();
+  } else {
+    index = reader_.record_index();
+    at = reader_.offset();
+    CF_ASSIGN_OR_RETURN(bool have, reader_.next(node));
+    if (!have) return false;
+  }
+  // A type the schema does not know is an error, as for the feeder.
+  if (!pb::NodeType_IsValid(node->type())) {
+    return Status::errorf("{}: record #{} at byte {}: node id {}: type {} is not a NodeType of "
+                          "the schema",
+                          reader_.path(), index, at, node->id(), static_cast<int>(node->type()));
+  }
+  return true;
+}
+
 Status jsonize_file(const std::string& input_path, const std::string& output_path,
                     const JsonizeOptions& options, JsonizeReport* report) {
-  CF_ASSIGN_OR_RETURN(EtReader reader, EtReader::open(input_path));
-  // As the feeder reads it: a file whose first record is a Node (or that has no record) has no
-  // GlobalMetadata; its nodes are all written and the report says so.
-  std::string_view first;
-  CF_ASSIGN_OR_RETURN(bool have_first, reader.next_raw(&first));
-  const bool metadata_missing = !have_first || first_record_is_node(first);
-  pb::GlobalMetadata metadata;
-  pb::Node node;
-  bool pending_node = false;
-  if (have_first && !metadata_missing) {
-    if (!metadata.ParseFromArray(first.data(), static_cast<int>(first.size()))) {
-      return Status::errorf("{}: record #0 at byte 0 ({} bytes) does not parse as {}", input_path,
-                            first.size(), metadata.GetTypeName());
-    }
-  } else if (have_first) {
-    if (!node.ParseFromArray(first.data(), static_cast<int>(first.size()))) {
-      return Status::errorf("{}: record #0 at byte 0 ({} bytes) does not parse as {}", input_path,
-                            first.size(), node.GetTypeName());
-    }
-    pending_node = true;
-  }
+  CF_ASSIGN_OR_RETURN(EtNodeReader reader, EtNodeReader::open(input_path));
+  const bool metadata_missing = !reader.has_metadata();
   CF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::open(output_path));
   std::string buf;
   const int indent = options.concatenated ? 2 : -1;
   if (options.concatenated) {
-    if (!metadata_missing) append_message_json(buf, metadata, indent);
+    if (!metadata_missing) append_message_json(buf, reader.metadata(), indent);
   } else {
     buf += "{\n";
     if (!metadata_missing) {
       buf += "  \"globalMetadata\": ";
-      append_message_json(buf, metadata, indent);
+      append_message_json(buf, reader.metadata(), indent);
       buf += ",\n";
     }
     buf += "  \"nodes\": [";
   }
   uint64_t nodes = 0;
+  pb::Node node;
   while (true) {
-    uint64_t index = 0, at = 0;  // of the record
-    if (pending_node) {
-      pending_node = false;
-    } else {
-      index = reader.record_index();
-      at = reader.offset();
-      CF_ASSIGN_OR_RETURN(bool have, reader.next(&node));
-      if (!have) break;
-    }
-    // A type the schema does not know is an error, as for the feeder.
-    if (!pb::NodeType_IsValid(node.type())) {
-      return Status::errorf("{}: record #{} at byte {}: node id {}: type {} is not a NodeType of "
-                            "the schema",
-                            input_path, index, at, node.id(), static_cast<int>(node.type()));
-    }
+    CF_ASSIGN_OR_RETURN(bool have, reader.next(&node));
+    if (!have) break;
     if (!options.concatenated) buf += nodes == 0 ? "\n    " : ",\n    ";
     append_message_json(buf, node, indent);
     ++nodes;

@@ -20,9 +20,11 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
 #include "stages/common/status.h"
+#include "stages/convert/et_io.h"
 
 namespace ChakraProtoMsg {
 class GlobalMetadata;
@@ -48,6 +50,33 @@ struct JsonizeReport {
 void append_message_json(std::string& out, const ChakraProtoMsg::GlobalMetadata& message,
                          int indent);
 void append_message_json(std::string& out, const ChakraProtoMsg::Node& message, int indent);
+
+// A .et read the way the jsonizer (and the Python module's read_et) reads it: the GlobalMetadata
+// when the first record is one (a file that starts with a Node, or has no record, has none: the
+// feeder's rule), then every node in file order, each checked to carry a NodeType of the schema.
+// Streaming (one record at a time). Errors name the file, the record and its byte.
+class EtNodeReader {
+ public:
+  EtNodeReader(EtNodeReader&&) noexcept;
+  EtNodeReader& operator=(EtNodeReader&&) noexcept;
+  ~EtNodeReader();
+
+  static StatusOr<EtNodeReader> open(const std::string& path);
+
+  bool has_metadata() const { return has_metadata_; }
+  // The GlobalMetadata; all-default when has_metadata() is false.
+  const ChakraProtoMsg::GlobalMetadata& metadata() const { return *metadata_; }
+  // The next node (cleared first); false at the end of the file.
+  StatusOr<bool> next(ChakraProtoMsg::Node* node);
+
+ private:
+  explicit EtNodeReader(EtReader reader);
+
+  EtReader reader_;
+  std::unique_ptr<ChakraProtoMsg::GlobalMetadata> metadata_;
+  std::unique_ptr<ChakraProtoMsg::Node> first_node_;  // a first record that is a node, not read yet
+  bool has_metadata_ = false;
+};
 
 // Reads `input_path` (.et, gzip'd or not) and writes `output_path` (gzip'd when it ends in .gz),
 // atomically. Errors name the file and the record.
