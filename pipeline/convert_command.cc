@@ -13,6 +13,7 @@
 #include "pipeline/commands.h"
 #include "pipeline/rank_graph.h"
 #include "stages/common/file_io.h"
+#include "stages/convert/convert_options.h"
 #include "stages/convert/jsonizer.h"
 #include "stages/convert/pytorch_converter.h"
 
@@ -181,17 +182,12 @@ StatusOr<ConvertRequest> parse_convert_request(const cli::Args& args) {
   ConvertRequest req;
   req.input = *args.get("input");
   req.output = *args.get("output");
-  const std::string compat = args.get_or("compat", "default");
-  if (compat != "default" && compat != "chakra") {
-    return Status::errorf("--compat: unknown value '{}' (default, chakra)", compat);
+  for (const char* flag : {"compat", "metadata-node"}) {
+    if (auto value = args.get(flag)) {
+      CF_RETURN_IF_ERROR(set_convert_option(req.options, std::string("--") + flag, *value));
+    }
   }
-  req.options.compat = compat == "chakra" ? Compat::kChakra : Compat::kDefault;
   req.options.zero_optimizer_step = !args.has("keep-optimizer-step-duration");
-  const std::string metadata_node = args.get_or("metadata-node", "keep");
-  if (metadata_node != "keep" && metadata_node != "compute") {
-    return Status::errorf("--metadata-node: unknown value '{}' (keep, compute)", metadata_node);
-  }
-  req.options.metadata_as_compute = metadata_node == "compute";
   req.options.pg_name_offset = args.has("renumber-groups") ? 1 : 0;
   if (args.has("comm-groups")) {
     CF_ASSIGN_OR_RETURN(std::optional<std::string> path, args.get_path("comm-groups"));

@@ -255,9 +255,7 @@ RankJob job_of(const RunConfig& cfg, int rank) {
   job.et_path = cfg.et_path(rank);
   job.link = cfg.link;
   job.link.rank = rank;
-  job.convert.compat = cfg.convert_chakra_compat ? Compat::kChakra : Compat::kDefault;
-  job.convert.metadata_as_compute = cfg.metadata_as_compute;
-  job.convert.pg_name_offset = cfg.renumber_groups ? 1 : 0;
+  job.convert = cfg.convert;
   return job;
 }
 
@@ -653,7 +651,7 @@ Status write_groups(const RunConfig& cfg, const std::vector<RankRow>& rows, bool
   }
   CommGroupFileReport groups;
   CF_RETURN_IF_ERROR(write_comm_group_file(std::move(known), to_scan, cfg.ranks,
-                                           cfg.renumber_groups ? 1 : 0, cfg.comm_group_path(),
+                                           cfg.convert.pg_name_offset, cfg.comm_group_path(),
                                            &groups));
   if (!quiet) std::fprintf(stderr, "%s\n", describe(groups, cfg.comm_group_path()).c_str());
   return Status();

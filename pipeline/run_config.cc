@@ -16,6 +16,7 @@
 
 #include "stages/common/file_io.h"
 #include "stages/common/json_util.h"
+#include "stages/convert/convert_options.h"
 #include "stages/link/link_options.h"
 
 namespace chakraflow {
@@ -358,22 +359,16 @@ Status read_link(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
 Status read_convert(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
   if (const YAML::Node v = root["convert"]) {
     CF_RETURN_IF_ERROR(c.keys(v, "convert", {"compat", "metadata_node", "renumber_groups"}));
-    if (v["compat"]) {
-      CF_ASSIGN_OR_RETURN(std::string m, c.string(v["compat"], "compat"));
-      if (m != "default" && m != "chakra")
-        return c.at(v["compat"], fmt::format("unknown compat '{}' (default, chakra)", m));
-      cfg.convert_chakra_compat = m == "chakra";
-    }
-    if (v["metadata_node"]) {
-      CF_ASSIGN_OR_RETURN(std::string m, c.string(v["metadata_node"], "metadata_node"));
-      if (m != "keep" && m != "compute")
-        return c.at(v["metadata_node"],
-                    fmt::format("unknown metadata_node '{}' (keep, compute)", m));
-      cfg.metadata_as_compute = m == "compute";
+    for (const char* key : {"compat", "metadata_node"}) {
+      if (!v[key]) continue;
+      CF_ASSIGN_OR_RETURN(std::string m, c.string(v[key], key));
+      if (Status s = set_convert_option(cfg.convert, key, m); !s.ok()) {
+        return c.at(v[key], s.message());
+      }
     }
     if (v["renumber_groups"]) {
-      CF_ASSIGN_OR_RETURN(cfg.renumber_groups,
-                          c.boolean(v["renumber_groups"], "renumber_groups"));
+      CF_ASSIGN_OR_RETURN(bool renumber, c.boolean(v["renumber_groups"], "renumber_groups"));
+      cfg.convert.pg_name_offset = renumber ? 1 : 0;
     }
   }
   return Status();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "stages/convert/convert_model.h"
 #include "stages/link/link_options.h"
 #include "stages/common/status.h"
 
@@ -26,9 +27,7 @@ struct RunConfig {
   // stages, in pipeline order
   std::vector<RunStage> stages;
   LinkOptions link;
-  bool convert_chakra_compat = false;
-  bool metadata_as_compute = false;  // convert.metadata_node: compute
-  bool renumber_groups = false;      // convert.renumber_groups
+  ConvertOptions convert;  // the `convert:` section
   std::string simulate_config;  // path to a simulation YAML (may be empty)
   // outputs
   std::string out_dir = "out";

@@ -18,6 +18,7 @@
 #include "pipeline/synth_set.h"
 #include "python/binding.h"
 #include "stages/common/file_io.h"
+#include "stages/convert/convert_options.h"
 #include "stages/convert/pytorch_converter.h"
 #include "stages/link/link_options.h"
 #include "stages/simulate/sim_config.h"
@@ -132,20 +133,15 @@ py::dict convert_file_py(const std::string& input, const std::string& output,
                          const std::string& compat, bool keep_optimizer_step_duration,
                          const std::string& metadata_node, bool renumber_groups) {
   ConvertOptions options;
-  if (compat == "default") {
-    options.compat = Compat::kDefault;
-  } else if (compat == "chakra") {
-    options.compat = Compat::kChakra;
-  } else {
-    throw py::value_error(fmt::format("compat: unknown value '{}' (default, chakra)", compat));
+  for (const auto& [name, value] : {std::pair<const char*, std::string>{"compat", compat},
+                                    {"metadata_node", metadata_node},
+                                    {"keep_optimizer_step_duration",
+                                     keep_optimizer_step_duration ? "true" : "false"},
+                                    {"renumber_groups", renumber_groups ? "true" : "false"}}) {
+    if (Status s = set_convert_option(options, name, value); !s.ok()) {
+      throw py::value_error(s.message());
+    }
   }
-  if (metadata_node != "keep" && metadata_node != "compute") {
-    throw py::value_error(
-        fmt::format("metadata_node: unknown value '{}' (keep, compute)", metadata_node));
-  }
-  options.zero_optimizer_step = !keep_optimizer_step_duration;
-  options.metadata_as_compute = metadata_node == "compute";
-  options.pg_name_offset = renumber_groups ? 1 : 0;
   if (input.empty() || output.empty()) throw py::value_error("an empty path");
   if (Status s = check_output_is_not_input(output, {input}); !s.ok()) {
     throw py::value_error(s.message());

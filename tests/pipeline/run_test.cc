@@ -54,7 +54,7 @@ run: {memory_budget_mb: 512, max_ranks_in_flight: 3, threads: 2}
   EXPECT_EQ(cfg->link.gap_threshold, 250000);
   EXPECT_EQ(cfg->link.annotation, "ProfilerStep");
   EXPECT_DOUBLE_EQ(cfg->link.min_match_rate, 0.75);
-  EXPECT_TRUE(cfg->convert_chakra_compat);
+  EXPECT_EQ(cfg->convert.compat, Compat::kChakra);
   EXPECT_TRUE(cfg->keep_et_plus);
   EXPECT_EQ(cfg->memory_budget_bytes, uint64_t{512} << 20);
   EXPECT_EQ(cfg->max_ranks_in_flight, 3);
@@ -73,8 +73,8 @@ TEST(RunConfig, ShippedConfigsParse) {
   }
   auto astra = load_run_config(dir + "astra_sim.yaml");
   ASSERT_TRUE(astra.ok());
-  EXPECT_TRUE(astra->metadata_as_compute);
-  EXPECT_FALSE(astra->renumber_groups);
+  EXPECT_TRUE(astra->convert.metadata_as_compute);
+  EXPECT_EQ(astra->convert.pg_name_offset, 0);
   EXPECT_TRUE(astra->comm_groups);
   EXPECT_FALSE(astra->has(RunStage::kSimulate));
 }
