@@ -73,8 +73,8 @@ Status guarded(std::string_view stage, Body&& body) {
 
 // A device-side stage: runs `compute` on a device trace unless the job already failed.
 template <typename T, typename Compute>
-Msg<const T> device_stage(const Msg<const DeviceTrace>& in, std::string_view stage,
-                          double& seconds, Compute&& compute) {
+Msg<const T> device_stage(const Msg<const DeviceTrace>& in, std::string_view stage, double& seconds,
+                          Compute&& compute) {
   if (!in.value) return Msg<const T>{in.seq, nullptr, in.error};
   std::shared_ptr<const T> value;
   auto t0 = Clock::now();
@@ -142,10 +142,11 @@ class RankGraph {
               seq_of<LaunchersMsg>, seq_of<SyncMsg>),
         map_and_assign_ids_(graph_, flow::unlimited,
                             [this](const Joined& in) { return map_and_assign_ids(in); }),
-        write_et_plus_(graph_, flow::unlimited, step(&RankGraph::write_et_plus)),
-        release_device_(graph_, flow::unlimited, step(&RankGraph::release_device)),
-        read_nodes_(graph_, flow::unlimited, step(&RankGraph::read_nodes)),
-        convert_(graph_, flow::unlimited, step(&RankGraph::convert)),
+        write_et_plus_(graph_, flow::unlimited, step("write ET+", &RankGraph::write_et_plus)),
+        release_device_(graph_, flow::unlimited,
+                        step("release device trace", &RankGraph::release_device)),
+        read_nodes_(graph_, flow::unlimited, step("read nodes", &RankGraph::read_nodes)),
+        convert_(graph_, flow::unlimited, step("convert", &RankGraph::convert)),
         finish_(graph_, flow::unlimited, [this](const Job& job) { return finish(job); }) {
     wire();
   }
@@ -302,7 +303,8 @@ class RankGraph {
     return device_stage<std::pair<SyncDependencies, LinkStats>>(
         d, "sync dependencies", results_[d.seq].times.sync, [&](const DeviceTrace& device) {
           LinkStats stats;
-          SyncDependencies deps = compute_sync_dependencies(device, l.value->first, o.compat, stats);
+          SyncDependencies deps =
+              compute_sync_dependencies(device, l.value->first, o.compat, stats);
           return std::make_pair(std::move(deps), std::move(stats));
         });
   }
@@ -312,9 +314,9 @@ class RankGraph {
     job->seq = std::get<0>(in).seq;
     RankJobResult& result = results_[job->seq];
     // The first error upstream wins (host before device before stages).
-    for (const Status* e : {std::get<0>(in).error.get(), std::get<1>(in).error.get(),
-                            std::get<2>(in).error.get(), std::get<3>(in).error.get(),
-                            std::get<4>(in).error.get(), std::get<5>(in).error.get()}) {
+    for (const Status* e :
+         {std::get<0>(in).error.get(), std::get<1>(in).error.get(), std::get<2>(in).error.get(),
+          std::get<3>(in).error.get(), std::get<4>(in).error.get(), std::get<5>(in).error.get()}) {
       if (e != nullptr) {
         result.status = *e;
         return job;
@@ -344,11 +346,12 @@ class RankGraph {
   }
 
   // A chain node's body: runs `member` unless the job already failed, recording its error.
-  std::function<Job(const Job&)> step(Status (RankGraph::*member)(RankInFlight&)) {
-    return [this, member](const Job& job) {
+  std::function<Job(const Job&)> step(const char* stage,
+                                      Status (RankGraph::*member)(RankInFlight&)) {
+    return [this, stage, member](const Job& job) {
       RankJobResult& result = results_[job->seq];
       if (result.status.ok()) {
-        result.status = guarded("rank", [&] { return (this->*member)(*job); });
+        result.status = guarded(stage, [&] { return (this->*member)(*job); });
       }
       return job;
     };
@@ -368,7 +371,7 @@ class RankGraph {
     }
     CF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::open(job.et_plus_file));
     auto write = spec.link.format == OutputFormat::kLegacy ? write_et_plus_legacy
-                                                             : chakraflow::write_et_plus;
+                                                           : chakraflow::write_et_plus;
     const LinkedRank& linked = *job.linked;
     Status written = write(job.host->trace, *job.device, linked.trace, linked.options,
                            [&out](std::string_view bytes) { out.write(bytes); });
@@ -393,10 +396,10 @@ class RankGraph {
       if (!job.host->fields) return Status::error("internal error: host nodes not read");
       HostNodeFields fields = std::move(*job.host->fields);
       job.host->fields.reset();
-      CF_ASSIGN_OR_RETURN(EtPlusTrace nodes,
-                          read_linked_nodes(job.host->trace, std::move(fields),
-                                            std::move(*job.device_facts), job.linked->trace,
-                                            job.linked->options, options));
+      CF_ASSIGN_OR_RETURN(
+          EtPlusTrace nodes,
+          read_linked_nodes(job.host->trace, std::move(fields), std::move(*job.device_facts),
+                            job.linked->trace, job.linked->options, options));
       job.device_facts.reset();
       job.nodes = std::move(nodes);
     } else {

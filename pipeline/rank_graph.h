@@ -46,8 +46,8 @@ enum class RankInput : uint8_t { kHostAndDevice, kEtPlus };
 // What every job of a graph does (the graph's shape).
 struct RankPlan {
   RankInput input = RankInput::kHostAndDevice;
-  bool write_et_plus = true;  // keep the ET+ (RankJob::et_plus_path)
-  bool convert = false;       // write the .et (RankJob::et_path)
+  bool write_et_plus = true;                    // keep the ET+ (RankJob::et_plus_path)
+  bool convert = false;                         // write the .et (RankJob::et_path)
   OutputFormat format = OutputFormat::kChakra;  // the ET+ layout (LinkOptions::format)
   // The legacy layout is converted through a temporary ET+ file when none is kept; the chakra
   // layout in memory.
@@ -55,13 +55,14 @@ struct RankPlan {
     return convert && input == RankInput::kHostAndDevice && format == OutputFormat::kChakra;
   }
   bool writes_et_plus_file() const {
-    return input == RankInput::kHostAndDevice && (write_et_plus || (convert && !converts_in_memory()));
+    return input == RankInput::kHostAndDevice &&
+           (write_et_plus || (convert && !converts_in_memory()));
   }
 };
 
 struct RankJob {
-  std::string host_path;    // the host ET (kHostAndDevice) or the ET+ (kEtPlus)
-  std::string device_path;  // kHostAndDevice only
+  std::string host_path;     // the host ET (kHostAndDevice) or the ET+ (kEtPlus)
+  std::string device_path;   // kHostAndDevice only
   std::string et_plus_path;  // the ET+ written when the plan keeps it
   std::string et_path;       // the .et written when the plan converts
   LinkOptions link;
@@ -69,15 +70,15 @@ struct RankJob {
 };
 
 struct StageTimes {
-  double load_host = 0, load_device = 0, exclusive = 0, gaps = 0, launchers = 0, sync = 0,
-         link = 0, write = 0, convert = 0;
+  double load_host = 0, load_device = 0, exclusive = 0, gaps = 0, launchers = 0, sync = 0, link = 0,
+         write = 0, convert = 0;
 };
 
 struct RankJobResult {
-  Status status;          // the first error that stopped the job
-  LinkSummary summary;    // kHostAndDevice
-  LinkStats stats;        // data problems the link stages counted
-  ConvertReport convert;  // when converted (its stats: the converter's data problems)
+  Status status;              // the first error that stopped the job
+  LinkSummary summary;        // kHostAndDevice
+  LinkStats stats;            // data problems the link stages counted
+  ConvertReport convert;      // when converted (its stats: the converter's data problems)
   uint64_t input_bytes = 0;   // decompressed host + device JSON
   uint64_t output_bytes = 0;  // uncompressed ET+ bytes written
   double seconds = 0;         // wall time of the job, from its start to finish

@@ -337,11 +337,10 @@ class Progress {
     }
     if (!quiet_ && tty_) {
       const double elapsed = seconds_since(t0_);
-      const double eta = bytes_done_ > 0 ? elapsed *
-                                               static_cast<double>(work_.input_file_bytes -
-                                                                   bytes_done_) /
-                                               static_cast<double>(bytes_done_)
-                                         : 0;
+      const double eta = bytes_done_ > 0
+                             ? elapsed * static_cast<double>(work_.input_file_bytes - bytes_done_) /
+                                   static_cast<double>(bytes_done_)
+                             : 0;
       std::fprintf(stderr, "\r\033[K[%zu/%zu ranks] %.1f MB/s, ETA %.0f s", done_,
                    work_.jobs.size(), elapsed > 0 ? text_done_ / 1e6 / elapsed : 0, eta);
       if (done_ == work_.jobs.size()) std::fputc('\n', stderr);
@@ -425,7 +424,9 @@ RankRow row_of(const RankRecord& rec, const RankJobResult* r, const std::string&
 
 // A rank's summary.json object; for MPI's gather (`with_groups`) with its communicator groups.
 void write_row(JsonWriter& w, const RankRow& row, bool with_groups = false) {
-  w.begin_object(JsonWriter::Layout::kOneLine).member("rank", row.rank).member("status", row.status);
+  w.begin_object(JsonWriter::Layout::kOneLine)
+      .member("rank", row.rank)
+      .member("status", row.status);
   if (!row.error.empty()) w.member("error", row.error);
   if (row.status != "skipped") {
     w.member("input_file_bytes", row.input_file_bytes)
@@ -470,7 +471,8 @@ std::vector<RankRow> rows_of(const RunJobs& work, const std::vector<RankJobResul
       continue;
     }
     const RankJob& job = work.jobs[rec.job];
-    rows.push_back(row_of(rec, &results[rec.job], work.plan.convert ? job.et_path : job.et_plus_path));
+    rows.push_back(
+        row_of(rec, &results[rec.job], work.plan.convert ? job.et_path : job.et_plus_path));
   }
   return rows;
 }
@@ -489,7 +491,8 @@ StatusOr<RankCommGroups> decode_groups(simdjson::dom::object o, int rank) {
   g.rank = rank;
   simdjson::dom::object declared;
   simdjson::dom::array used;
-  if (o["declared"].get(declared) != simdjson::SUCCESS || o["used"].get(used) != simdjson::SUCCESS ||
+  if (o["declared"].get(declared) != simdjson::SUCCESS ||
+      o["used"].get(used) != simdjson::SUCCESS ||
       o["unreadable_metadata"].get(g.unreadable_metadata) != simdjson::SUCCESS) {
     return Status::error("summary row: bad comm_groups");
   }
@@ -587,14 +590,13 @@ struct RunTotals {
   int processes = 1;
 };
 
-RunTotals totals_of(const std::vector<RankRow>& rows) {
-  RunTotals t;
+// The totals the rows tell (the others are the run's: time, processes, ranks in flight).
+void count_rows(const std::vector<RankRow>& rows, RunTotals& t) {
   for (const RankRow& r : rows) {
     t.failed += r.status == "failed";
     t.skipped += r.status == "skipped";
     t.text_bytes += r.input_text_bytes;
   }
-  return t;
 }
 
 void print_table(const std::vector<RankRow>& rows, const RunTotals& t) {
@@ -662,10 +664,7 @@ Status write_groups(const RunConfig& cfg, const std::vector<RankRow>& rows, bool
 StatusOr<size_t> summarize_run(const RunConfig& cfg, const std::vector<std::string>& blobs,
                                RunTotals totals, bool quiet) {
   CF_ASSIGN_OR_RETURN(std::vector<RankRow> rows, decode_rows(blobs, cfg));
-  RunTotals counted = totals_of(rows);
-  totals.failed = counted.failed;
-  totals.skipped = counted.skipped;
-  totals.text_bytes = counted.text_bytes;
+  count_rows(rows, totals);
   if (!quiet || totals.failed > 0) print_table(rows, totals);
   CF_RETURN_IF_ERROR(write_file_atomically(cfg.summary_path(), summary_json(cfg, rows, totals)));
   if (cfg.has(RunStage::kConvert) && cfg.comm_groups && totals.failed == 0) {

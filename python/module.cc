@@ -133,11 +133,11 @@ py::dict convert_file_py(const std::string& input, const std::string& output,
                          const std::string& compat, bool keep_optimizer_step_duration,
                          const std::string& metadata_node, bool renumber_groups) {
   ConvertOptions options;
-  for (const auto& [name, value] : {std::pair<const char*, std::string>{"compat", compat},
-                                    {"metadata_node", metadata_node},
-                                    {"keep_optimizer_step_duration",
-                                     keep_optimizer_step_duration ? "true" : "false"},
-                                    {"renumber_groups", renumber_groups ? "true" : "false"}}) {
+  for (const auto& [name, value] :
+       {std::pair<const char*, std::string>{"compat", compat},
+        {"metadata_node", metadata_node},
+        {"keep_optimizer_step_duration", keep_optimizer_step_duration ? "true" : "false"},
+        {"renumber_groups", renumber_groups ? "true" : "false"}}) {
     if (Status s = set_convert_option(options, name, value); !s.ok()) {
       throw py::value_error(s.message());
     }
@@ -208,9 +208,6 @@ std::string simulate_json(const std::string& traces, int ranks, std::optional<st
   return report;
 }
 
-// `chakraflow run CONFIG [--resume] [--quiet]` in-process; returns its exit code and the path of
-// the summary.json it writes. One function, to be swapped for a typed entry point of the batch
-// runner when there is one.
 // `chakraflow run` in-process: (exit status, summary.json's path or "", failed rank count).
 // A configuration, output or simulation problem raises chakraflow.Error with its message.
 py::tuple run_config(const std::string& config_path, bool resume, bool quiet) {

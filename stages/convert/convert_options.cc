@@ -33,9 +33,10 @@ Status set_convert_option(ConvertOptions& options, std::string_view name, std::s
     CF_ASSIGN_OR_RETURN(bool on, parse_bool(name, value));
     options.zero_optimizer_step = !on;
   } else {
-    return Status::errorf("{}: not a converter option (compat, metadata_node, renumber_groups, "
-                          "keep_optimizer_step_duration)",
-                          name);
+    return Status::errorf(
+        "{}: not a converter option (compat, metadata_node, renumber_groups, "
+        "keep_optimizer_step_duration)",
+        name);
   }
   return Status();
 }
