@@ -177,10 +177,7 @@ struct SynthEtPlus {
     SynthOptions opt;
     opt.ranks = 1;
     opt.scale = 1;
-    std::string host_text, device_text;
-    synthesize_rank(
-        opt, 0, [&](std::string_view b) { host_text.append(b); },
-        [&](std::string_view b) { device_text.append(b); });
+    auto [host_text, device_text, stats] = synthesize_rank_text(opt, 0);
     auto host = parse_host_trace("synth_host.json", std::move(host_text));
     auto device = parse_device_trace("synth_device.json", std::move(device_text));
     if (!host.ok() || !device.ok()) {

@@ -554,4 +554,12 @@ SynthRankStats synthesize_rank(const SynthOptions& options, int rank, const Text
   return RankGenerator(options, rank, host, device).run();
 }
 
+SynthRankText synthesize_rank_text(const SynthOptions& options, int rank) {
+  SynthRankText out;
+  out.stats = synthesize_rank(
+      options, rank, [&out](std::string_view b) { out.host.append(b); },
+      [&out](std::string_view b) { out.device.append(b); });
+  return out;
+}
+
 }  // namespace chakraflow

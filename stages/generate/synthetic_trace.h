@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <string_view>
 
 namespace chakraflow {
@@ -40,5 +41,13 @@ int synth_layers(double scale);
 
 SynthRankStats synthesize_rank(const SynthOptions& options, int rank, const TextSink& host,
                                const TextSink& device);
+
+// One rank's two texts in memory (tests and benchmarks that write, cut or parse them).
+struct SynthRankText {
+  std::string host;
+  std::string device;
+  SynthRankStats stats;
+};
+SynthRankText synthesize_rank_text(const SynthOptions& options, int rank);
 
 }  // namespace chakraflow

@@ -9,18 +9,9 @@
 namespace chakraflow {
 namespace {
 
-struct Generated {
-  std::string host, device;
-  SynthRankStats stats;
-};
+using Generated = SynthRankText;
 
-Generated generate(const SynthOptions& opt, int rank) {
-  Generated g;
-  g.stats = synthesize_rank(
-      opt, rank, [&g](std::string_view b) { g.host.append(b); },
-      [&g](std::string_view b) { g.device.append(b); });
-  return g;
-}
+Generated generate(const SynthOptions& opt, int rank) { return synthesize_rank_text(opt, rank); }
 
 TEST(SyntheticTrace, LinksCompletelyInBothSchemas) {
   for (bool legacy : {false, true}) {

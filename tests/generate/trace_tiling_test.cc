@@ -130,10 +130,7 @@ TEST(TraceTiling, AttrsLayoutLinksThreeTimesOver) {
   SynthOptions opt;
   opt.ranks = 2;
   opt.scale = 0.05;
-  std::string host, device;
-  synthesize_rank(
-      opt, 1, [&](std::string_view b) { host.append(b); },
-      [&](std::string_view b) { device.append(b); });
+  auto [host, device, stats] = synthesize_rank_text(opt, 1);
   LinkCounts original = link_pair(host, device);
   Tiled t = tile(host, device, 3);
   LinkCounts tiled = link_pair(t.host, t.device);

@@ -51,10 +51,7 @@ TEST(CommGroupsFromConversion, EqualWhatTheWrittenTraceHoldsOnALinkedRank) {
   SynthOptions synth;
   synth.ranks = 2;
   synth.scale = 0.02;
-  std::string host, device;
-  synthesize_rank(
-      synth, 1, [&](std::string_view b) { host.append(b); },
-      [&](std::string_view b) { device.append(b); });
+  auto [host, device, stats] = synthesize_rank_text(synth, 1);
   testing::write_text(tmp.file("host.json"), host);
   testing::write_text(tmp.file("device.json"), device);
   RankJob job;

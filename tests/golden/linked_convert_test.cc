@@ -239,10 +239,7 @@ TEST(LinkedConvert, GeneratedRanksGiveTheSameEt) {
     opt.scale = 0.05;
     opt.legacy = legacy;
     for (int rank = 0; rank < 2; ++rank) {
-      std::string host_text, device_text;
-      synthesize_rank(
-          opt, rank, [&](std::string_view s) { host_text.append(s); },
-          [&](std::string_view s) { device_text.append(s); });
+      auto [host_text, device_text, stats] = synthesize_rank_text(opt, rank);
       auto host = parse_host_trace("host.json", host_text);
       ASSERT_TRUE(host.ok()) << host.status().message();
       auto device = parse_device_trace("kineto.json", device_text);
@@ -335,10 +332,7 @@ TEST(LinkedConvert, OnePassAfterTheWindowsGiveUp) {
   SynthOptions opt;
   opt.ranks = 2;
   opt.scale = 0.05;
-  std::string host_text, device_text;
-  synthesize_rank(
-      opt, 0, [&](std::string_view s) { host_text.append(s); },
-      [&](std::string_view s) { device_text.append(s); });
+  auto [host_text, device_text, stats] = synthesize_rank_text(opt, 0);
   const size_t name = host_text.find("\"name\": \"", host_text.size() / 2);
   ASSERT_NE(name, std::string::npos);
   host_text.insert(name + 9, "\xff");

@@ -151,10 +151,7 @@ std::string synthetic_device_trace(int rank, double scale) {
   SynthOptions opt;
   opt.ranks = 2;
   opt.scale = scale;
-  std::string host, device;
-  synthesize_rank(
-      opt, rank, [&](std::string_view b) { host.append(b); },
-      [&](std::string_view b) { device.append(b); });
+  auto [host, device, stats] = synthesize_rank_text(opt, rank);
   return device;
 }
 

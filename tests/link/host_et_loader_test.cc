@@ -167,10 +167,7 @@ std::string synthetic_host_trace(int rank, double scale, bool legacy) {
   opt.ranks = 2;
   opt.scale = scale;
   opt.legacy = legacy;
-  std::string host, device;
-  synthesize_rank(
-      opt, rank, [&](std::string_view b) { host.append(b); },
-      [&](std::string_view b) { device.append(b); });
+  auto [host, device, stats] = synthesize_rank_text(opt, rank);
   return host;
 }
 

@@ -74,10 +74,7 @@ class RankGraphRun : public ::testing::Test {
     opt.ranks = 3;
     opt.scale = 0.02;
     for (int r = 0; r < opt.ranks; ++r) {
-      std::string host, device;
-      synthesize_rank(
-          opt, r, [&](std::string_view b) { host.append(b); },
-          [&](std::string_view b) { device.append(b); });
+      auto [host, device, stats] = synthesize_rank_text(opt, r);
       if (r == 1) device = device.substr(0, device.size() / 2);  // rank 1 fails
       testing::write_text(host_path(r), host);
       testing::write_text(device_path(r), device);

@@ -167,10 +167,7 @@ class RunBatch : public ::testing::Test {
     opt.scale = 0.02;
     for (int r = 0; r < opt.ranks; ++r) {
       fs::create_directories(dir_.path() / ("traces/rank" + std::to_string(r)));
-      std::string host, device;
-      synthesize_rank(
-          opt, r, [&](std::string_view b) { host.append(b); },
-          [&](std::string_view b) { device.append(b); });
+      auto [host, device, stats] = synthesize_rank_text(opt, r);
       if (r == 1) device = device.substr(0, device.size() / 2);
       testing::write_text(dir_.file("traces/rank" + std::to_string(r) + "/host_et.json"), host);
       testing::write_text(dir_.file("traces/rank" + std::to_string(r) + "/kineto.json"), device);
@@ -414,10 +411,7 @@ TEST(RunGroups, GeneratedSetDefaultAndForOlderAstraSim) {
   opt.scale = 0.02;
   for (int r = 0; r < opt.ranks; ++r) {
     fs::create_directories(dir.path() / ("traces/rank" + std::to_string(r)));
-    std::string host, device;
-    synthesize_rank(
-        opt, r, [&](std::string_view b) { host.append(b); },
-        [&](std::string_view b) { device.append(b); });
+    auto [host, device, stats] = synthesize_rank_text(opt, r);
     testing::write_text(dir.file("traces/rank" + std::to_string(r) + "/host_et.json"), host);
     testing::write_text(dir.file("traces/rank" + std::to_string(r) + "/kineto.json"), device);
   }
