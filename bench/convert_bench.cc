@@ -9,16 +9,16 @@
 #include <filesystem>
 
 #include "proto/et_def.pb.h"
-#include "stages/link/device_trace_loader.h"
+#include "stages/common/file_io.h"
 #include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
-#include "stages/link/et_plus_writer.h"
-#include "stages/common/file_io.h"
-#include "stages/link/host_et_loader.h"
 #include "stages/convert/jsonizer.h"
-#include "stages/link/link.h"
 #include "stages/convert/pytorch_converter.h"
 #include "stages/generate/synthetic_trace.h"
+#include "stages/link/device_trace_loader.h"
+#include "stages/link/et_plus_writer.h"
+#include "stages/link/host_et_loader.h"
+#include "stages/link/link.h"
 
 namespace chakraflow {
 namespace {
@@ -111,18 +111,15 @@ BENCHMARK(BM_ConvertGpt2)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRea
 
 // The stages alone, on a trace already in memory.
 struct Loaded {
-  HostTrace host;
-  EtPlusTrace trace;
+  EtPlusFile file;
+  const EtPlusTrace& trace = file.trace;
   bool ok = false;
   Loaded() {
     auto& g = gpt2();
     if (!g.error.empty()) return;
-    auto h = load_host_trace(g.input);
-    if (!h.ok()) return;
-    host = std::move(h).value();
-    auto t = read_et_plus_nodes(host, ConvertOptions());
-    if (!t.ok()) return;
-    trace = std::move(t).value();
+    auto f = load_et_plus(g.input, ConvertOptions());
+    if (!f.ok()) return;
+    file = std::move(f).value();
     ok = true;
   }
 };
@@ -142,18 +139,6 @@ void BM_LoadHostTrace(benchmark::State& state) {
   set_counters(state, g.nodes, g.input_bytes);
 }
 BENCHMARK(BM_LoadHostTrace)->Unit(benchmark::kMillisecond)->UseRealTime();
-
-void BM_ReadEtPlusNodes(benchmark::State& state) {
-  auto& g = gpt2();
-  REQUIRE_GPT2(g);
-  auto& l = loaded();
-  for (auto _ : state) {
-    auto t = read_et_plus_nodes(l.host, ConvertOptions());
-    benchmark::DoNotOptimize(t.ok());
-  }
-  set_counters(state, g.nodes, g.input_bytes);
-}
-BENCHMARK(BM_ReadEtPlusNodes)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_LoadEtPlus(benchmark::State& state) {
   auto& g = gpt2();

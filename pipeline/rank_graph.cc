@@ -36,11 +36,11 @@ struct Msg {
   std::shared_ptr<const Status> error;
 };
 
-// The host trace as loaded, with (in-memory conversion) the converter's reading of every node,
-// made in the loader's pass. read_nodes takes the fields; nothing else changes it.
+// The host trace as loaded, with (in-memory conversion) the converter's node of every host node,
+// made in the loader's pass. read_nodes takes them; nothing else changes it.
 struct LoadedHost {
   HostTrace trace;
-  std::optional<HostNodeFields> fields;
+  std::optional<EtPlusNodeSink> nodes;
 };
 
 // One job after the join, passed from node to node of the chain (each node has one successor, so
@@ -107,7 +107,7 @@ class Wiring {
 };
 
 // The per-device stages' messages; LinkStats ride with the stages that count problems.
-using HostMsg = Msg<LoadedHost>;  // to the join only: the chain takes the converter's fields
+using HostMsg = Msg<LoadedHost>;  // to the join only: the chain takes the converter's nodes
 using DeviceMsg = Msg<const DeviceTrace>;
 using ExclusiveMsg = Msg<const ExclusiveDurations>;
 using GapsMsg = Msg<const GapDependencies>;
@@ -245,8 +245,8 @@ class RankGraph {
     auto host = std::make_shared<LoadedHost>();
     const std::string& path = jobs_[seq].host_path;
     Status s = guarded("load host trace", [&]() -> Status {
-      if (plan_.converts_in_memory()) host->fields.emplace(path);
-      auto trace = load_host_trace(path, host->fields ? &*host->fields : nullptr);
+      if (plan_.converts_in_memory()) host->nodes = EtPlusNodeSink::for_linking(path);
+      auto trace = load_host_trace(path, host->nodes ? &*host->nodes : nullptr);
       if (!trace.ok()) return trace.status();
       host->trace = std::move(trace).value();
       return Status();
@@ -393,12 +393,12 @@ class RankGraph {
     auto t0 = Clock::now();
     const ConvertOptions& options = jobs_[job.seq].convert;
     if (plan_.converts_in_memory()) {
-      if (!job.host->fields) return Status::error("internal error: host nodes not read");
-      HostNodeFields fields = std::move(*job.host->fields);
-      job.host->fields.reset();
+      if (!job.host->nodes) return Status::error("internal error: host nodes not read");
+      EtPlusNodeSink host_nodes = std::move(*job.host->nodes);
+      job.host->nodes.reset();
       CF_ASSIGN_OR_RETURN(
           EtPlusTrace nodes,
-          read_linked_nodes(job.host->trace, std::move(fields), std::move(*job.device_facts),
+          read_linked_nodes(job.host->trace, std::move(host_nodes), std::move(*job.device_facts),
                             job.linked->trace, job.linked->options, options));
       job.device_facts.reset();
       job.nodes = std::move(nodes);

@@ -470,6 +470,57 @@ bool get_int64(od::value& v, int64_t* out) {
   return true;
 }
 
+// from_chars alone also takes "00", ".5", "1." and "inf", which the loader's parser rejects.
+bool is_number_token(std::string_view token) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t start = i;
+    while (i < token.size() && token[i] >= '0' && token[i] <= '9') ++i;
+    return i - start;
+  };
+  if (i < token.size() && token[i] == '-') ++i;
+  if (i < token.size() && token[i] == '0') {
+    ++i;
+  } else if (digits() == 0) {
+    return false;
+  }
+  if (i < token.size() && token[i] == '.') {
+    ++i;
+    if (digits() == 0) return false;
+  }
+  if (i < token.size() && (token[i] == 'e' || token[i] == 'E')) {
+    ++i;
+    if (i < token.size() && (token[i] == '+' || token[i] == '-')) ++i;
+    if (digits() == 0) return false;
+  }
+  return i == token.size();
+}
+
+bool parse_int_token(std::string_view token, int64_t* out) {
+  if (small_int_token(token, out)) return true;  // nearly every one
+  if (!is_number_token(token)) return false;
+  auto r = std::from_chars(token.data(), token.data() + token.size(), *out);
+  if (r.ec == std::errc() && r.ptr == token.data() + token.size()) return true;
+  double d = 0;
+  auto rd = std::from_chars(token.data(), token.data() + token.size(), d);
+  if (rd.ec != std::errc() || rd.ptr != token.data() + token.size() || !std::isfinite(d) ||
+      d != std::floor(d) || std::fabs(d) > 9.2e18) {
+    return false;
+  }
+  *out = static_cast<int64_t>(d);
+  return true;
+}
+
+bool parse_uint_token(std::string_view token, uint64_t* out) {
+  if (!is_number_token(token)) return false;
+  auto r = std::from_chars(token.data(), token.data() + token.size(), *out);
+  if (r.ec == std::errc() && r.ptr == token.data() + token.size()) return true;
+  int64_t i = 0;
+  if (!parse_int_token(token, &i) || i < 0) return false;
+  *out = static_cast<uint64_t>(i);
+  return true;
+}
+
 bool get_uint64(od::value& v, uint64_t* out) {
   if (v.get_uint64().get(*out) == simdjson::SUCCESS) return true;  // the common case
   od::number_type nt;

@@ -164,6 +164,13 @@ inline bool small_int_token(std::string_view t, int64_t* out) {
   return true;
 }
 
+// Whether `token` is a JSON number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?.
+bool is_number_token(std::string_view token);
+// An integer JSON number token (an integral double such as 3.0 or 1e3 too) as int64 / uint64;
+// false for any other token or a value out of range.
+bool parse_int_token(std::string_view token, int64_t* out);
+bool parse_uint_token(std::string_view token, uint64_t* out);
+
 // Parses a JSON number token holding microseconds (e.g. "12", "12.345", "1.2e3") into integer
 // nanoseconds, rounding to the nearest ns. Sets *fractional when the value is not a whole number of
 // microseconds. Returns false for a token that is not a finite number.

@@ -1,7 +1,7 @@
 // The data model of the PyTorch → Chakra converter stages (chakraflow convert).
 //
-//   HostTrace (stages/link/host_et_loader.h: the ET+ or host ET, raw node text kept)
-//     → read_et_plus_nodes   (et_plus_nodes.h)      EtPlusTrace: one EtPlusNode per JSON node
+//   the ET+ or host ET, read by the host loader (stages/link/host_et_loader.h, raw node text kept)
+//     → EtPlusNodeSink        (et_plus_nodes.h)      EtPlusTrace: one EtPlusNode per JSON node
 //     → type_nodes           (comm_attributes.h)    node types and communication attributes
 //     → encode_dependencies  (dependency_encoding.h) ctrl → data dependencies, dangling removal
 //     → check_acyclic        (cycle_check.h)

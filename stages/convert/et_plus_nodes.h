@@ -1,22 +1,19 @@
 // Converter stage 1: the nodes of an ET+ (or of a plain host execution trace) as the converter
 // needs them.
 //
-// Input: an ET+ or host ET file (load_et_plus: one pass, the fields read while the loader parses),
-// or a HostTrace from load_host_trace (read_et_plus_nodes: each node's raw JSON text is re-read).
-// Either way (either layout), the fields the converter uses are: ctrl_deps / parent, inputs and
-// outputs (turned into the Python str() text Chakra stores, stages/convert/python_repr.h), cat, stream,
-// pg_name, exclusive_dur, inclusive_dur, ts, inter_thread_dep, sync_dep, device, and the attributes
-// rf_id, fw_parent, seq_id, scope, tid, fw_tid, op_schema, pg_name, collective_name. Schema 1.0.1
-// ("flat") nodes carry these at node level, with inputs / input_shapes / input_types lists; later
-// schemas use attrs and inputs {values, shapes, types}. An attr overrides the node-level field of
-// the same name, as Chakra's setattr does (spec §5 #12; only the names above are applied).
+// Input: an ET+ or host ET (load_et_plus, parse_et_plus), or a host ET being linked
+// (read_linked_nodes). The fields are read once, by the host loader (HostNode and HostNodeDetail,
+// stages/link/trace_model.h, in either layout); this stage makes one EtPlusNode of each: the
+// inputs and outputs lists stay where they lie in the text (rendered as the Python str() text
+// Chakra stores when written, stages/convert/python_repr.h), strings are checked for UTF-8, the
+// node kind is decided, parents are resolved.
 //
-// Parents: `ctrl_deps` when present, else `parent`. ET+ files of schema 1.0.1 written by Chakra's
-// trace_link keep `parent` in the pre-renumbering id space (only GPU nodes carry a `ctrl_deps`
-// with the new id). That case is detected (the process root's `parent` is not its own id) and the
-// old ids are recovered: new ids were given in old-id order, so on each thread the parents form a
-// stack whose entries are identified by their children's `parent` values. Parents that cannot be
-// recovered are left missing and counted.
+// Parents: `ctrl_deps` when present, else `parent` (the loader's HostNode::parent_key). ET+ files
+// of schema 1.0.1 written by Chakra's trace_link keep `parent` in the pre-renumbering id space
+// (only GPU nodes carry a `ctrl_deps` with the new id). That case is detected (the process root's
+// `parent` is not its own id) and the old ids are recovered: new ids were given in old-id order, so
+// on each thread the parents form a stack whose entries are identified by their children's `parent`
+// values. Parents that cannot be recovered are left missing and counted.
 //
 // Errors (malformed values) name the file, the byte offset and the node id. Data problems that do
 // not stop the conversion are counted in EtPlusTrace::stats.
@@ -27,18 +24,16 @@
 #include <string>
 #include <vector>
 
+#include "stages/common/status.h"
 #include "stages/convert/convert_model.h"
 #include "stages/link/host_et_loader.h"
 #include "stages/link/link_options.h"
 #include "stages/link/linked_trace.h"
-#include "stages/common/status.h"
 
 namespace chakraflow {
 
-StatusOr<EtPlusTrace> read_et_plus_nodes(const HostTrace& host, const ConvertOptions& options);
-
-// An ET+ file read in one pass: the converter's fields are read while the loader parses the
-// document (no second parse of every node). `trace` refers to `host`.
+// An ET+ file (or a host ET) read in one pass: the converter's nodes are built from the loader's
+// reading of each node (EtPlusNodeSink). `trace` refers to `host`.
 struct EtPlusFile {
   std::unique_ptr<HostTrace> host;
   EtPlusTrace trace;
@@ -46,18 +41,10 @@ struct EtPlusFile {
 // The nodes are read in windows of `window_bytes` (see load_host_trace; 0: the whole document).
 StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions& options,
                                   size_t window_bytes = kHostWindowBytes);
-
-// The nodes of the ET+ that write_et_plus (stages/link/et_plus_writer.h) would write for a linked rank,
-// read without writing it (`chakraflow run` converts this way): each host node's text is read as
-// read_et_plus_nodes reads it, then given what linking learned (new id and parent, durations, ts,
-// inter-thread and sync dependencies), and each linked GPU op becomes a copy of its host node with
-// the GPU op's name, durations, ts, stream and pg_name. The nodes equal those load_et_plus reads
-// from the written ET+ (tests/et_plus_nodes_test.cc checks the .et bytes), except that errors and
-// examples name the host trace's byte offsets and original ids. `host` must outlive the result
-// (views into its text); `device` and `linked` need not (their strings are copied).
-StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, const DeviceTrace& device,
-                                        const LinkedTrace& linked, const LinkOptions& link_options,
-                                        const ConvertOptions& options);
+// The same from a text in memory (already decompressed); `path` names it in messages.
+StatusOr<EtPlusFile> parse_et_plus(std::string path, std::string text,
+                                   const ConvertOptions& options,
+                                   size_t window_bytes = kHostWindowBytes);
 
 // What read_linked_nodes takes from the device trace, copied out of it (GPU names and pg_names
 // interned: kernels repeat), so that the device trace can be freed before the nodes are read.
@@ -83,41 +70,40 @@ struct LinkedDeviceFacts {
   std::deque<std::string> arena;
 };
 LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTrace& linked);
-// As above, with the device trace's part already taken out.
-StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, LinkedDeviceFacts device,
-                                        const LinkedTrace& linked, const LinkOptions& link_options,
-                                        const ConvertOptions& options);
 
-// The converter's reading of a host ET's nodes, made in the loader's own pass over the text
-// (`chakraflow run`: the text is parsed once for the link and the conversion). Give it to
-// load_host_trace / parse_host_trace: the loader keeps its nodes as without it (the link fields
-// are set from the same values, with the loader's semantics), and this keeps one EtPlusNode per
-// node, in file order. read_linked_nodes then reads no node text again. `path` names the file in
-// errors; errors and data problems are those read_linked_nodes reports from the text.
-class HostNodeFields final : public HostFieldVisitor {
+// The converter's node of each host node, built as the loader reads it (HostNodeSink): one
+// EtPlusNode per JSON node, in file order. load_et_plus reads a file with it; `chakraflow run`
+// gives it to load_host_trace (keep_host_nodes: the loader keeps its nodes for the link too), so
+// that the text is parsed once for the link and the conversion, then to read_linked_nodes.
+// Errors and data problems name the file `path`.
+class EtPlusNodeSink final : public HostNodeSink {
  public:
-  explicit HostNodeFields(std::string path);
-  HostNodeFields(HostNodeFields&&) noexcept;
-  HostNodeFields& operator=(HostNodeFields&&) noexcept;
-  ~HostNodeFields() override;
+  // `reserve_nodes`: room for the nodes to come (a linked rank's GPU ops' nodes are added in
+  // place: the untouched part of a reservation costs no memory).
+  EtPlusNodeSink(std::string path, bool keep_host_nodes, size_t reserve_nodes = 0);
+  // For a host ET `path` to be linked and converted: keeps the host nodes, reserves for the file.
+  static EtPlusNodeSink for_linking(std::string path);
 
-  bool keep_nodes() const override { return true; }
-  Status field(HostNode& node, std::string_view key, simdjson::ondemand::value& value) override;
-  Status end_node(const HostNode& node) override;
-  bool can_take_back() const override;
-  void drop_node() override;
-  void drop_all() override;
-
-  struct Impl;
+  bool keep_nodes() const override { return keep_host_nodes_; }
+  Status node(const HostNode& node, const HostNodeDetail& detail) override;
+  void restart() override;
+  // The nodes received, in file order (the sink is left empty).
+  EtPlusTrace take_nodes() { return std::move(trace_); }
 
  private:
-  friend StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace&, HostNodeFields,
-                                                 LinkedDeviceFacts, const LinkedTrace&,
-                                                 const LinkOptions&, const ConvertOptions&);
-  std::unique_ptr<Impl> impl_;
+  EtPlusTrace trace_;
+  bool keep_host_nodes_;
 };
-// As above, with the nodes read in the loader's pass. `host` is the trace loaded with `fields`.
-StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, HostNodeFields fields,
+
+// The nodes of the ET+ that write_et_plus (stages/link/et_plus_writer.h) would write for a linked
+// rank, made without writing it (`chakraflow run` converts this way): each host node's
+// EtPlusNode as `nodes` read it (the host trace loaded with it), given what linking learned (new
+// id and parent, durations, ts, inter-thread and sync dependencies), and each linked GPU op a copy
+// of its host node with the GPU op's name, durations, ts, stream and pg_name. The nodes equal
+// those load_et_plus reads from the written ET+ (tests/golden/linked_convert_test.cc checks the
+// .et bytes), except that errors and examples name the host trace's byte offsets and original
+// ids. `host` must outlive the result (views into its text).
+StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, EtPlusNodeSink nodes,
                                         LinkedDeviceFacts device, const LinkedTrace& linked,
                                         const LinkOptions& link_options,
                                         const ConvertOptions& options);

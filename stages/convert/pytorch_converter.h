@@ -2,7 +2,7 @@
 //
 // Input: an ET+ (trace_link output) or a plain host execution trace, schema 1.0.1 to 1.1.1,
 // .json or .json.gz. Output: a Chakra .et file (stages/convert/et_io.h). The stages, in order (see
-// stages/convert/convert_model.h): read_et_plus_nodes → node selection and attributes (here, with
+// stages/convert/convert_model.h): load_et_plus → node selection and attributes (here, with
 // CommTyper) → encode_dependencies → remove_dangling_nodes → check_acyclic → write.
 //
 // Which nodes are converted, as Chakra does it (reference/chakra_spec.md §2.4): every CPU and
@@ -95,7 +95,7 @@ Status write_chakra_trace(const EtPlusTrace& trace, const ChakraTrace& chakra,
 Status convert_file(const std::string& input_path, const std::string& output_path,
                     const ConvertOptions& options, ConvertReport* report);
 
-// The converter after reading: converts `trace` (from load_et_plus, read_et_plus_nodes or
+// The converter after reading: converts `trace` (from load_et_plus, parse_et_plus or
 // read_linked_nodes) and writes `output_path` atomically.
 Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
                      const ConvertOptions& options, ConvertReport* report);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "stages/common/file_io.h"
 #include "stages/common/json_util.h"
@@ -17,11 +18,11 @@ constexpr std::string_view kNodesKey = "\"nodes\"";
 
 class HostParser {
  public:
-  HostParser(HostTrace& trace, HostFieldVisitor* visitor, size_t window_bytes)
+  HostParser(HostTrace& trace, HostNodeSink* sink, size_t window_bytes)
       : t_(trace),
         text_(trace.text),
-        visitor_(visitor),
-        keep_nodes_(visitor == nullptr || visitor->keep_nodes()),
+        sink_(sink),
+        keep_nodes_(sink == nullptr || sink->keep_nodes()),
         window_bytes_(window_bytes) {}
 
   Status parse() {
@@ -31,8 +32,7 @@ class HostParser {
     // Nodes take 500 to 1,000 bytes of JSON: reserving for 256 avoids growing by copying (the
     // untouched tail of the reservation costs no memory).
     if (keep_nodes_) t_.nodes.reserve(text_.size() / 256);
-    if (window_bytes_ > 0 && text_.size() > 2 * window_bytes_ &&
-        (visitor_ == nullptr || visitor_->can_take_back())) {
+    if (window_bytes_ > 0 && text_.size() > 2 * window_bytes_) {
       NodeWindows windows(*this);
       t_.parse_windows =
           json::read_array_in_windows(parser, t_.text.mutable_data(), t_.text.size(),
@@ -43,7 +43,7 @@ class HostParser {
       t_.top_level.clear();
       t_.schema.clear();
       t_.arena.clear();
-      if (visitor_ != nullptr) visitor_->drop_all();
+      if (sink_ != nullptr) sink_->restart();
       last_offset_ = 0;
     }
     od::document doc;
@@ -218,10 +218,7 @@ class HostParser {
     }
     void before_elements() override { p_.t_.top_level.push_back({kNodesKey, {}, true}); }
     bool element(od::document& doc, od::value& value, const char* start) override {
-      if (!p_.read_node(doc, value, start, index_).ok()) {
-        if (p_.visitor_ != nullptr) p_.visitor_->drop_node();
-        return false;
-      }
+      if (!p_.read_node(doc, value, start, index_).ok()) return false;
       ++index_;
       return true;
     }
@@ -241,10 +238,20 @@ class HostParser {
                 static_cast<uint32_t>(token.data() + token.size() - obj_start)};
   }
 
+  // The keys of the node being read that decide its parent (HostNode::parent_key).
+  struct ParentKeys {
+    std::optional<uint64_t> ctrl_deps, parent;
+    Span ctrl_deps_value, parent_value;
+  };
+
   Status parse_node(od::document& doc, od::object obj, const char* start, size_t index,
                     HostNode& n) {
     bool has_id = false;
     bool has_name = false;
+    ParentKeys parents;
+    HostNodeDetail& d = detail_;
+    std::construct_at(&d);  // in place: the node before leaves nothing
+    sync_deps_.clear();
     for (auto field_result : obj) {
       if (simdjson::error_code err = field_result.error()) {
         return fail(err, fmt::format("node #{}", index));
@@ -252,6 +259,7 @@ class HostParser {
       od::field& field = field_result.value_unsafe();
       const std::string_view key = json::raw_key(field);
       od::value& v = field.value();
+      // The most frequent keys first (the branches exclude each other).
       if (json::equals(key, "id")) {
         std::string_view token = json::token(v);
         if (!json::get_uint64(v, &n.id))
@@ -260,28 +268,35 @@ class HostParser {
         has_id = true;
       } else if (json::equals(key, "name")) {
         std::string_view literal;
-        CF_RETURN_IF_ERROR(read_string(doc, v, n, index, "name", &n.name, &literal));
+        CF_RETURN_IF_ERROR(read_string(v, n, index, "name", &n.name, &literal));
         n.name_value = span_of(start, literal);
         has_name = true;
-      } else if (visitor_ != nullptr) {
-        CF_RETURN_IF_ERROR(visitor_->field(n, key, v));
+      } else if (json::equals(key, "attrs")) {
+        CF_RETURN_IF_ERROR(read_attrs(v, n, index));
       } else if (json::equals(key, "ctrl_deps") || json::equals(key, "parent")) {
-        std::string_view token = json::token(v);
-        od::json_type type;
-        if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) continue;
-        if (!json::get_uint64(v, &n.parent)) {
+        if (is_null(v)) continue;
+        const std::string_view token = json::token(v);
+        uint64_t id = 0;
+        if (!json::get_uint64(v, &id)) {
           return node_error(n, index, fmt::format("\"{}\" is not a non-negative integer", key));
         }
-        n.parent_key = json::equals(key, "parent") ? ParentKey::kParent : ParentKey::kCtrlDeps;
-        n.parent_value = span_of(start, token);
-      } else if (json::equals(key, "attrs")) {
-        CF_RETURN_IF_ERROR(parse_attrs(doc, v, n, index));
-      } else if (json::equals(key, "op_schema")) {
-        CF_RETURN_IF_ERROR(read_string(doc, v, n, index, "op_schema", &n.op_schema, nullptr));
-      } else if (is_int_attr(key)) {
-        CF_RETURN_IF_ERROR(read_int_attr(v, key, n, index));
+        if (json::equals(key, "ctrl_deps")) {
+          parents.ctrl_deps = id;
+          parents.ctrl_deps_value = span_of(start, token);
+        } else {
+          parents.parent = id;
+          parents.parent_value = span_of(start, token);
+        }
+      } else if (int attr = int_attr_of(key); attr >= 0) {
+        // Schema 1.0.1: the attributes at node level.
+        if (is_null(v)) continue;
+        if (!json::get_int64(v, &d.int_attr[attr])) {
+          return node_error(n, index, fmt::format("\"{}\" is not an integer", key));
+        }
+      } else if (sink_ != nullptr) {
+        CF_RETURN_IF_ERROR(read_detail_field(key, v, start, n, index));
       }
-      // Every other field (inputs, outputs, shapes, types ...) is passed through verbatim.
+      // Every other field is passed through verbatim.
     }
     if (!has_id) return node_error(n, index, "missing required field \"id\"");
     if (!has_name) return node_error(n, index, "missing required field \"name\"");
@@ -290,18 +305,222 @@ class HostParser {
     // current_location() points at the structural character that follows the object.
     while (after > start && after[-1] != '}') --after;
     n.raw = std::string_view(start, static_cast<size_t>(after - start));
-    if (visitor_ != nullptr) return visitor_->end_node(n);
+    // `ctrl_deps` wins over `parent`: Chakra's ET+ of schema 1.0.1 gives its GPU nodes both, the
+    // new id in ctrl_deps.
+    if (parents.ctrl_deps) {
+      n.parent = *parents.ctrl_deps;
+      n.parent_key = ParentKey::kCtrlDeps;
+      n.parent_value = parents.ctrl_deps_value;
+    } else if (parents.parent) {
+      n.parent = *parents.parent;
+      n.parent_key = ParentKey::kParent;
+      n.parent_value = parents.parent_value;
+    }
+    n.rf_id = id_value(d.int_attr[kRfId]);
+    n.tid = id_value(d.int_attr[kTid]);
+    if (sink_ == nullptr) return Status();
+    d.sync_deps = sync_deps_;
+    return sink_->node(n, d);
+  }
+
+  // A negative id (some traces write -1 for "none") is none.
+  static uint64_t id_value(int64_t v) { return v < 0 ? 0 : static_cast<uint64_t>(v); }
+
+  static int int_attr_of(std::string_view key) {
+    if (json::equals(key, "rf_id")) return kRfId;
+    if (json::equals(key, "tid")) return kTid;
+    if (json::equals(key, "seq_id")) return kSeqId;
+    if (json::equals(key, "fw_parent")) return kFwParent;
+    if (json::equals(key, "scope")) return kScope;
+    if (json::equals(key, "fw_tid")) return kFwTid;
+    return -1;
+  }
+
+  static bool is_null(od::value& v) {
+    od::json_type type;
+    return v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null;
+  }
+
+  // A key only the converter reads (HostNodeDetail).
+  Status read_detail_field(std::string_view key, od::value& v, const char* start, const HostNode& n,
+                           size_t index) {
+    HostNodeDetail& d = detail_;
+    auto bad = [&](std::string_view what) {
+      return node_error(n, index, fmt::format("\"{}\" {}", key, what));
+    };
+    if (json::equals(key, "inputs") || json::equals(key, "outputs")) {
+      const int base = json::equals(key, "inputs") ? 0 : 3;
+      od::json_type type;
+      if (v.type().get(type)) return bad("is malformed");
+      if (type != od::json_type::object) {
+        // Schema 1.0.1: the values list itself.
+        std::string_view raw;
+        if (json::raw_value(v, &raw)) return bad("is malformed");
+        d.io[base] = span_of(start, raw);
+        return Status();
+      }
+      od::object io;
+      if (v.get_object().get(io)) return bad("is malformed");
+      for (auto io_field_result : io) {
+        if (io_field_result.error()) return bad("is malformed");
+        od::field& io_field = io_field_result.value_unsafe();
+        std::string_view io_key = json::raw_key(io_field);  // as for attrs' keys
+        if (!json::equals(io_key, "values") && !json::equals(io_key, "shapes") &&
+            !json::equals(io_key, "types") && json::unescaped_key(io_field, &io_key))
+          return bad("is malformed");
+        const int f = json::equals(io_key, "values")   ? 0
+                      : json::equals(io_key, "shapes") ? 1
+                      : json::equals(io_key, "types")  ? 2
+                                                       : -1;
+        if (f < 0) continue;  // "strides" (schema 1.1.1) is not converted, as in Chakra
+        std::string_view raw;
+        if (json::raw_value(io_field.value(), &raw)) return bad("is malformed");
+        d.io[base + f] = span_of(start, raw);
+      }
+    } else if (json::equals(key, "input_shapes") || json::equals(key, "input_types") ||
+               json::equals(key, "output_shapes") || json::equals(key, "output_types")) {
+      const int f = json::equals(key, "input_shapes")    ? 1
+                    : json::equals(key, "input_types")   ? 2
+                    : json::equals(key, "output_shapes") ? 4
+                                                         : 5;
+      std::string_view raw;
+      if (json::raw_value(v, &raw)) return bad("is malformed");
+      d.io[f] = span_of(start, raw);
+    } else if (json::equals(key, "exclusive_dur") || json::equals(key, "inclusive_dur") ||
+               json::equals(key, "ts")) {
+      if (is_null(v)) return Status();
+      double* out = json::equals(key, "ts")              ? &d.ts
+                    : json::equals(key, "exclusive_dur") ? &d.exclusive_dur
+                                                         : &d.inclusive_dur;
+      if (v.get_double().get(*out)) return bad("is not a number");
+      d.has_ts |= out == &d.ts;
+    } else if (json::equals(key, "inter_thread_dep")) {
+      if (is_null(v)) return Status();
+      int64_t dep = 0;
+      if (!json::get_int64(v, &dep)) return bad("is not a node id");
+      d.inter_thread_dep = id_value(dep);
+    } else if (json::equals(key, "sync_dep")) {
+      if (is_null(v)) return Status();
+      od::array deps;
+      if (v.get_array().get(deps)) return bad("is not a list of node ids");
+      for (auto dep_result : deps) {
+        od::value dep_value;
+        uint64_t dep = 0;
+        if (std::move(dep_result).get(dep_value) || !json::get_uint64(dep_value, &dep)) {
+          return bad("is not a list of node ids");
+        }
+        sync_deps_.push_back(dep);
+      }
+    } else if (json::equals(key, "cat")) {
+      d.has_cat = !is_null(v);
+    } else if (json::equals(key, "stream")) {
+      d.stream_given = true;
+      if (is_null(v)) {
+        d.has_stream = false;
+      } else if (!json::get_int64(v, &d.stream)) {
+        return bad("is not an integer");
+      }
+    } else if (json::equals(key, "device")) {
+      if (!is_null(v) && !json::get_int64(v, &d.device)) return bad("is not an integer");
+    } else if (json::equals(key, "pg_name")) {
+      if (is_null(v) || d.pg_name_from_attr) return Status();
+      return read_string(v, n, index, "pg_name", &d.pg_name, nullptr);
+    } else if (json::equals(key, "op_schema")) {
+      return read_string(v, n, index, "op_schema", &d.op_schema, nullptr);
+    }
     return Status();
   }
 
-  Status read_string(od::document& doc, od::value& v, const HostNode& n, size_t index,
-                     std::string_view what, std::string_view* out, std::string_view* literal_out) {
+  // "attrs": a list of {name, type, value}. Keys in any order; the integer attributes always,
+  // the string ones for a sink.
+  Status read_attrs(od::value& v, const HostNode& n, size_t index) {
+    HostNodeDetail& d = detail_;
+    od::array list;
+    if (v.get_array().get(list)) return node_error(n, index, "\"attrs\" is not a list");
+    for (auto entry_result : list) {
+      od::object entry;
+      if (entry_result.get_object().get(entry)) {
+        return node_error(n, index, "an entry of \"attrs\" is not an object");
+      }
+      std::string_view name, value_raw;
+      bool have_name = false, have_value = false;
+      for (auto field_result : entry) {
+        if (field_result.error()) return node_error(n, index, "malformed \"attrs\" entry");
+        od::field& field = field_result.value_unsafe();
+        // The keys PyTorch writes are taken as they are; only another key is looked at for an
+        // escape ("n\u0061me" is "name").
+        std::string_view key = json::raw_key(field);
+        if (!json::equals(key, "name") && !json::equals(key, "value") &&
+            !json::equals(key, "type") && json::unescaped_key(field, &key)) {
+          return node_error(n, index, "malformed \"attrs\" entry");
+        }
+        // A second "name" or "value" would replace the first unchecked (the on-demand parser
+        // only validates what it reads).
+        if ((json::equals(key, "name") && have_name) ||
+            (json::equals(key, "value") && have_value)) {
+          return node_error(n, index, fmt::format("an \"attrs\" entry has \"{}\" twice", key));
+        }
+        if (json::equals(key, "name")) {
+          CF_RETURN_IF_ERROR(read_string(field.value(), n, index, "attrs[].name", &name, nullptr));
+          have_name = true;
+        } else if (json::equals(key, "value")) {
+          if (json::raw_value(field.value(), &value_raw)) {
+            return node_error(n, index, "malformed \"attrs\" value");
+          }
+          have_value = true;
+        }
+      }
+      if (!have_name || value_raw.empty()) continue;
+      if (int attr = int_attr_of(name); attr >= 0) {
+        if (value_raw == "null") continue;
+        if (!json::parse_int_token(value_raw, &d.int_attr[attr])) {
+          return node_error(n, index,
+                            fmt::format("attr \"{}\" = {} is not an int64", name, value_raw));
+        }
+      } else if (sink_ != nullptr) {
+        CF_RETURN_IF_ERROR(read_string_attr(name, value_raw, n, index));
+      }
+    }
+    return Status();
+  }
+
+  Status read_string_attr(std::string_view name, std::string_view value_raw, const HostNode& n,
+                          size_t index) {
+    HostNodeDetail& d = detail_;
+    std::string_view* out = nullptr;
+    bool* not_string = nullptr;
+    if (json::equals(name, "op_schema")) {
+      out = &d.op_schema;
+      not_string = &d.op_schema_not_string;
+    } else if (json::equals(name, "pg_name")) {
+      out = &d.pg_name;
+      not_string = &d.pg_name_not_string;
+    } else if (json::equals(name, "collective_name")) {
+      out = &d.collective_name;
+      not_string = &d.collective_name_not_string;
+    } else {
+      return Status();
+    }
+    if (value_raw.front() != '"') {
+      *not_string = true;
+      return Status();
+    }
+    auto s = json::unescape_literal(value_raw, t_.arena);
+    if (!s) return node_error(n, index, fmt::format("attr \"{}\" holds an invalid escape", name));
+    *out = *s;
+    d.pg_name_from_attr |= out == &d.pg_name;
+    return Status();
+  }
+
+  // A JSON string (unescaped), as a view into the text or the trace's arena.
+  Status read_string(od::value& v, const HostNode& n, size_t index, std::string_view what,
+                     std::string_view* out, std::string_view* literal_out) {
     // The literal ends where the structural index says its token ends (no scan for the quote).
     const std::string_view literal = json::token(v);
+    // Consumed: the parser skips a value left unread without checking what follows
+    // (`"op_schema": "a": 1` would pass for a key and its value).
     od::raw_json_string raw;
-    auto err = v.get_raw_json_string().get(raw);
-    if (err) {
-      (void)doc;
+    if (v.get_raw_json_string().get(raw)) {
       return node_error(n, index, fmt::format("\"{}\" is not a string", what));
     }
     auto s = json::unescape_literal(literal, t_.arena);
@@ -311,95 +530,23 @@ class HostParser {
     return Status();
   }
 
-  static bool is_int_attr(std::string_view key) {
-    return json::equals(key, "rf_id") || json::equals(key, "fw_parent") ||
-           json::equals(key, "seq_id") || json::equals(key, "scope") || json::equals(key, "tid") ||
-           json::equals(key, "fw_tid");
-  }
-
-  Status read_int_attr(od::value& v, std::string_view key, HostNode& n, size_t index) {
-    od::json_type type;
-    if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) return Status();
-    int64_t value = 0;
-    if (json::equals(key, "seq_id")) {
-      if (!json::get_int64(v, &value)) return node_error(n, index, "\"seq_id\" is not an integer");
-      n.seq_id = value;
-      return Status();
-    }
-    uint64_t u = 0;
-    if (!json::get_uint64(v, &u)) {
-      // Negative ids appear in some traces for "none"; treat them as 0 rather than failing.
-      if (json::get_int64(v, &value) && value < 0) {
-        u = 0;
-      } else {
-        return node_error(n, index, fmt::format("\"{}\" is not an integer", key));
-      }
-    }
-    if (uint64_t* slot = host_id_attr(n, key)) *slot = u;
-    return Status();
-  }
-
-  Status parse_attrs(od::document& doc, od::value& v, HostNode& n, size_t index) {
-    od::array attrs;
-    if (v.get_array().get(attrs)) return node_error(n, index, "\"attrs\" is not an array");
-    for (auto attr_result : attrs) {
-      od::object attr;
-      if (attr_result.get_object().get(attr)) {
-        return node_error(n, index, "an entry of \"attrs\" is not an object");
-      }
-      std::string_view attr_name;
-      bool have_name = false;
-      for (auto field_result : attr) {
-        if (field_result.error()) return node_error(n, index, "invalid \"attrs\" entry");
-        od::field& field = field_result.value_unsafe();
-        const std::string_view key = json::raw_key(field);
-        od::value& value = field.value();
-        if (json::equals(key, "name")) {
-          std::string_view literal;
-          CF_RETURN_IF_ERROR(
-              read_string(doc, value, n, index, "attrs[].name", &attr_name, &literal));
-          have_name = true;
-        } else if (json::equals(key, "value") && have_name) {
-          // PyTorch writes "name" before "value"; attrs in another order are passed through only.
-          if (json::equals(attr_name, "op_schema")) {
-            CF_RETURN_IF_ERROR(
-                read_string(doc, value, n, index, "op_schema", &n.op_schema, nullptr));
-          } else if (is_int_attr(attr_name)) {
-            CF_RETURN_IF_ERROR(read_int_attr(value, attr_name, n, index));
-          }
-        }
-      }
-    }
-    return Status();
-  }
-
   HostTrace& t_;
   std::string_view text_;
-  HostFieldVisitor* visitor_ = nullptr;
+  HostNodeSink* sink_ = nullptr;
   bool keep_nodes_ = true;
   HostNode scratch_;  // the node being read when the nodes are not kept
+  // What the node being read gives a sink besides itself.
+  HostNodeDetail detail_;
+  std::vector<uint64_t> sync_deps_;
   size_t window_bytes_;
 };
 
-}  // namespace
-
-uint64_t* host_id_attr(HostNode& node, std::string_view key) {
-  if (json::equals(key, "rf_id")) return &node.rf_id;
-  if (json::equals(key, "fw_parent")) return &node.fw_parent;
-  if (json::equals(key, "scope")) return &node.scope;
-  if (json::equals(key, "tid")) return &node.tid;
-  if (json::equals(key, "fw_tid")) return &node.fw_tid;
-  return nullptr;
-}
-
-namespace {
-
 StatusOr<HostTrace> parse_host_text(std::string path, InputText text, size_t window_bytes,
-                                    HostFieldVisitor* fields) {
+                                    HostNodeSink* sink) {
   HostTrace trace;
   trace.path = std::move(path);
   trace.text = std::move(text);
-  HostParser parser(trace, fields, window_bytes);
+  HostParser parser(trace, sink, window_bytes);
   CF_RETURN_IF_ERROR(json::explain_truncation(parser.parse(), trace.path, trace.text));
   CF_RETURN_IF_ERROR(parser.finish());
   return trace;
@@ -407,19 +554,19 @@ StatusOr<HostTrace> parse_host_text(std::string path, InputText text, size_t win
 
 }  // namespace
 
-StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, HostFieldVisitor* fields) {
-  return parse_host_text(std::move(path), InputText(std::move(text)), kHostWindowBytes, fields);
+StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, HostNodeSink* sink) {
+  return parse_host_text(std::move(path), InputText(std::move(text)), kHostWindowBytes, sink);
 }
 
 StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, size_t window_bytes,
-                                     HostFieldVisitor* fields) {
-  return parse_host_text(std::move(path), InputText(std::move(text)), window_bytes, fields);
+                                     HostNodeSink* sink) {
+  return parse_host_text(std::move(path), InputText(std::move(text)), window_bytes, sink);
 }
 
-StatusOr<HostTrace> load_host_trace(const std::string& path, HostFieldVisitor* fields,
+StatusOr<HostTrace> load_host_trace(const std::string& path, HostNodeSink* sink,
                                     size_t window_bytes) {
   CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path));
-  return parse_host_text(path, std::move(text), window_bytes, fields);
+  return parse_host_text(path, std::move(text), window_bytes, sink);
 }
 
 }  // namespace chakraflow

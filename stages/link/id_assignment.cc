@@ -273,7 +273,7 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
     out.stats.add_count(StatKind::kGpuOpCpuOpWithoutHostOp, launched - attached_gpu);
   }
 
-  // Parents. The ids are copied out (a binary search over the 152-byte nodes missed the cache at
+  // Parents. The ids are copied out (a binary search over the whole nodes missed the cache at
   // every step), and a parent is looked for from its child outwards: it usually lies shortly
   // before it.
   std::vector<uint64_t> ids(nodes.size());

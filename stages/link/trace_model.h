@@ -13,6 +13,7 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -59,24 +60,60 @@ struct Span {
   bool empty() const { return begin == end; }
 };
 
+// One host node as the link stages keep it (a trace holds millions: only what linking reads).
+// The loader reads every field of a node once; what the converter reads besides is in
+// HostNodeDetail, which the loader fills for a HostNodeSink (stages/link/host_et_loader.h).
 struct HostNode {
   uint64_t id = 0;
   uint64_t parent = 0;  // valid when parent_key != kNone
-  uint64_t rf_id = 0;   // 0 = none (the observer's invalid value)
-  uint64_t fw_parent = 0;
-  int64_t seq_id = -1;
-  uint64_t scope = 0;
+  // The id-valued attributes (node level in schema 1.0.1, in "attrs" later); a negative value
+  // (some traces write -1 for "none") is kept as 0. HostNodeDetail has them as written.
+  uint64_t rf_id = 0;  // 0 = none (the observer's invalid value)
   uint64_t tid = 0;
-  uint64_t fw_tid = 0;
-  std::string_view name;       // unescaped
-  std::string_view op_schema;  // unescaped
-  std::string_view raw;        // the node's JSON object text, as in the file
-  Span id_value;               // span of the id value inside raw
-  Span name_value;             // span of the name value (with quotes) inside raw
-  Span parent_value;           // span of the parent/ctrl_deps value inside raw
+  std::string_view name;  // unescaped
+  std::string_view raw;   // the node's JSON object text, as in the file
+  Span id_value;          // span of the id value inside raw
+  Span name_value;        // span of the name value (with quotes) inside raw
+  Span parent_value;      // span of the parent/ctrl_deps value inside raw
+  // `ctrl_deps` when the node has it (not null), else `parent`.
   ParentKey parent_key = ParentKey::kNone;
   uint32_t file_index = 0;   // position in the file's "nodes" array
   uint64_t byte_offset = 0;  // of the node object in the decompressed file
+};
+
+// The integer attributes of a host node, in HostNodeDetail::int_attr.
+enum HostIntAttr : uint8_t { kRfId, kFwParent, kSeqId, kScope, kTid, kFwTid, kHostIntAttrCount };
+
+// The inputs/outputs lists of a host node, in HostNodeDetail::io: values, shapes and types of
+// the inputs, then of the outputs (schema 1.0.1: inputs, input_shapes, input_types, ...).
+inline constexpr int kHostIoLists = 6;
+
+// What the converter reads of a host node besides HostNode, read by the loader in the same pass
+// for a HostNodeSink. Strings are views into the HostTrace's text or arena.
+struct HostNodeDetail {
+  double exclusive_dur = 0;  // µs, as written
+  double inclusive_dur = 0;  // µs
+  double ts = 0;             // µs
+  int64_t stream = 0;
+  int64_t device = -1;
+  uint64_t inter_thread_dep = 0;  // 0 = none (a negative value too)
+  // As written (signed); when a node has one both at node level and in "attrs", the last wins.
+  int64_t int_attr[kHostIntAttrCount] = {0, 0, -1, 0, 0, 0};
+  std::string_view op_schema;           // unescaped: the node-level key or the attr, the last wins
+  std::string_view pg_name;             // unescaped: the pg_name attr, else the node-level key
+  std::string_view collective_name;     // unescaped: the attr (record_param_comms, schema 1.1.0+)
+  std::span<const uint64_t> sync_deps;  // "sync_dep"; valid during HostNodeSink::node only
+  // The raw JSON of each list inside HostNode::raw; an empty span: the list is absent.
+  Span io[kHostIoLists];
+  bool has_ts = false;
+  bool has_cat = false;            // "cat" present and not null (a GPU op of an ET+)
+  bool stream_given = false;       // "stream" present
+  bool has_stream = true;          // false when "stream" is null
+  bool pg_name_from_attr = false;  // pg_name came from the attr
+  // A string attr whose value is not a string: ignored (the converter counts it).
+  bool op_schema_not_string = false;
+  bool pg_name_not_string = false;
+  bool collective_name_not_string = false;
 };
 
 struct TopLevelField {

@@ -11,12 +11,12 @@
 #include <vector>
 
 #include "proto/et_def.pb.h"
+#include "stages/common/move_to_targets.h"
 #include "stages/convert/comm_attributes.h"
 #include "stages/convert/cycle_check.h"
 #include "stages/convert/et_plus_nodes.h"
-#include "stages/link/host_et_loader.h"
-#include "stages/common/move_to_targets.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/link/host_et_loader.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {
@@ -54,10 +54,10 @@ struct Converted {
 
 // Runs the converter stages on `text` in memory and returns the messages that would be written.
 StatusOr<Converted> convert_text(const std::string& text, Compat compat) {
-  CF_ASSIGN_OR_RETURN(HostTrace host, parse_host_trace("test.json", text));
   ConvertOptions options;
   options.compat = compat;
-  CF_ASSIGN_OR_RETURN(EtPlusTrace t, read_et_plus_nodes(host, options));
+  CF_ASSIGN_OR_RETURN(EtPlusFile file, parse_et_plus("test.json", text, options));
+  const EtPlusTrace& t = file.trace;
   Converted out;
   out.stats = t.stats;
   CF_ASSIGN_OR_RETURN(out.chakra, convert_et_plus(t, options, out.stats));
@@ -508,7 +508,7 @@ TEST(pytorch_converter, MalformedNodesAreErrorsNamingTheNode) {
   ASSERT_FALSE(c.ok());
   EXPECT_NE(c.status().message().find("test.json: byte"), std::string::npos)
       << c.status().message();
-  EXPECT_NE(c.status().message().find("node id 2"), std::string::npos) << c.status().message();
+  EXPECT_NE(c.status().message().find("(id 2)"), std::string::npos) << c.status().message();
   EXPECT_NE(c.status().message().find("exclusive_dur"), std::string::npos);
 
   // An IOInfo list is rendered (and so checked past its brackets) as its node is written: a bad

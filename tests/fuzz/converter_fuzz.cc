@@ -2,10 +2,9 @@
 // load_et_plus (convert_file's one-pass reader) from a file in memory, convert_et_plus and the
 // messages write_chakra_trace writes. What it accepts must be a trace the feeder can play to the
 // end: ids unique and sorted, every data dependency on a written node, no cycle, every node
-// parsing back. The two-pass reader (parse_host_trace + read_et_plus_nodes) must agree with it:
-// what one pass rejects, two passes reject, and what both accept converts to the same bytes. (Two
-// passes may reject more: the loader alone checks the types of the fields it reads for linking,
-// such as an op_schema attr that is not a string, which the converter counts and ignores.)
+// parsing back. The same text read in windows of 64 bytes (parse_et_plus, the loader's reading of
+// large files) must agree with it: both accept or both reject, and what both accept converts to
+// the same bytes.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -15,11 +14,11 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "proto/et_def.pb.h"
-#include "stages/feed/et_feeder.h"
 #include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
-#include "stages/link/host_et_loader.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/feed/et_feeder.h"
+#include "stages/link/host_et_loader.h"
 #include "tests/fuzz/mem_file.h"
 
 namespace {
@@ -102,28 +101,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (auto compat : {chakraflow::Compat::kDefault, chakraflow::Compat::kChakra}) {
     ConvertOptions options;
     options.compat = compat;
-    // One pass (convert_file's reader).
-    std::optional<std::string> one_pass;
+    // The whole text at once (convert_file's reader).
+    std::optional<std::string> whole;
     auto input = chakraflow::load_et_plus(file.path(), options);
     if (input.ok()) {
-      one_pass = convert(input->trace, options, file.path());
+      whole = convert(input->trace, options, file.path());
     } else if (input.status().message().find(file.path()) == std::string::npos) {
       __builtin_trap();
     }
-    // Two passes (the loader keeps each node's text, then each node is re-read).
-    std::optional<std::string> two_pass;
-    auto host = chakraflow::parse_host_trace(
-        "fuzz.json", std::string(reinterpret_cast<const char*>(data), size));
-    if (host.ok()) {
-      auto trace = chakraflow::read_et_plus_nodes(*host, options);
-      if (trace.ok()) {
-        two_pass = convert(*trace, options, "fuzz.json");
-      } else if (trace.status().message().find("fuzz.json") == std::string::npos) {
-        __builtin_trap();
-      }
+    // The nodes read in small windows of text (the loader's reading of large files).
+    std::optional<std::string> in_windows;
+    auto windowed = chakraflow::parse_et_plus(
+        "fuzz.json", std::string(reinterpret_cast<const char*>(data), size), options, 64);
+    if (windowed.ok()) {
+      in_windows = convert(windowed->trace, options, "fuzz.json");
+    } else if (windowed.status().message().find("fuzz.json") == std::string::npos) {
+      __builtin_trap();
     }
-    if (!one_pass && two_pass) __builtin_trap();
-    if (one_pass && two_pass && *one_pass != *two_pass) __builtin_trap();
+    if (whole.has_value() != in_windows.has_value()) __builtin_trap();
+    if (whole && in_windows && *whole != *in_windows) __builtin_trap();
   }
   return 0;
 }

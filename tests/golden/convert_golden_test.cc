@@ -24,10 +24,10 @@
 #include "proto/et_def.pb.h"
 #include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
-#include "stages/link/host_et_loader.h"
 #include "stages/convert/jsonizer.h"
 #include "stages/convert/pytorch_converter.h"
 #include "stages/generate/synthetic_trace.h"
+#include "stages/link/host_et_loader.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {
@@ -353,10 +353,9 @@ TEST_P(ConvertEtPlus, RenumberedParentsMatchTheHostTrace) {
   CF_REQUIRE_SHARED_DATA("pairs/" + GetParam());
   auto host = load_host_trace(dir() + "/host_et.json.gz");
   ASSERT_TRUE(host.ok()) << host.status().message();
-  auto et_plus_text = load_host_trace(dir() + "/reference/et_plus.modern.json.gz");
-  ASSERT_TRUE(et_plus_text.ok());
-  auto t = read_et_plus_nodes(*et_plus_text, ConvertOptions());
-  ASSERT_TRUE(t.ok()) << t.status().message();
+  auto et_plus = load_et_plus(dir() + "/reference/et_plus.modern.json.gz", ConvertOptions());
+  ASSERT_TRUE(et_plus.ok()) << et_plus.status().message();
+  const EtPlusTrace* t = &et_plus->trace;
   EXPECT_TRUE(t->parents_renumbered);
   // trace_link numbered the host nodes in host-id order: the k-th CPU node of the ET+ is the
   // k-th host node.

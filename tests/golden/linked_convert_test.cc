@@ -3,9 +3,8 @@
 // count the same data problems: checked on every real pair in ../shared/data, on generated ranks
 // (sync dependencies, collectives, both host layouts), on hand-made nodes whose fields the writer
 // overrides, in every combination of link and convert compat modes; and through the CLI.
-// In memory, both ways of reading the host nodes are checked: re-reading each node's text after
-// the link, and reading them in the loader's pass (HostNodeFields, what `run` does), which must
-// also give the loader the same nodes as its own reading.
+// In memory, the host nodes are read as `run` reads them: the converter's nodes made in the
+// loader's pass (EtPlusNodeSink), which must also leave the loader the same nodes as without it.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -16,15 +15,15 @@
 #include <vector>
 
 #include "proto/et_def.pb.h"
-#include "stages/link/device_trace_loader.h"
+#include "stages/common/file_io.h"
 #include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
-#include "stages/link/et_plus_writer.h"
-#include "stages/common/file_io.h"
-#include "stages/link/host_et_loader.h"
-#include "stages/link/link.h"
 #include "stages/convert/pytorch_converter.h"
 #include "stages/generate/synthetic_trace.h"
+#include "stages/link/device_trace_loader.h"
+#include "stages/link/et_plus_writer.h"
+#include "stages/link/host_et_loader.h"
+#include "stages/link/link.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {
@@ -38,15 +37,15 @@ struct Converted {
 };
 
 struct Both {
-  Converted via_file;   // write_et_plus → load_et_plus → convert
-  Converted in_memory;  // read_linked_nodes → convert
-  Converted one_pass;   // the host nodes read in the loader's pass (HostNodeFields), then as above
+  Converted via_file;  // write_et_plus → load_et_plus → convert
+  Converted
+      in_memory;  // the host trace loaded with an EtPlusNodeSink → read_linked_nodes → convert
 };
 
-// Loads the host trace again with a visitor (the same text as the trace checked).
-using Reload = std::function<StatusOr<HostTrace>(HostFieldVisitor* fields)>;
+// Loads the host trace again with a sink (the same text as the trace checked).
+using Reload = std::function<StatusOr<HostTrace>(HostNodeSink* sink)>;
 
-// The loader keeps the same nodes when HostNodeFields reads the fields it would have read.
+// The loader keeps the same nodes with a sink as without.
 void expect_same_host(const HostTrace& a, const HostTrace& b) {
   EXPECT_EQ(a.schema, b.schema);
   EXPECT_EQ(a.layout, b.layout);
@@ -58,14 +57,12 @@ void expect_same_host(const HostTrace& a, const HostTrace& b) {
     const HostNode& x = a.nodes[i];
     const HostNode& y = b.nodes[i];
     const bool same =
-        x.id == y.id && x.parent == y.parent && x.rf_id == y.rf_id && x.fw_parent == y.fw_parent &&
-        x.seq_id == y.seq_id && x.scope == y.scope && x.tid == y.tid && x.fw_tid == y.fw_tid &&
-        x.name == y.name && x.op_schema == y.op_schema && x.raw == y.raw &&
-        x.id_value.begin == y.id_value.begin && x.id_value.end == y.id_value.end &&
-        x.name_value.begin == y.name_value.begin && x.name_value.end == y.name_value.end &&
-        x.parent_value.begin == y.parent_value.begin && x.parent_value.end == y.parent_value.end &&
-        x.parent_key == y.parent_key && x.file_index == y.file_index &&
-        x.byte_offset == y.byte_offset;
+        x.id == y.id && x.parent == y.parent && x.rf_id == y.rf_id && x.tid == y.tid &&
+        x.name == y.name && x.raw == y.raw && x.id_value.begin == y.id_value.begin &&
+        x.id_value.end == y.id_value.end && x.name_value.begin == y.name_value.begin &&
+        x.name_value.end == y.name_value.end && x.parent_value.begin == y.parent_value.begin &&
+        x.parent_value.end == y.parent_value.end && x.parent_key == y.parent_key &&
+        x.file_index == y.file_index && x.byte_offset == y.byte_offset;
     if (!same && differ++ < 3) ADD_FAILURE() << "host node " << x.id << " read differently";
   }
   EXPECT_EQ(differ, 0u);
@@ -110,7 +107,14 @@ Both convert_both_ways(const HostTrace& host, const DeviceTrace& device,
   EXPECT_TRUE(a.ok()) << a.message();
   out.via_file.et = testing::read_text(dir.file("file.et"));
 
-  auto trace = read_linked_nodes(host, device, *linked, resolved, convert_options);
+  EtPlusNodeSink sink = EtPlusNodeSink::for_linking(host.path);
+  auto again = reload(&sink);
+  EXPECT_TRUE(again.ok()) << again.status().message();
+  if (!again.ok()) return out;
+  expect_same_host(host, *again);
+  // The same nodes: the link's result holds for them too.
+  auto trace = read_linked_nodes(*again, std::move(sink), linked_device_facts(device, *linked),
+                                 *linked, resolved, convert_options);
   EXPECT_TRUE(trace.ok()) << trace.status().message();
   if (!trace.ok()) return out;
   Status b = convert_trace(*trace, dir.file("memory.et"), convert_options, &out.in_memory.report);
@@ -135,21 +139,6 @@ Both convert_both_ways(const HostTrace& host, const DeviceTrace& device,
     expect_node_records(dir.file("memory.et"), expected);
   }
   out.in_memory.et = testing::read_text(dir.file("memory.et"));
-
-  HostNodeFields fields(host.path);
-  auto again = reload(&fields);
-  EXPECT_TRUE(again.ok()) << again.status().message();
-  if (!again.ok()) return out;
-  expect_same_host(host, *again);
-  // The same nodes: the link's result holds for them too.
-  auto one_pass = read_linked_nodes(*again, std::move(fields), linked_device_facts(device, *linked),
-                                    *linked, resolved, convert_options);
-  EXPECT_TRUE(one_pass.ok()) << one_pass.status().message();
-  if (!one_pass.ok()) return out;
-  Status c =
-      convert_trace(*one_pass, dir.file("one_pass.et"), convert_options, &out.one_pass.report);
-  EXPECT_TRUE(c.ok()) << c.message();
-  out.one_pass.et = testing::read_text(dir.file("one_pass.et"));
   return out;
 }
 
@@ -174,7 +163,6 @@ void expect_same(const Converted& file, const Converted& memory, const std::stri
 
 void expect_same(const Both& both, const std::string& what) {
   expect_same(both.via_file, both.in_memory, what);
-  expect_same(both.via_file, both.one_pass, what + " (one pass)");
 }
 
 constexpr Compat kModes[] = {Compat::kDefault, Compat::kChakra};
@@ -205,9 +193,9 @@ void check_pair(const std::string& host_path, const std::string& device_path,
   ASSERT_TRUE(host.ok()) << host.status().message();
   auto device = load_device_trace(device_path);
   ASSERT_TRUE(device.ok()) << device.status().message();
-  check_all_modes(*host, *device, name, [&](HostFieldVisitor* fields) {
+  check_all_modes(*host, *device, name, [&](HostNodeSink* sink) {
     // In windows, as `run` reads a large host ET.
-    return load_host_trace(host_path, fields, 4096);
+    return load_host_trace(host_path, sink, 4096);
   });
 }
 
@@ -248,10 +236,10 @@ TEST(LinkedConvert, GeneratedRanksGiveTheSameEt) {
       for (Compat link_compat : kModes) {
         LinkOptions lo;
         lo.compat = link_compat;
-        Both both = convert_both_ways(
-            *host, *device, lo, ConvertOptions(), dir, [&](HostFieldVisitor* fields) {
+        Both both =
+            convert_both_ways(*host, *device, lo, ConvertOptions(), dir, [&](HostNodeSink* sink) {
               // In windows, as `run` reads a large host ET.
-              auto t = parse_host_trace("host.json", host_text, size_t{4096}, fields);
+              auto t = parse_host_trace("host.json", host_text, size_t{4096}, sink);
               EXPECT_TRUE(!t.ok() || t->parse_windows > 10);
               return t;
             });
@@ -280,10 +268,9 @@ void convert_synth_rank(const SynthOptions& opt, int rank, const testing::TempDi
   ASSERT_TRUE(host.ok()) << host.status().message();
   auto device = parse_device_trace("kineto.json", device_text);
   ASSERT_TRUE(device.ok()) << device.status().message();
-  *both = convert_both_ways(*host, *device, LinkOptions(), ConvertOptions(), dir,
-                            [&](HostFieldVisitor* fields) {
-                              return parse_host_trace("host.json", host_text, fields);
-                            });
+  *both = convert_both_ways(
+      *host, *device, LinkOptions(), ConvertOptions(), dir,
+      [&](HostNodeSink* sink) { return parse_host_trace("host.json", host_text, sink); });
 }
 
 // Generated collectives carry their bucket's size, as PyTorch records it on the nccl: op: every
@@ -327,7 +314,7 @@ TEST(LinkedConvert, GeneratedCollectivesCarryTheirTensorBytes) {
 }
 
 // A host ET the windows cannot read (invalid UTF-8 halfway, which the whole parse repairs): the
-// loader reads it again whole, and HostNodeFields forgets what it read in the windows before.
+// loader reads it again whole, and the sink forgets what it received in the windows before.
 TEST(LinkedConvert, OnePassAfterTheWindowsGiveUp) {
   SynthOptions opt;
   opt.ranks = 2;
@@ -341,8 +328,8 @@ TEST(LinkedConvert, OnePassAfterTheWindowsGiveUp) {
   EXPECT_EQ(host->invalid_utf8_bytes, 1u);
   auto device = parse_device_trace("kineto.json", device_text);
   ASSERT_TRUE(device.ok()) << device.status().message();
-  check_all_modes(*host, *device, "invalid UTF-8 halfway", [&](HostFieldVisitor* fields) {
-    auto t = parse_host_trace("host.json", host_text, size_t{4096}, fields);
+  check_all_modes(*host, *device, "invalid UTF-8 halfway", [&](HostNodeSink* sink) {
+    auto t = parse_host_trace("host.json", host_text, size_t{4096}, sink);
     EXPECT_TRUE(!t.ok() || t->parse_windows == 0);  // the whole parse took over
     return t;
   });
@@ -376,61 +363,13 @@ TEST(LinkedConvert, OverriddenFieldsFollowTheWriter) {
   ASSERT_TRUE(h.ok()) << h.status().message();
   auto d = parse_device_trace("kineto.json", device);
   ASSERT_TRUE(d.ok()) << d.status().message();
-  auto reload = [&](HostFieldVisitor* fields) {
-    return parse_host_trace("host.json", host, fields);
-  };
+  auto reload = [&](HostNodeSink* sink) { return parse_host_trace("host.json", host, sink); };
   check_all_modes(*h, *d, "hand-made", reload, [](const Both& both) {
     EXPECT_EQ(both.in_memory.report.input_nodes, 8u);  // 5 host nodes, 3 GPU nodes
     // Not vacuous: the lone surrogate and the missing lists were counted.
     EXPECT_GT(both.in_memory.report.stats.count(StatKind::kEtPlusStringNotUtf8), 0u);
     EXPECT_GT(both.in_memory.report.stats.count(StatKind::kEtPlusNodeWithoutIo), 1u);
   });
-}
-
-// HostNodeFields sets the loader's fields from the converter's reading of the same values, with
-// the loader's semantics where the two differ: an attr's value counts for the loader only after
-// its name; negative ids read as 0 (seq_id keeps its sign); of "parent" and "ctrl_deps" the last
-// wins; an op_schema attr that is not a string stops the loader.
-TEST(LinkedConvert, OnePassGivesTheLoaderItsOwnFields) {
-  const std::string flat = R"J({"schema": "1.0.1", "nodes": [
-  {"id": 3, "name": "aten::mm", "parent": 2, "rf_id": -1, "fw_parent": 4, "seq_id": -5, "scope": 2, "tid": 1, "fw_tid": 9, "op_schema": "mm(\u0041)", "inputs": [], "input_shapes": [], "input_types": [], "outputs": [], "output_shapes": [], "output_types": []},
-  {"id": 2, "name": "[pytorch|profiler|execution_trace|thread]", "parent": 1, "tid": 1},
-  {"id": 1, "name": "[pytorch|profiler|execution_trace|process]", "parent": 1}
-  ]})J";
-  const std::string attrs = R"J({"schema": "1.1.1-chakra.0.0.4", "nodes": [
-  {"id": 5, "name": "aten::add", "parent": 1, "ctrl_deps": 2, "attrs": [{"value": 77, "name": "rf_id", "type": "uint64"}, {"name": "tid", "type": "uint64", "value": 1}, {"name": "seq_id", "type": "int64", "value": -3}, {"name": "fw_parent", "type": "int64", "value": -2}, {"value": 5, "name": "op_schema"}, {"name": "op_schema", "value": "add(\"x\")"}]},
-  {"id": 4, "name": "aten::mul", "ctrl_deps": 2, "parent": 1, "attrs": [{"name": "rf_id", "value": 3.0}, {"name": "scope", "value": null}]},
-  {"id": 2, "name": "[pytorch|profiler|execution_trace|thread]", "ctrl_deps": 1},
-  {"id": 1, "name": "[pytorch|profiler|execution_trace|process]", "ctrl_deps": 1}
-  ]})J";
-  for (const std::string& text : {flat, attrs}) {
-    auto own = parse_host_trace("host.json", text);
-    ASSERT_TRUE(own.ok()) << own.status().message();
-    HostNodeFields fields("host.json");
-    auto one_pass = parse_host_trace("host.json", text, &fields);
-    ASSERT_TRUE(one_pass.ok()) << one_pass.status().message();
-    expect_same_host(*own, *one_pass);
-  }
-  // Not vacuous: the cases above are read as described.
-  auto own = parse_host_trace("host.json", attrs);
-  ASSERT_TRUE(own.ok());
-  const HostNode& add = own->nodes[3];  // by id: 1, 2, 4, 5
-  EXPECT_EQ(add.rf_id, 0u);             // the value came before the name
-  EXPECT_EQ(add.seq_id, -3);
-  EXPECT_EQ(add.fw_parent, 0u);
-  EXPECT_EQ(add.parent, 2u);
-  EXPECT_EQ(add.parent_key, ParentKey::kCtrlDeps);
-  EXPECT_EQ(add.op_schema, "add(\"x\")");
-  EXPECT_EQ(own->nodes[2].rf_id, 3u);
-  EXPECT_EQ(own->nodes[2].parent_key, ParentKey::kParent);
-
-  const std::string bad = R"J({"schema": "1.1.1-chakra.0.0.4", "nodes": [
-  {"id": 1, "name": "x", "ctrl_deps": 1, "attrs": [{"name": "op_schema", "value": 5}]}]})J";
-  EXPECT_FALSE(parse_host_trace("host.json", bad).ok());
-  HostNodeFields fields("host.json");
-  auto failed = parse_host_trace("host.json", bad, &fields);
-  ASSERT_FALSE(failed.ok());
-  EXPECT_NE(failed.status().message().find("op_schema"), std::string::npos);
 }
 
 TEST(LinkedConvert, RunWritesTheSameEtAsLinkThenConvert) {

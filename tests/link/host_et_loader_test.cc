@@ -35,7 +35,6 @@ TEST(HostEtLoader, ReadsAttrsLayout) {
   EXPECT_EQ(mm.parent_key, ParentKey::kCtrlDeps);
   EXPECT_EQ(mm.rf_id, 3u);
   EXPECT_EQ(mm.tid, 1u);
-  EXPECT_EQ(mm.seq_id, -1);
   // Spans point at the values inside the verbatim node text.
   EXPECT_EQ(mm.raw.front(), '{');
   EXPECT_EQ(mm.raw.back(), '}');
@@ -132,15 +131,10 @@ void expect_same_trace(const HostTrace& whole, const HostTrace& windowed, const 
     EXPECT_EQ(a.id, b.id) << where;
     EXPECT_EQ(a.name, b.name) << where;
     EXPECT_EQ(a.raw, b.raw) << where;
-    EXPECT_EQ(a.op_schema, b.op_schema) << where;
     EXPECT_EQ(a.parent, b.parent) << where;
     EXPECT_EQ(a.parent_key, b.parent_key) << where;
     EXPECT_EQ(a.rf_id, b.rf_id) << where;
-    EXPECT_EQ(a.fw_parent, b.fw_parent) << where;
-    EXPECT_EQ(a.seq_id, b.seq_id) << where;
-    EXPECT_EQ(a.scope, b.scope) << where;
     EXPECT_EQ(a.tid, b.tid) << where;
-    EXPECT_EQ(a.fw_tid, b.fw_tid) << where;
     EXPECT_EQ(a.byte_offset, b.byte_offset) << where;
     for (auto span : {&HostNode::id_value, &HostNode::name_value, &HostNode::parent_value}) {
       EXPECT_EQ((a.*span).begin, (b.*span).begin) << where;
@@ -291,5 +285,187 @@ TEST(HostTraceWindows, BadInputCorpusReadsAsWhole) {
   }
   EXPECT_GE(files, 20u);
 }
+
+// ---------- the converter's fields: a HostNodeSink ----------
+
+// A sink that keeps a copy of what it receives.
+struct Received {
+  HostNode node;
+  HostNodeDetail detail;
+  std::vector<uint64_t> sync_deps;
+};
+class RecordingSink final : public HostNodeSink {
+ public:
+  explicit RecordingSink(bool keep) : keep_(keep) {}
+  bool keep_nodes() const override { return keep_; }
+  Status node(const HostNode& node, const HostNodeDetail& detail) override {
+    Received& r = received.emplace_back(Received{node, detail, {}});
+    r.sync_deps.assign(detail.sync_deps.begin(), detail.sync_deps.end());
+    r.detail.sync_deps = {};
+    return Status();
+  }
+  void restart() override {
+    received.clear();
+    ++restarts;
+  }
+  std::vector<Received> received;  // in file order
+  int restarts = 0;
+
+ private:
+  bool keep_;
+};
+
+std::string_view in_raw(const HostNode& n, Span s) {
+  return n.raw.substr(s.begin, s.end - s.begin);
+}
+
+// One reading for the linker and the converter: the sink gets every node once, in file order,
+// with the fields both read; the loader keeps the same nodes with a sink as without.
+TEST(HostEtLoader, SinkGetsEachNodeWithItsDetail) {
+  const std::string attrs = R"J({"schema": "1.1.1-chakra.0.0.4", "nodes": [
+  {"id": 5, "name": "aten::add", "parent": 1, "ctrl_deps": 2, "ts": 7.5, "exclusive_dur": 3, "inclusive_dur": 4.25, "cat": "kernel", "stream": 7, "device": 1, "inter_thread_dep": -1, "sync_dep": [3, 4], "inputs": {"values": [1], "shapes": [[]], "types": ["Int"], "strides": [[]]}, "outputs": {"values": [], "shapes": [], "types": []}, "pg_name": "node_pg", "attrs": [{"value": 77, "name": "rf_id", "type": "uint64"}, {"name": "tid", "type": "uint64", "value": -1}, {"name": "seq_id", "type": "int64", "value": -3}, {"name": "fw_parent", "type": "int64", "value": 2.0}, {"value": 5, "name": "op_schema"}, {"name": "op_schema", "value": "add(\"x\")"}, {"name": "pg_name", "value": "attr_pg"}, {"name": "collective_name", "value": ["x"]}]},
+  {"id": 4, "name": "aten::mul", "parent": 1, "ctrl_deps": null, "stream": null, "attrs": [{"name": "rf_id", "value": 3}, {"name": "scope", "value": null}]},
+  {"id": 2, "name": "[pytorch|profiler|execution_trace|thread]", "ctrl_deps": 1},
+  {"id": 1, "name": "[pytorch|profiler|execution_trace|process]", "ctrl_deps": 1}
+  ]})J";
+  auto own = parse_host_trace("h.json", attrs);
+  ASSERT_TRUE(own.ok()) << own.status().message();
+  RecordingSink sink(/*keep=*/true);
+  auto with_sink = parse_host_trace("h.json", attrs, &sink);
+  ASSERT_TRUE(with_sink.ok()) << with_sink.status().message();
+  expect_same_trace(*own, *with_sink, "with a sink");
+  ASSERT_EQ(sink.received.size(), 4u);
+  EXPECT_EQ(sink.received[0].node.id, 5u);  // file order
+  EXPECT_EQ(sink.received[3].node.id, 1u);
+
+  const Received& add = sink.received[0];
+  const HostNode& n = add.node;
+  const HostNodeDetail& d = add.detail;
+  // ctrl_deps wins over parent, whatever their order; attrs are read in any key order.
+  EXPECT_EQ(n.parent, 2u);
+  EXPECT_EQ(n.parent_key, ParentKey::kCtrlDeps);
+  EXPECT_EQ(in_raw(n, n.parent_value), "2");
+  EXPECT_EQ(n.rf_id, 77u);
+  EXPECT_EQ(n.tid, 0u);             // -1: none for the linker ...
+  EXPECT_EQ(d.int_attr[kTid], -1);  // ... as written for the converter
+  EXPECT_EQ(d.int_attr[kSeqId], -3);
+  EXPECT_EQ(d.int_attr[kFwParent], 2);
+  EXPECT_EQ(d.int_attr[kScope], 0);
+  EXPECT_EQ(d.ts, 7.5);
+  EXPECT_TRUE(d.has_ts);
+  EXPECT_EQ(d.exclusive_dur, 3.0);
+  EXPECT_EQ(d.inclusive_dur, 4.25);
+  EXPECT_TRUE(d.has_cat);
+  EXPECT_TRUE(d.stream_given && d.has_stream);
+  EXPECT_EQ(d.stream, 7);
+  EXPECT_EQ(d.device, 1);
+  EXPECT_EQ(d.inter_thread_dep, 0u);
+  EXPECT_EQ(add.sync_deps, (std::vector<uint64_t>{3, 4}));
+  EXPECT_EQ(in_raw(n, d.io[0]), "[1]");
+  EXPECT_EQ(in_raw(n, d.io[1]), "[[]]");
+  EXPECT_EQ(in_raw(n, d.io[2]), "[\"Int\"]");
+  EXPECT_EQ(in_raw(n, d.io[5]), "[]");
+  EXPECT_EQ(d.op_schema, "add(\"x\")");
+  EXPECT_TRUE(d.op_schema_not_string);  // the first op_schema attr was a number
+  EXPECT_EQ(d.pg_name, "attr_pg");      // the attr wins over the node-level key
+  EXPECT_TRUE(d.pg_name_from_attr);
+  EXPECT_TRUE(d.collective_name.empty());
+  EXPECT_TRUE(d.collective_name_not_string);
+
+  const Received& mul = sink.received[1];
+  EXPECT_EQ(mul.node.parent_key, ParentKey::kParent);  // a null ctrl_deps is no key
+  EXPECT_EQ(mul.node.parent, 1u);
+  EXPECT_EQ(mul.node.rf_id, 3u);
+  EXPECT_TRUE(mul.detail.stream_given);
+  EXPECT_FALSE(mul.detail.has_stream);
+  EXPECT_FALSE(mul.detail.has_ts);
+  EXPECT_FALSE(mul.detail.has_cat);
+  EXPECT_TRUE(mul.detail.io[0].empty());  // absent
+  EXPECT_EQ(mul.detail.int_attr[kSeqId], -1);
+
+  // Without keep_nodes, the trace keeps no nodes and the sink gets the same.
+  RecordingSink alone(/*keep=*/false);
+  auto without = parse_host_trace("h.json", attrs, &alone);
+  ASSERT_TRUE(without.ok()) << without.status().message();
+  EXPECT_TRUE(without->nodes.empty());
+  ASSERT_EQ(alone.received.size(), 4u);
+  EXPECT_EQ(alone.received[0].detail.op_schema, "add(\"x\")");
+
+  // The flat layout: the same fields at node level, the lists as their own keys.
+  const std::string flat = R"J({"schema": "1.0.1", "nodes": [
+  {"id": 3, "name": "aten::mm", "parent": 2, "rf_id": -1, "fw_parent": 4, "seq_id": -5, "scope": 2, "tid": 1, "fw_tid": 9, "op_schema": "mm(\u0041)", "inputs": [1], "input_shapes": [[]], "input_types": ["Int"], "outputs": [], "output_shapes": [], "output_types": []},
+  {"id": 1, "name": "[pytorch|profiler|execution_trace|process]", "parent": 1}]})J";
+  RecordingSink flat_sink(/*keep=*/true);
+  auto f = parse_host_trace("h.json", flat, &flat_sink);
+  ASSERT_TRUE(f.ok()) << f.status().message();
+  ASSERT_EQ(flat_sink.received.size(), 2u);
+  const Received& mm = flat_sink.received[0];
+  EXPECT_EQ(mm.node.parent_key, ParentKey::kParent);
+  EXPECT_EQ(mm.node.rf_id, 0u);
+  EXPECT_EQ(mm.detail.int_attr[kRfId], -1);
+  EXPECT_EQ(mm.detail.int_attr[kFwTid], 9);
+  EXPECT_EQ(mm.detail.op_schema, "mm(A)");
+  EXPECT_EQ(in_raw(mm.node, mm.detail.io[0]), "[1]");
+  EXPECT_EQ(in_raw(mm.node, mm.detail.io[2]), "[\"Int\"]");
+  EXPECT_EQ(in_raw(mm.node, mm.detail.io[4]), "[]");
+}
+
+// The fields only the converter reads are checked only when it reads them (a sink); those both
+// read are checked either way.
+TEST(HostEtLoader, DetailFieldsAreCheckedForTheConverter) {
+  const std::string bad_ts = R"J({"schema": "1.1.1-chakra.0.0.4", "nodes": [
+  {"id": 1, "name": "x", "ctrl_deps": 1, "ts": "soon"}]})J";
+  EXPECT_TRUE(parse_host_trace("h.json", bad_ts).ok());
+  RecordingSink sink(true);
+  auto failed = parse_host_trace("h.json", bad_ts, &sink);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(
+      failed.status().message().find("h.json: byte 46: node #0 (id 1): \"ts\" is not a number"),
+      std::string::npos)
+      << failed.status().message();
+  const std::string bad_rf_id = R"J({"schema": "1.1.1-chakra.0.0.4", "nodes": [
+  {"id": 1, "name": "x", "ctrl_deps": 1, "attrs": [{"name": "rf_id", "value": 18446744073709551615}]}]})J";
+  for (RecordingSink* s : {static_cast<RecordingSink*>(nullptr), &sink}) {
+    auto r = parse_host_trace("h.json", bad_rf_id, s);
+    ASSERT_FALSE(r.ok());
+    EXPECT_NE(r.status().message().find("attr \"rf_id\" = 18446744073709551615 is not an int64"),
+              std::string::npos)
+        << r.status().message();
+  }
+}
+
+// A sink sees each node once when the windows read them, and starts again when they give up.
+TEST(HostTraceWindows, SinkGetsEachNodeOnce) {
+  const std::string text = synthetic_host_trace(1, 0.03, false);
+  RecordingSink whole(false), windowed(false);
+  // Kept alive: the nodes received view their text.
+  auto all = parse_host_trace("t.json", text, size_t{0}, &whole);
+  ASSERT_TRUE(all.ok()) << all.status().message();
+  auto w = parse_host_trace("t.json", text, size_t{100}, &windowed);
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_GT(w->parse_windows, 1u);
+  ASSERT_EQ(whole.received.size(), windowed.received.size());
+  for (size_t i = 0; i < whole.received.size(); ++i) {
+    const Received& a = whole.received[i];
+    const Received& b = windowed.received[i];
+    ASSERT_EQ(a.node.id, b.node.id) << i;
+    ASSERT_EQ(a.node.byte_offset, b.node.byte_offset) << i;
+    ASSERT_EQ(a.sync_deps, b.sync_deps) << i;
+    ASSERT_EQ(a.detail.op_schema, b.detail.op_schema) << i;
+    for (int f = 0; f < kHostIoLists; ++f) {
+      ASSERT_EQ(in_raw(a.node, a.detail.io[f]), in_raw(b.node, b.detail.io[f])) << i;
+    }
+  }
+  // Invalid UTF-8 halfway: the windows give up, the whole document is read again.
+  std::string bad = text;
+  bad.insert(bad.find("\"name\": \"", bad.size() / 2) + 9, "\xff");
+  RecordingSink again(false);
+  auto r = parse_host_trace("t.json", bad, size_t{100}, &again);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->parse_windows, 0u);
+  EXPECT_EQ(again.restarts, 1);
+  EXPECT_EQ(again.received.size(), whole.received.size());
+}
+
 }  // namespace
 }  // namespace chakraflow

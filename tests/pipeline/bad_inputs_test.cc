@@ -31,14 +31,14 @@
 
 #include "pipeline/run_config.h"
 #include "proto/et_def.pb.h"
-#include "stages/link/device_trace_loader.h"
-#include "stages/feed/et_feeder.h"
 #include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
+#include "stages/convert/pytorch_converter.h"
+#include "stages/feed/et_feeder.h"
+#include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
 #include "stages/link/host_et_loader.h"
 #include "stages/link/link.h"
-#include "stages/convert/pytorch_converter.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {
@@ -93,13 +93,12 @@ Outcome link_and_convert(const HostTrace& host, const DeviceTrace& device, Outco
   out.values["gpu_ops_linked"] = linked->gpu_events.size();
   add_stats(linked->stats, out);
 
-  auto reread = parse_host_trace(host.path + " (its ET+)", std::move(et_plus));
-  if (!reread.ok()) return failed(reread.status());
   const ConvertOptions convert_options;
-  auto nodes = read_et_plus_nodes(*reread, convert_options);
-  if (!nodes.ok()) return failed(nodes.status());
-  LinkStats convert_stats = nodes->stats;
-  auto chakra = convert_et_plus(*nodes, convert_options, convert_stats);
+  auto reread = parse_et_plus(host.path + " (its ET+)", std::move(et_plus), convert_options);
+  if (!reread.ok()) return failed(reread.status());
+  const EtPlusTrace& nodes = reread->trace;
+  LinkStats convert_stats = nodes.stats;
+  auto chakra = convert_et_plus(nodes, convert_options, convert_stats);
   if (!chakra.ok()) return failed(chakra.status());
   out.values["et_nodes"] = chakra->nodes.size();
   add_stats(convert_stats, out);
