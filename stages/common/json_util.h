@@ -122,6 +122,26 @@ std::string_view token(od::value& v);
 // of it, it stalls as unescape_literal's optional would.)
 simdjson::error_code raw_value(od::value& v, std::string_view* out);
 
+// A string value read where it lies: `*literal` is its JSON text (with quotes), `*unescaped` its
+// text (a view into the literal, or a copy in `arena` when it holds escapes). The value is
+// consumed: the parser does not check a value left unread (`"a": "b": 1` would pass for a key and
+// its value). Otherwise, what is wrong with it (string_problem names it for a message).
+enum class StringRead : uint8_t { kOk, kNotString, kBadEscape };
+inline StringRead read_string(od::value& v, std::deque<std::string>& arena,
+                              std::string_view* literal, std::string_view* unescaped) {
+  // The literal ends where the structural index says its token ends (no scan for the quote).
+  *literal = token(v);
+  od::raw_json_string raw;
+  if (v.get_raw_json_string().get(raw)) return StringRead::kNotString;
+  auto s = unescape_literal(*literal, arena);
+  if (!s) return StringRead::kBadEscape;
+  *unescaped = *s;
+  return StringRead::kOk;
+}
+inline std::string_view string_problem(StringRead r) {
+  return r == StringRead::kNotString ? "is not a string" : "holds an invalid escape";
+}
+
 // Reads the decimal digits at s[i...], at most 19 of them (the most that fit in 64 bits), eight
 // at a time where it can. Returns how many it read: it stops at the first byte that is not a digit.
 inline size_t read_digits(std::string_view s, size_t i, uint64_t* value) {

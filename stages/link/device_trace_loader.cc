@@ -212,16 +212,9 @@ class DeviceParser {
 
   Status read_literal(od::value& v, const DeviceEvent& e, size_t index, std::string_view what,
                       std::string_view* literal, std::string_view* unescaped) {
-    // The literal ends where the structural index says its token ends (no scan for the quote).
-    const std::string_view token = json::token(v);
-    od::raw_json_string raw;
-    if (v.get_raw_json_string().get(raw)) {
-      return event_error(e, index, fmt::format("\"{}\" is not a string", what));
+    if (auto r = json::read_string(v, t_.arena, literal, unescaped); r != json::StringRead::kOk) {
+      return event_error(e, index, fmt::format("\"{}\" {}", what, json::string_problem(r)));
     }
-    *literal = token;
-    auto s = json::unescape_literal(*literal, t_.arena);
-    if (!s) return event_error(e, index, fmt::format("\"{}\" holds an invalid escape", what));
-    *unescaped = *s;
     return Status();
   }
 

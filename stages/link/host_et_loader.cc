@@ -515,17 +515,10 @@ class HostParser {
   // A JSON string (unescaped), as a view into the text or the trace's arena.
   Status read_string(od::value& v, const HostNode& n, size_t index, std::string_view what,
                      std::string_view* out, std::string_view* literal_out) {
-    // The literal ends where the structural index says its token ends (no scan for the quote).
-    const std::string_view literal = json::token(v);
-    // Consumed: the parser skips a value left unread without checking what follows
-    // (`"op_schema": "a": 1` would pass for a key and its value).
-    od::raw_json_string raw;
-    if (v.get_raw_json_string().get(raw)) {
-      return node_error(n, index, fmt::format("\"{}\" is not a string", what));
+    std::string_view literal;
+    if (auto r = json::read_string(v, t_.arena, &literal, out); r != json::StringRead::kOk) {
+      return node_error(n, index, fmt::format("\"{}\" {}", what, json::string_problem(r)));
     }
-    auto s = json::unescape_literal(literal, t_.arena);
-    if (!s) return node_error(n, index, fmt::format("\"{}\" holds an invalid escape", what));
-    *out = *s;
     if (literal_out) *literal_out = literal;
     return Status();
   }
