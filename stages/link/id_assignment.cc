@@ -199,21 +199,24 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
   out.stats = std::move(stats);
   out.ops.resize(nodes.size());
 
-  // GPU ops grouped by launching CPU event, in the trace order of gpu_ops ((ts, file order)): the
-  // ops of event e are gpu_of_cpu[gpu_begin[e] .. gpu_begin[e + 1]).
-  std::vector<uint32_t> gpu_begin(dev.events.size() + 1, 0);
-  for (DeviceEventIdx g : in.launchers.gpu_ops) {
+  // GPU ops grouped by the host op that owns their launching CPU event (HostDeviceMap::host_of:
+  // the first host op paired with it), in the trace order of gpu_ops ((ts, file order)): the ops
+  // of host op h are gpu_of_host[gpu_begin[h] .. gpu_begin[h + 1]). A counting sort over the host
+  // ops, not over every device event: a launch whose CPU event no host op owns is not attached.
+  std::vector<uint32_t> gpu_begin(nodes.size() + 2, 0);
+  auto owner_of = [&](DeviceEventIdx g) {
     const DeviceEventIdx cpu = in.launchers.cpu_op_of[g.value];
-    if (cpu.valid()) ++gpu_begin[cpu.value + 1];
+    return cpu.valid() ? in.mapping.host_of[cpu.value] : HostNodeIdx();
+  };
+  // Counts sit two places up, so that placing the ops moves each host op's start to its end,
+  // which is the next one's start.
+  for (DeviceEventIdx g : in.launchers.gpu_ops) {
+    if (const HostNodeIdx h = owner_of(g); h.valid()) ++gpu_begin[h.value + 2];
   }
-  for (size_t e = 0; e < dev.events.size(); ++e) gpu_begin[e + 1] += gpu_begin[e];
-  std::vector<DeviceEventIdx> gpu_of_cpu(gpu_begin.back());
-  {
-    std::vector<uint32_t> fill(gpu_begin.begin(), gpu_begin.end() - 1);
-    for (DeviceEventIdx g : in.launchers.gpu_ops) {
-      const DeviceEventIdx cpu = in.launchers.cpu_op_of[g.value];
-      if (cpu.valid()) gpu_of_cpu[fill[cpu.value]++] = g;
-    }
+  for (size_t h = 2; h < gpu_begin.size(); ++h) gpu_begin[h] += gpu_begin[h - 1];
+  std::vector<DeviceEventIdx> gpu_of_host(gpu_begin.back());
+  for (DeviceEventIdx g : in.launchers.gpu_ops) {
+    if (const HostNodeIdx h = owner_of(g); h.valid()) gpu_of_host[gpu_begin[h.value + 1]++] = g;
   }
 
   // rf_id -> host op paired with it (the first by id), for inter-thread dependencies: (rf_id,
@@ -239,12 +242,13 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
     op.gpu_begin = static_cast<uint32_t>(out.gpu_events.size());
     if (op.device_event.valid()) {
       op.exclusive = in.exclusive[op.device_event];
-      // Chakra attaches a CPU event's GPU ops to every host op paired with it; in default mode
-      // only one host op is paired with an event (see map_by_rf_id).
-      const uint32_t first = gpu_begin[op.device_event.value];
-      const uint32_t last = gpu_begin[op.device_event.value + 1];
-      out.gpu_events.insert(out.gpu_events.end(), gpu_of_cpu.begin() + first,
-                            gpu_of_cpu.begin() + last);
+      // Chakra attaches a CPU event's GPU ops to every host op paired with it (the owner's
+      // group); in default mode only one host op is paired with an event (see map_by_rf_id).
+      const HostNodeIdx owner = in.mapping.host_of[op.device_event.value];
+      const uint32_t first = owner.valid() ? gpu_begin[owner.value] : 0;
+      const uint32_t last = owner.valid() ? gpu_begin[owner.value + 1] : 0;
+      out.gpu_events.insert(out.gpu_events.end(), gpu_of_host.begin() + first,
+                            gpu_of_host.begin() + last);
       next_id += last - first;
       attached_gpu += last - first;
       // Inter-thread dependency: Chakra goes through the rf_id of the op found before the gap,
