@@ -9,6 +9,7 @@
 #include <set>
 
 #include "stages/generate/synthetic_trace.h"
+#include "tests/testing/generated_ranks.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {
@@ -70,15 +71,10 @@ TEST(RankGraph, EachPlanDeclaresItsNodes) {
 class RankGraphRun : public ::testing::Test {
  protected:
   void SetUp() override {
-    SynthOptions opt;
-    opt.ranks = 3;
-    opt.scale = 0.02;
-    for (int r = 0; r < opt.ranks; ++r) {
-      auto [host, device, stats] = synthesize_rank_text(opt, r);
-      if (r == 1) device = device.substr(0, device.size() / 2);  // rank 1 fails
-      testing::write_text(host_path(r), host);
-      testing::write_text(device_path(r), device);
-    }
+    // Rank 1 fails.
+    testing::write_generated_ranks(
+        3, [this](int r) { return host_path(r); }, [this](int r) { return device_path(r); },
+        /*cut_rank=*/1);
   }
   std::string host_path(int r) const { return dir_.file("host" + std::to_string(r) + ".json"); }
   std::string device_path(int r) const { return dir_.file("dev" + std::to_string(r) + ".json"); }

@@ -16,10 +16,11 @@
 #include "pipeline/mpi_world.h"
 #include "pipeline/run_config.h"
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
 #include "stages/common/file_io.h"
 #include "stages/common/stat_kinds.h"
+#include "stages/convert/et_io.h"
 #include "stages/generate/synthetic_trace.h"
+#include "tests/testing/generated_ranks.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {
@@ -158,20 +159,22 @@ TEST(RunConfig, RankListsAndDiscovery) {
   EXPECT_EQ(cfg->ranks, (std::vector<int>{0, 2, 11}));
 }
 
+// A generated 3-rank set in `dir` as traces/rank{rank}/host_et.json and kineto.json; with
+// `cut_rank`, that rank's device trace truncated.
+void write_generated_ranks(const TempDir& dir, int cut_rank = -1) {
+  auto in_rank = [&dir](int r, const char* name) {
+    return dir.file("traces/rank" + std::to_string(r) + "/" + name);
+  };
+  testing::write_generated_ranks(
+      3, [&](int r) { return in_rank(r, "host_et.json"); },
+      [&](int r) { return in_rank(r, "kineto.json"); }, cut_rank);
+}
+
 // A generated 3-rank set, one rank's device trace truncated.
 class RunBatch : public ::testing::Test {
  protected:
   void SetUp() override {
-    SynthOptions opt;
-    opt.ranks = 3;
-    opt.scale = 0.02;
-    for (int r = 0; r < opt.ranks; ++r) {
-      fs::create_directories(dir_.path() / ("traces/rank" + std::to_string(r)));
-      auto [host, device, stats] = synthesize_rank_text(opt, r);
-      if (r == 1) device = device.substr(0, device.size() / 2);
-      testing::write_text(dir_.file("traces/rank" + std::to_string(r) + "/host_et.json"), host);
-      testing::write_text(dir_.file("traces/rank" + std::to_string(r) + "/kineto.json"), device);
-    }
+    write_generated_ranks(dir_, /*cut_rank=*/1);
     testing::write_text(
         dir_.file("run.yaml"),
         "inputs:\n  host: traces/rank{rank}/host_et.json\n  device: traces/rank{rank}/kineto.json\n"
@@ -332,9 +335,9 @@ TEST(RunMpi, TwoProcessesWriteTheSameBytesAsOne) {
   std::vector<std::string> names;
   for (auto& e : fs::directory_iterator(dir.file("single"))) names.push_back(e.path().filename());
   std::sort(names.begin(), names.end());
-  EXPECT_EQ(names, (std::vector<std::string>{"simulation.json", "summary.json", "trace.0.et",
-                                             "trace.1.et", "trace.2.et", "trace.3.et",
-                                             "trace.comm_group.json"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"simulation.json", "summary.json", "trace.0.et", "trace.1.et",
+                                      "trace.2.et", "trace.3.et", "trace.comm_group.json"}));
   for (const std::string& name : names) {
     std::string a = testing::read_text(dir.file("single/" + name));
     std::string b = testing::read_text(dir.file("out/" + name));
@@ -406,23 +409,16 @@ TEST(RunDlrm, EightLegacyRanksInOneCommand) {
 // request, the traces' pg_name attributes follow the renumbering.
 TEST(RunGroups, GeneratedSetDefaultAndForOlderAstraSim) {
   TempDir dir;
-  SynthOptions opt;
-  opt.ranks = 3;
-  opt.scale = 0.02;
-  for (int r = 0; r < opt.ranks; ++r) {
-    fs::create_directories(dir.path() / ("traces/rank" + std::to_string(r)));
-    auto [host, device, stats] = synthesize_rank_text(opt, r);
-    testing::write_text(dir.file("traces/rank" + std::to_string(r) + "/host_et.json"), host);
-    testing::write_text(dir.file("traces/rank" + std::to_string(r) + "/kineto.json"), device);
-  }
+  write_generated_ranks(dir);
   const std::string inputs =
       "inputs:\n  host: traces/rank{rank}/host_et.json\n  device: traces/rank{rank}/kineto.json\n"
       "stages: [link, convert]\n";
   testing::write_text(dir.file("plain.yaml"),
                       inputs + "outputs: {dir: plain, keep_et_plus: true}\n");
   testing::write_text(dir.file("older.yaml"),
-                      inputs + "outputs: {dir: older}\n"
-                               "convert: {renumber_groups: true, metadata_node: compute}\n");
+                      inputs +
+                          "outputs: {dir: older}\n"
+                          "convert: {renumber_groups: true, metadata_node: compute}\n");
   std::string out;
   ASSERT_EQ(run_command(kBin + " run " + dir.file("plain.yaml") + " --quiet", &out), 0) << out;
   ASSERT_EQ(run_command(kBin + " run " + dir.file("older.yaml") + " --quiet", &out), 0) << out;
@@ -438,7 +434,7 @@ TEST(RunGroups, GeneratedSetDefaultAndForOlderAstraSim) {
   EXPECT_NE(out.find("(1 to do here, 2 up to date)"), std::string::npos) << out;
   EXPECT_EQ(testing::read_text(dir.file("plain/trace.comm_group.json")),
             "{\n  \"0\": [0, 1, 2]\n}\n");
-  for (int r = 0; r < opt.ranks; ++r) {
+  for (int r = 0; r < 3; ++r) {
     for (const std::string variant : {"plain", "older"}) {
       auto reader = EtReader::open(dir.file(variant + "/trace." + std::to_string(r) + ".et"));
       ASSERT_TRUE(reader.ok());
@@ -450,8 +446,8 @@ TEST(RunGroups, GeneratedSetDefaultAndForOlderAstraSim) {
       while (*reader->next(&node)) {
         if (node.name().find("process_group:init") != std::string::npos) {
           metadata_nodes += node.type() == ChakraProtoMsg::METADATA_NODE;
-          EXPECT_EQ(node.type(), variant == "plain" ? ChakraProtoMsg::METADATA_NODE
-                                                    : ChakraProtoMsg::COMP_NODE);
+          EXPECT_EQ(node.type(),
+                    variant == "plain" ? ChakraProtoMsg::METADATA_NODE : ChakraProtoMsg::COMP_NODE);
         }
         for (const auto& a : node.attr()) {
           if (a.name() == "pg_name") {
