@@ -250,8 +250,14 @@ class HostParser {
     bool has_name = false;
     ParentKeys parents;
     HostNodeDetail& d = detail_;
-    std::construct_at(&d);  // in place: the node before leaves nothing
-    sync_deps_.clear();
+    // In place: the node before leaves nothing (without a sink, only the integer attributes are
+    // read).
+    if (sink_ != nullptr) {
+      std::construct_at(&d);
+      sync_deps_.clear();
+    } else {
+      d.int_attr = kNoHostIntAttrs;
+    }
     for (auto field_result : obj) {
       if (simdjson::error_code err = field_result.error()) {
         return fail(err, fmt::format("node #{}", index));

@@ -8,6 +8,7 @@
 // read from many threads at once.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <deque>
 #include <limits>
@@ -83,6 +84,8 @@ struct HostNode {
 
 // The integer attributes of a host node, in HostNodeDetail::int_attr.
 enum HostIntAttr : uint8_t { kRfId, kFwParent, kSeqId, kScope, kTid, kFwTid, kHostIntAttrCount };
+// Their values when absent (seq_id -1, the others 0).
+inline constexpr std::array<int64_t, kHostIntAttrCount> kNoHostIntAttrs = {0, 0, -1, 0, 0, 0};
 
 // The inputs/outputs lists of a host node, in HostNodeDetail::io: values, shapes and types of
 // the inputs, then of the outputs (schema 1.0.1: inputs, input_shapes, input_types, ...).
@@ -98,7 +101,7 @@ struct HostNodeDetail {
   int64_t device = -1;
   uint64_t inter_thread_dep = 0;  // 0 = none (a negative value too)
   // As written (signed); when a node has one both at node level and in "attrs", the last wins.
-  int64_t int_attr[kHostIntAttrCount] = {0, 0, -1, 0, 0, 0};
+  std::array<int64_t, kHostIntAttrCount> int_attr = kNoHostIntAttrs;
   std::string_view op_schema;           // unescaped: the node-level key or the attr, the last wins
   std::string_view pg_name;             // unescaped: the pg_name attr, else the node-level key
   std::string_view collective_name;     // unescaped: the attr (record_param_comms, schema 1.1.0+)
