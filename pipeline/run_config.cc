@@ -480,12 +480,14 @@ std::optional<RunConfig> take_loaded_run_config(const std::string& path) {
 
 Status discover_ranks(RunConfig& config) {
   if (!config.discover_ranks || !config.ranks.empty()) return Status();
-  // The host pattern over full paths: literal pieces around each {rank}, which must all be the
-  // same decimal number.
-  std::string abs_pattern =
-      fs::path(config.host_pattern).is_absolute()
-          ? config.host_pattern
-          : (fs::path(config.base_dir) / config.host_pattern).lexically_normal().string();
+  // The host pattern over absolute paths (a configuration given as `c.yaml` has the base "."):
+  // literal pieces around each {rank}, which must all be the same decimal number.
+  std::error_code cwd_error;
+  const fs::path base = fs::absolute(config.base_dir, cwd_error);
+  if (cwd_error) {
+    return Status::errorf("{}: cannot discover ranks: {}", config.path, cwd_error.message());
+  }
+  std::string abs_pattern = (base / config.host_pattern).lexically_normal().string();
   const std::string token = "{rank}";
   auto match = [&](const std::string& p) -> int {
     size_t first = abs_pattern.find(token);

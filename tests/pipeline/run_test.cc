@@ -184,6 +184,26 @@ class RunBatch : public ::testing::Test {
   TempDir dir_;
 };
 
+// A configuration named by its file name alone (run from its own folder, as `c.yaml` or
+// `./c.yaml`) resolves its patterns against that folder, discovery included.
+TEST(RunConfig, RunsFromItsOwnFolder) {
+  TempDir dir;
+  write_generated_ranks(dir);
+  testing::write_text(dir.file("traces/c.yaml"),
+                      "inputs:\n  host: rank{rank}/host_et.json\n  device: rank{rank}/kineto.json\n"
+                      "stages: [link, convert]\noutputs: {dir: out, prefix: trace}\n");
+  for (const char* name : {"c.yaml", "./c.yaml"}) {
+    fs::remove_all(dir.file("traces/out"));
+    std::string out;
+    int rc = run_command("cd " + dir.file("traces") + " && " + kBin + " run " + name, &out);
+    ASSERT_EQ(rc, 0) << name << ": " << out;
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_TRUE(fs::exists(dir.file("traces/out/trace." + std::to_string(r) + ".et")))
+          << name << ": rank " << r;
+    }
+  }
+}
+
 TEST_F(RunBatch, AFailingRankIsReportedAndTheOthersFinish) {
   std::string out;
   int rc = run_command(kBin + " run " + dir_.file("run.yaml"), &out);
