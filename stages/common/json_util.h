@@ -208,6 +208,13 @@ void append_micros(std::string& out, TimeNs ns);
 // a tie such as .125 is exact). Past 2^62 the text is parsed.
 double micros_value(TimeNs ns);
 
+// Appends repr(v) as CPython 3 writes a float (and json.dump writes it): the shortest digits
+// that read back as `v`, in exponent form below 1e-4 and from 1e16 (`1e-05`, `1e+16`), a whole
+// number with ".0"; `inf`, `-inf`, `nan`.
+void append_python_float(std::string& out, double v);
+// A Python number as json.dump writes it: repr of a float, or the int `v` holds (integral).
+void append_python_number(std::string& out, double v, bool is_float);
+
 // Byte offset of `p` inside `text`, or text.size() when p is null / outside.
 uint64_t offset_in(std::string_view text, const char* p);
 

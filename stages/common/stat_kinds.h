@@ -42,6 +42,8 @@ namespace chakraflow {
   X(kGpuOpWithoutCpuOp, "gpu_op_without_cpu_op", "GPU op without launching CPU op")               \
   X(kGpuOpCpuOpWithoutHostOp, "gpu_op_cpu_op_without_host_op",                                    \
     "GPU ops whose launching CPU op has no host op")                                              \
+  X(kChakraExclusiveBelowZero, "chakra_exclusive_dur_below_zero",                                 \
+    "--compat chakra: exclusive duration below 0 in Chakra's float arithmetic (written as 0)")    \
   /* link: sequence matching (device traces without rf_ids) */                                    \
   X(kSeqHostPidNotInDevice, "seq_host_pid_not_in_device_trace",                                   \
     "sequence matching: host trace pid not in the device trace")                                  \

@@ -349,6 +349,8 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
       if (op.device_event.valid()) {
         const LinkedDeviceFacts::Timing& e = device.host_op[i];
         set_timing(n, e.dur, op.exclusive, e.ts, op);
+        // Chakra mode: the value its ET+ holds, Chakra's arithmetic (the writer's).
+        if (!linked.chakra_exclusive.empty()) n.exclusive_dur = linked.chakra_exclusive[i].value;
       }
       const std::span<const uint64_t> sync = linked.sync_deps[i];
       if (!sync.empty()) {

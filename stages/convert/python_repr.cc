@@ -225,66 +225,7 @@ char32_t decode_utf8(std::string_view s, size_t* i, bool* valid) {
 }
 
 void append_float(std::string& out, double v) {
-  if (std::isnan(v)) {
-    out += "nan";
-    return;
-  }
-  if (std::isinf(v)) {
-    out += v < 0 ? "-inf" : "inf";
-    return;
-  }
-  if (v == 0) {
-    out += std::signbit(v) ? "-0.0" : "0.0";
-    return;
-  }
-  // Shortest round-trip digits in scientific form: [-]d[.ddd]e(+|-)XX.
-  char buf[64];
-  auto r = std::to_chars(buf, buf + sizeof(buf), v, std::chars_format::scientific);
-  std::string_view sci(buf, static_cast<size_t>(r.ptr - buf));
-  bool negative = sci[0] == '-';
-  if (negative) sci.remove_prefix(1);
-  size_t e_pos = sci.find('e');
-  std::string_view mantissa = sci.substr(0, e_pos);
-  int exp10 = 0;
-  std::from_chars(sci.data() + e_pos + 1 + (sci[e_pos + 1] == '+' ? 1 : 0), sci.data() + sci.size(),
-                  exp10);
-  char digits[32];
-  size_t n = 0;
-  for (char c : mantissa) {
-    if (c != '.') digits[n++] = c;
-  }
-  if (negative) out.push_back('-');
-  // CPython's float_repr_style 'short': exponent form when the decimal point position
-  // (decpt = exp10 + 1) is <= -4 or > 16.
-  int decpt = exp10 + 1;
-  if (decpt <= -4 || decpt > 16) {
-    out.push_back(digits[0]);
-    if (n > 1) {
-      out.push_back('.');
-      out.append(digits + 1, n - 1);
-    }
-    out.push_back('e');
-    out.push_back(exp10 < 0 ? '-' : '+');
-    int mag = exp10 < 0 ? -exp10 : exp10;
-    if (mag < 10) out.push_back('0');
-    char eb[8];
-    auto er = std::to_chars(eb, eb + sizeof(eb), mag);
-    out.append(eb, static_cast<size_t>(er.ptr - eb));
-    return;
-  }
-  if (decpt <= 0) {
-    out += "0.";
-    out.append(static_cast<size_t>(-decpt), '0');
-    out.append(digits, n);
-  } else if (static_cast<size_t>(decpt) >= n) {
-    out.append(digits, n);
-    out.append(static_cast<size_t>(decpt) - n, '0');
-    out += ".0";
-  } else {
-    out.append(digits, static_cast<size_t>(decpt));
-    out.push_back('.');
-    out.append(digits + decpt, n - static_cast<size_t>(decpt));
-  }
+  json::append_python_float(out, v);
 }
 
 void append_str(std::string& out, std::string_view s) {

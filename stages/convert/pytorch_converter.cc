@@ -1,12 +1,14 @@
 #include "stages/convert/pytorch_converter.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <map>
 #include <unordered_map>
 
 #include "proto/et_def.pb.h"
+#include "stages/common/json_util.h"
 #include "stages/convert/comm_attributes.h"
 #include "stages/convert/comm_groups.h"
 #include "stages/convert/cycle_check.h"
@@ -38,6 +40,59 @@ uint64_t duration_micros(const EtPlusNode& node, const ConvertOptions& options, 
   // Nearest µs, and never 0 for work that took time: ASTRA-sim skips 0-duration nodes.
   const auto rounded = static_cast<uint64_t>(std::llround(d));
   return rounded == 0 ? 1 : rounded;
+}
+
+// The exact decimal a double holds when it was read from a decimal of at most three fraction
+// digits (Kineto's µs): its shortest round-trip text, read as integer ns.
+bool exact_ns(double us, TimeNs* ns) {
+  char buf[64];
+  auto r = std::to_chars(buf, buf + sizeof(buf), us, std::chars_format::fixed);
+  bool fractional = false;
+  return r.ec == std::errc() &&
+         json::parse_micros_as_ns(std::string_view(buf, static_cast<size_t>(r.ptr - buf)), ns,
+                                  &fractional);
+}
+
+// Chakra mode: `truncated` (int() of the node's exclusive_dur) where that float may hold rounding
+// noise across a whole µs. Chakra's ET+ computes exclusive durations in floats from timestamps
+// near 5e12 µs, so 9 µs can read 8.99996875; the .et its converter gives for the pt211 references
+// holds int() of the exact decimal value (docs/compatibility.md). That value is the node's
+// inclusive_dur minus the union of the intervals of its timed children nested in it (the ops
+// Chakra subtracted, all in whole ns): used when the float is within kNearWhole of a whole µs
+// and the exact value agrees with the float as closely, else `truncated` stays.
+uint64_t chakra_exact_micros(const EtPlusTrace& t, const ConversionGraph& graph, uint32_t i,
+                             uint64_t truncated) {
+  constexpr double kNearWhole = 0.01;  // µs: far above the noise, far below a whole µs
+  const EtPlusNode& node = t.nodes[i];
+  const double x = node.exclusive_dur;
+  if (node.kind != OpKind::kCpu || !node.has_ts || !(x > 0) || x >= 1e15 || truncated == 0 ||
+      std::fabs(x - std::round(x)) >= kNearWhole) {
+    return truncated;
+  }
+  TimeNs ts = 0, dur = 0;
+  if (!exact_ns(node.ts, &ts) || !exact_ns(node.inclusive_dur, &dur)) return truncated;
+  const TimeNs end = ts + dur;
+  std::vector<std::pair<TimeNs, TimeNs>> nested;
+  for (uint32_t k = graph.child_begin[i]; k < graph.child_begin[i + 1]; ++k) {
+    const EtPlusNode& c = t.nodes[graph.children[k]];
+    TimeNs c_ts = 0, c_dur = 0;
+    if (c.kind != OpKind::kCpu || !c.has_ts || !exact_ns(c.ts, &c_ts) ||
+        !exact_ns(c.inclusive_dur, &c_dur)) {
+      continue;
+    }
+    if (c_ts >= ts && c_ts + c_dur <= end) nested.emplace_back(c_ts, c_ts + c_dur);
+  }
+  std::sort(nested.begin(), nested.end());
+  TimeNs exclusive = dur, from = ts;
+  for (const auto& [b, e] : nested) {
+    const TimeNs start = std::max(b, from);
+    if (e > start) exclusive -= e - start;
+    from = std::max(from, e);
+  }
+  if (exclusive < 0 || std::fabs(static_cast<double>(exclusive) / 1000.0 - x) >= kNearWhole) {
+    return truncated;
+  }
+  return static_cast<uint64_t>(exclusive / 1000);
 }
 
 // The parents the walk follows. Chakra: the parents as read. Default mode: a CPU node whose
@@ -173,6 +228,7 @@ StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions
     if (chakra && parent[i] != kNoNode && graph.slot[parent[i]] != kNoNode)
       rec.ctrl_dep = parent[i];
     rec.duration_micros = duration_micros(node, options, stats);
+    if (chakra) rec.duration_micros = chakra_exact_micros(t, graph, i, rec.duration_micros);
     typer.assign(i, rec, graph.comm);
     const bool gpu_stream = node.kind == OpKind::kGpu && node.stream_given && node.has_stream;
     if (chakra) {

@@ -253,7 +253,7 @@ class DeviceParser {
   }
 
   Status read_time(od::value& v, const DeviceEvent& e, size_t index, std::string_view what,
-                   TimeNs* out, bool* fractional) {
+                   TimeNs* out, bool* fractional, bool* is_float) {
     od::json_type type{};  // read below even when type() failed
     if (v.type().get(type) || type != od::json_type::number) {
       // Some exporters quote numbers; accept "123.4" but nothing else.
@@ -265,6 +265,7 @@ class DeviceParser {
       return event_error(e, index, fmt::format("\"{}\" is not a number", what));
     }
     const std::string_view token = json::token(v);
+    *is_float = token.find_first_of(".eE") != std::string_view::npos;
     if (!json::parse_micros_as_ns(token, out, fractional)) {
       return event_error(
           e, index,
@@ -296,17 +297,19 @@ class DeviceParser {
         CF_RETURN_IF_ERROR(read_literal(v, e, index, "name", &literal, &e.name));
         CF_RETURN_IF_ERROR(span_in_event(e, index, literal, &e.name_literal));
       } else if (json::equals(key, "ts")) {
-        bool frac = false;
-        CF_RETURN_IF_ERROR(read_time(v, e, index, "ts", &e.ts, &frac));
+        bool frac = false, is_float = false;
+        CF_RETURN_IF_ERROR(read_time(v, e, index, "ts", &e.ts, &frac, &is_float));
         if (frac) e.flags |= kTsFractional;
+        if (is_float) e.flags |= kTsFloat;
         has_ts = true;
       } else if (json::equals(key, "dur")) {
         od::json_type type;
         if (v.type().get(type) == simdjson::SUCCESS && type == od::json_type::null) continue;
-        bool frac = false;
-        CF_RETURN_IF_ERROR(read_time(v, e, index, "dur", &e.dur, &frac));
+        bool frac = false, is_float = false;
+        CF_RETURN_IF_ERROR(read_time(v, e, index, "dur", &e.dur, &frac, &is_float));
         e.flags |= kHasDur;
         if (frac) e.flags |= kDurFractional;
+        if (is_float) e.flags |= kDurFloat;
       } else if (json::equals(key, "tid")) {
         if (read_id(v, &e.tid)) e.flags |= kHasTid;
       } else if (json::equals(key, "pid")) {
@@ -533,6 +536,14 @@ StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text, siz
 StatusOr<DeviceTrace> load_device_trace(const std::string& path) {
   CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path));
   return parse_device_text(path, std::move(text), kDeviceWindowBytes);
+}
+
+PyNumber DeviceEvent::py_ts() const {
+  return {json::micros_value(ts), has(kTsFloat)};
+}
+
+PyNumber DeviceEvent::py_dur() const {
+  return {json::micros_value(dur), has(kDurFloat)};
 }
 
 }  // namespace chakraflow

@@ -74,13 +74,31 @@ class Writer {
     return storage;
   }
 
-  void append_timing(TimeNs inclusive, TimeNs exclusive, TimeNs ts, const LinkedHostOp& owner) {
+  // The timing keys of a node matched to event `e`: its dur, `exclusive`, its ts. Chakra mode
+  // writes them as Chakra's json.dump does: the numbers json.load read (a float stays a float:
+  // 4.0, not 4) and `chakra_exclusive` (null: the event's dur), Chakra's arithmetic.
+  void append_timing(const DeviceEvent& e, TimeNs exclusive, const PyNumber* chakra_exclusive,
+                     const LinkedHostOp& owner) {
+    const bool chakra = opt_.compat == Compat::kChakra;
     buf_.append(",\"inclusive_dur\":");
-    json::append_micros(buf_, inclusive);
+    if (chakra) {
+      json::append_python_number(buf_, e.py_dur().value, e.py_dur().is_float);
+    } else {
+      json::append_micros(buf_, e.dur);
+    }
     buf_.append(",\"exclusive_dur\":");
-    json::append_micros(buf_, exclusive);
+    if (chakra) {
+      const PyNumber x = chakra_exclusive ? *chakra_exclusive : e.py_dur();
+      json::append_python_number(buf_, x.value, x.is_float);
+    } else {
+      json::append_micros(buf_, exclusive);
+    }
     buf_.append(",\"ts\":");
-    json::append_micros(buf_, ts);
+    if (chakra) {
+      json::append_python_number(buf_, e.py_ts().value, e.py_ts().is_float);
+    } else {
+      json::append_micros(buf_, e.ts);
+    }
     buf_.append(",\"inter_thread_dep\":");
     if (owner.inter_thread_dep.valid()) {
       append_uint(linked_.ops[owner.inter_thread_dep.value].new_id);
@@ -113,8 +131,9 @@ class Writer {
       }
       write_spliced(n.raw, splices, ns);
       if (op.device_event.valid()) {
-        const DeviceEvent& e = dev_[op.device_event];
-        append_timing(e.dur, op.exclusive, e.ts, op);
+        const PyNumber* chakra_exclusive =
+            linked_.chakra_exclusive.empty() ? nullptr : &linked_.chakra_exclusive[i];
+        append_timing(dev_[op.device_event], op.exclusive, chakra_exclusive, op);
       }
       const std::span<const uint64_t> sync = linked_.sync_deps[i];
       if (!sync.empty()) {
@@ -141,7 +160,7 @@ class Writer {
           splices[ng++] = {n.parent_value, cpu_id_text};
         }
         write_spliced(n.raw, splices, ng);
-        append_timing(g.dur, g.dur, g.ts, op);
+        append_timing(g, g.dur, nullptr, op);
         if (!ctrl_in_place) {
           buf_.append(",\"ctrl_deps\":");
           buf_.append(cpu_id_text);

@@ -62,6 +62,55 @@ void sweep_thread(const DeviceTrace& trace, std::vector<DeviceEventIdx> ops, Com
   }
 }
 
+// Chakra's calculate_exclusive_dur for one thread's CPU ops, on Python numbers (PyNumber): sorted
+// by (ts, dur), ties in file order (its two stable sorts); for each op, the later ops whose
+// interval lies inside its own are collected until one starts after its end; their intervals are
+// merged and each merged length is subtracted in turn. O(ops x nesting depth), as Chakra's.
+void chakra_thread(const DeviceTrace& trace, const std::vector<DeviceEventIdx>& ops,
+                   std::vector<PyNumber>& out) {
+  struct Op {
+    PyNumber ts, dur, end;  // end = ts + dur, computed as Python does
+    DeviceEventIdx idx;
+  };
+  std::vector<Op> sorted;
+  sorted.reserve(ops.size());
+  for (DeviceEventIdx i : ops) {
+    const PyNumber ts = trace[i].py_ts(), dur = trace[i].py_dur();
+    sorted.push_back({ts, dur, {ts.value + dur.value, ts.is_float || dur.is_float}, i});
+  }
+  std::stable_sort(sorted.begin(), sorted.end(), [](const Op& a, const Op& b) {
+    if (a.ts.value != b.ts.value) return a.ts.value < b.ts.value;
+    if (a.dur.value != b.dur.value) return a.dur.value < b.dur.value;
+    return a.idx < b.idx;
+  });
+  struct Region {
+    PyNumber start, end;
+  };
+  std::vector<Region> regions;
+  for (size_t i = 0; i < sorted.size(); ++i) {
+    const Op& op = sorted[i];
+    regions.clear();
+    for (size_t j = i + 1; j < sorted.size(); ++j) {
+      const Op& child = sorted[j];
+      if (child.ts.value >= op.ts.value && child.end.value <= op.end.value) {
+        // Merged as they come: they come by start, as Chakra's sort by start leaves them.
+        if (!regions.empty() && child.ts.value <= regions.back().end.value) {
+          if (child.end.value > regions.back().end.value) regions.back().end = child.end;
+        } else {
+          regions.push_back({child.ts, child.end});
+        }
+      }
+      if (op.end.value < child.ts.value) break;
+    }
+    PyNumber exclusive = op.dur;
+    for (const Region& r : regions) {
+      exclusive.value -= r.end.value - r.start.value;
+      exclusive.is_float |= r.start.is_float || r.end.is_float;
+    }
+    out[op.idx.value] = exclusive;
+  }
+}
+
 }  // namespace
 
 void sort_in_nesting_order(const DeviceTrace& trace, std::vector<DeviceEventIdx>& ops) {
@@ -99,8 +148,14 @@ ExclusiveDurations compute_exclusive_durations(const DeviceTrace& trace, Compat 
   ExclusiveDurations result;
   result.by_event.resize(trace.events.size());
   for (size_t i = 0; i < trace.events.size(); ++i) result.by_event[i] = trace.events[i].dur;
-  for (auto& ops : cpu_ops_by_thread(trace))
+  if (compat == Compat::kChakra) {
+    result.chakra.resize(trace.events.size());
+    for (size_t i = 0; i < trace.events.size(); ++i) result.chakra[i] = trace.events[i].py_dur();
+  }
+  for (auto& ops : cpu_ops_by_thread(trace)) {
+    if (compat == Compat::kChakra) chakra_thread(trace, ops, result.chakra);
     sweep_thread(trace, std::move(ops), compat, result.by_event);
+  }
   return result;
 }
 

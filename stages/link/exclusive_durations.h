@@ -7,6 +7,12 @@
 // Compat::kChakra reproduces Chakra's result: it sorts by (ts, dur), so a child that starts at the
 // same ts as its parent sorts before it and is not subtracted (spec §5 #8). Compat::kDefault
 // subtracts it. Partially overlapping (non-nested) ops on one thread are not subtracted.
+//
+// Chakra computes in Python numbers: with Kineto's fractional microseconds near 5e12, its floats
+// carry rounding noise (8.99996875 for 9). Compat::kChakra also computes
+// ExclusiveDurations::chakra, Chakra's own arithmetic step by step (its sort, its containment tests
+// and interval merge, its subtractions, all on the doubles json.load reads), which the
+// chakra-compatible outputs write.
 #pragma once
 
 #include <vector>
@@ -19,6 +25,9 @@ namespace chakraflow {
 struct ExclusiveDurations {
   // Indexed by DeviceEventIdx; meaningful for CPU ops, equal to dur for every other event.
   std::vector<TimeNs> by_event;
+  // Compat::kChakra only (else empty), indexed by DeviceEventIdx: the value Chakra computes, which
+  // may be below 0 by rounding noise (Chakra then stops with a ValueError).
+  std::vector<PyNumber> chakra;
   TimeNs operator[](DeviceEventIdx i) const { return by_event[i.value]; }
 };
 

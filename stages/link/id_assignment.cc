@@ -198,6 +198,7 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
   LinkedTrace out;
   out.stats = std::move(stats);
   out.ops.resize(nodes.size());
+  if (!in.exclusive.chakra.empty()) out.chakra_exclusive.resize(nodes.size());
 
   // GPU ops grouped by the host op that owns their launching CPU event (HostDeviceMap::host_of:
   // the first host op paired with it), in the trace order of gpu_ops ((ts, file order)): the ops
@@ -242,6 +243,15 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
     op.gpu_begin = static_cast<uint32_t>(out.gpu_events.size());
     if (op.device_event.valid()) {
       op.exclusive = in.exclusive[op.device_event];
+      if (!in.exclusive.chakra.empty()) {
+        PyNumber& x = out.chakra_exclusive[i];
+        x = in.exclusive.chakra[op.device_event.value];
+        if (x.value < 0) {
+          out.stats.add(StatKind::kChakraExclusiveBelowZero,
+                        fmt::format("host node {}", nodes[i].id));
+          x.value = 0;
+        }
+      }
       // Chakra attaches a CPU event's GPU ops to every host op paired with it (the owner's
       // group); in default mode only one host op is paired with an event (see map_by_rf_id).
       const HostNodeIdx owner = in.mapping.host_of[op.device_event.value];

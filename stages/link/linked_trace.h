@@ -76,7 +76,10 @@ class HostSyncDeps {
 };
 
 struct LinkedTrace {
-  std::vector<LinkedHostOp> ops;           // by HostNodeIdx
+  std::vector<LinkedHostOp> ops;  // by HostNodeIdx
+  // Compat::kChakra only (else empty), by HostNodeIdx: the exclusive duration of the matched event
+  // as Chakra computes it (ExclusiveDurations::chakra, never below 0), which its outputs write.
+  std::vector<PyNumber> chakra_exclusive;
   std::vector<DeviceEventIdx> gpu_events;  // grouped by host op, each group in ts order
   // Synchronization dependencies (stages/link/sync_dependencies.h): by host op, the ids of the GPU
   // nodes it waits on, ascending. Every id is a written GPU node that ended before the host op

@@ -163,6 +163,17 @@ enum DeviceEventFlags : uint16_t {
   kProfilerStep = 1 << 9,   // name contains "ProfilerStep"
   kStreamNull = 1 << 10,    // args.stream present but null
   kHasTid = 1 << 11,
+  kTsFloat = 1 << 12,  // ts written as a JSON float (with '.' or an exponent): Python reads a float
+  kDurFloat = 1 << 13,  // dur likewise
+};
+
+// A number as Chakra's Python code holds it: json.load gives an int or a float, and arithmetic
+// keeps an int only while every operand is one. `value` is exact for an int (times are far below
+// 2^53 µs) and the double Python computes for a float. --compat chakra writes it as Python would.
+struct PyNumber {
+  double value = 0;
+  bool is_float = false;
+  friend bool operator==(const PyNumber&, const PyNumber&) = default;
 };
 
 struct DeviceEvent {
@@ -191,6 +202,10 @@ struct DeviceEvent {
 
   bool has(DeviceEventFlags f) const { return (flags & f) != 0; }
   TimeNs end() const { return ts + dur; }
+  // ts and dur as json.load reads them (Chakra's Python): the double nearest to the written
+  // decimal (exact for Kineto's at most three fraction digits), a float when written as one.
+  PyNumber py_ts() const;
+  PyNumber py_dur() const;
 };
 static_assert(sizeof(DeviceEvent) <= 120, "DeviceEvent grew: a trace holds millions of them");
 

@@ -195,6 +195,41 @@ TEST(pytorch_converter, WorkedExampleChakraMode) {
   EXPECT_EQ(c->metadata.attr(4).uint64_val(), 200u);
 }
 
+// Chakra mode truncates exclusive_dur; where the ET+ float holds rounding noise across a whole µs
+// (Chakra's float arithmetic on timestamps near 5e12 µs), the exact value, recomputed from the
+// node's inclusive_dur and its timed children, is truncated instead (the .et Chakra's tools give
+// on the pt211 references). Values as Chakra's ET+ holds them.
+TEST(pytorch_converter, ChakraModeTruncatesTheExactDurationUnderFloatNoise) {
+  const std::string text = trace({
+      node(0, "[pytorch|profiler|execution_trace|process]", 0, 0),
+      node(1, "[pytorch|profiler|execution_trace|thread]", 0, 1),
+      // 27.207 - 18.207 = 9 exactly; the float reads 8.99996875.
+      node(2, "a", 1, 1,
+           R"(, "inclusive_dur": 27.207, "exclusive_dur": 8.99996875, "ts": 4816240704925.07)"),
+      node(3, "a_child", 2, 1,
+           R"(, "inclusive_dur": 18.207, "exclusive_dur": 18.207, "ts": 4816240704930.07)"),
+      // 40.0 - 14.001 = 25.999 exactly; the float reads 25.9995859375 (rounding it would give 26).
+      node(4, "b", 1, 1,
+           R"(, "inclusive_dur": 40.0, "exclusive_dur": 25.9995859375, "ts": 4816240705000.5)"),
+      node(5, "b_child", 4, 1,
+           R"(, "inclusive_dur": 14.001, "exclusive_dur": 14.001, "ts": 4816240705010.5)"),
+      // No child explains the float: it is truncated as it is.
+      node(6, "c", 1, 1,
+           R"(, "inclusive_dur": 12.0, "exclusive_dur": 8.99996875, "ts": 4816240706000.5)"),
+      // Far from a whole µs: truncated.
+      node(7, "d", 1, 1, R"(, "inclusive_dur": 3.5, "exclusive_dur": 3.5, "ts": 4816240707000.5)"),
+  });
+  auto c = convert_text(text, Compat::kChakra);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_EQ(c->nodes.at(2).duration_micros(), 9u);
+  EXPECT_EQ(c->nodes.at(4).duration_micros(), 25u);
+  EXPECT_EQ(c->nodes.at(6).duration_micros(), 8u);
+  EXPECT_EQ(c->nodes.at(7).duration_micros(), 3u);
+  auto d = convert_text(text, Compat::kDefault);  // rounds to the nearest µs
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  EXPECT_EQ(d->nodes.at(4).duration_micros(), 26u);
+}
+
 TEST(pytorch_converter, WorkedExampleDefaultMode) {
   auto c = convert_text(worked_example(), Compat::kDefault);
   ASSERT_TRUE(c.ok()) << c.status().message();

@@ -219,6 +219,17 @@ TEST(LinkedConvert, RealPairsGiveTheSameEtAsTheEtPlusFile) {
   EXPECT_EQ(checked, 12);
 }
 
+// The newest traces (PyTorch 2.11, fractional µs near 5e12: Chakra's float arithmetic) and a
+// gloo rank whose collectives run on gloo's own threads.
+TEST(LinkedConvert, Pt211PairsGiveTheSameEtAsTheEtPlusFile) {
+  CF_REQUIRE_SHARED_DATA("pt211_h200");
+  const fs::path data = testing::shared_data_dir() / "pt211_h200";
+  for (const char* pair : {"gpt2_eager", "ddp_1rank_capture_script", "gloo_4rank/rank0"}) {
+    check_pair((data / pair / "host_et.json.gz").string(),
+               (data / pair / "kineto.json.gz").string(), pair);
+  }
+}
+
 TEST(LinkedConvert, GeneratedRanksGiveTheSameEt) {
   for (bool legacy : {false, true}) {
     SynthOptions opt;

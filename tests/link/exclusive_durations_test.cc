@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <random>
 
+#include "stages/common/json_util.h"
 #include "stages/link/device_trace_loader.h"
 #include "tests/testing/trace_builder.h"
 
@@ -70,6 +71,42 @@ TEST(ExclusiveDurations, OverlappingChildrenAreMergedAndSubMicrosecondKept) {
   auto x = compute_exclusive_durations(t, Compat::kDefault);
   EXPECT_EQ(excl_of(t, x, "p"), 10000 - 6000 - 500);
   EXPECT_EQ(excl_of(t, x, "tiny"), 500);
+}
+
+// Chakra computes on the numbers json.load gives: with fractional µs near 5e12, floats whose
+// rounding noise it keeps (the expected values are Python's, printed by repr); with integers,
+// exact ints. A whole number written as a float stays a float.
+TEST(ExclusiveDurations, ChakraArithmeticOnPythonNumbers) {
+  DeviceTrace t = parse(R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "p", "pid": 1, "tid": 1,
+     "ts": 4816240692227.668, "dur": 161.019},
+    {"ph": "X", "cat": "cpu_op", "name": "c", "pid": 1, "tid": 1,
+     "ts": 4816240692251.904, "dur": 130.824},
+    {"ph": "X", "cat": "cpu_op", "name": "ip", "pid": 1, "tid": 2, "ts": 100, "dur": 10},
+    {"ph": "X", "cat": "cpu_op", "name": "ic", "pid": 1, "tid": 2, "ts": 102, "dur": 3},
+    {"ph": "X", "cat": "cpu_op", "name": "whole", "pid": 1, "tid": 3, "ts": 7.000, "dur": 4.000}
+  ]})");
+  auto x = compute_exclusive_durations(t, Compat::kChakra);
+  ASSERT_EQ(x.chakra.size(), t.events.size());
+  auto chakra_of = [&](std::string_view name) {
+    for (uint32_t i = 0; i < t.events.size(); ++i) {
+      if (t.events[i].name == name) return x.chakra[i];
+    }
+    ADD_FAILURE() << "no event " << name;
+    return PyNumber{};
+  };
+  EXPECT_EQ(chakra_of("p"), (PyNumber{30.194781250000005, true}));  // Python: 30.194781250000005
+  EXPECT_EQ(excl_of(t, x, "p"), 30195);                             // the exact value, in ns
+  EXPECT_EQ(chakra_of("c"), (PyNumber{130.824, true}));
+  EXPECT_EQ(chakra_of("ip"), (PyNumber{7, false}));
+  EXPECT_EQ(chakra_of("whole"), (PyNumber{4, true}));
+  std::string text;
+  json::append_python_number(text, chakra_of("whole").value, chakra_of("whole").is_float);
+  json::append_python_number(text.append(" "), chakra_of("ip").value, false);
+  json::append_python_number(text.append(" "), chakra_of("p").value, true);
+  EXPECT_EQ(text, "4.0 7 30.194781250000005");
+  // The default mode has no float values.
+  EXPECT_TRUE(compute_exclusive_durations(t, Compat::kDefault).chakra.empty());
 }
 
 // Chakra's algorithm, written the slow obvious way, as the oracle for Compat::kChakra; and the
@@ -155,6 +192,11 @@ TEST(ExclusiveDurations, MatchesNaiveOraclesOnRandomNestedTraces) {
         ASSERT_EQ(got.by_event[event_of[k]], expected[k])
             << "round " << round << (chakra ? " chakra" : " default") << " op " << k << " ts "
             << in_ts_order[k].first << " dur " << in_ts_order[k].second;
+        // On whole µs Chakra's float arithmetic is exact: the same values.
+        if (chakra) {
+          ASSERT_EQ(got.chakra[event_of[k]].value * 1000, static_cast<double>(expected[k]))
+              << "round " << round << " op " << k;
+        }
       }
     }
   }
