@@ -116,6 +116,16 @@ def parse_args(argv=None):
         default="auto",
         help="auto (default): cuda + nccl when a GPU is visible, else cpu + gloo",
     )
+    g.add_argument(
+        "--backend",
+        choices=["auto", "nccl", "gloo"],
+        default="auto",
+        help=(
+            "process-group backend. auto (default): nccl on GPUs when every local rank has a GPU "
+            "of its own, else gloo (with CUDA tensors when there are GPUs: NCCL refuses two ranks "
+            "on one GPU)"
+        ),
+    )
     g.add_argument("--layers", type=int, default=4, help="layers / blocks (default: 4)")
     g.add_argument("--hidden", type=int, default=256, help="model width (default: 256)")
     g.add_argument("--heads", type=int, default=4, help="attention heads (default: 4)")
@@ -176,6 +186,32 @@ def world_from_env(args):
     if args.dry_run and args.nproc is not None:
         world = args.nproc
     return rank, world, local
+
+
+def choose_backend(requested, use_cuda, gpus, local_ranks, parallel):
+    """(backend, note) for the process group, or SystemExit with what to do.
+
+    NCCL needs a GPU of its own per rank: with more ranks on this machine than GPUs (torchrun
+    --nproc-per-node 2 on a one-GPU machine) it dies inside DDP with "Duplicate GPU detected".
+    gloo runs CUDA tensors through host memory, so 'auto' falls back to it and says so; an
+    explicit --backend nccl stops here with the numbers. FSDP is tested on NCCL only."""
+    if requested == "gloo" or not use_cuda:
+        if requested == "nccl":
+            raise SystemExit("capture_traces.py: --backend nccl needs GPUs (torch sees none); "
+                             "use --backend gloo or --device cpu")
+        return "gloo", None
+    if local_ranks <= gpus:
+        return "nccl", None
+    shortage = (f"{local_ranks} ranks on this machine (LOCAL_WORLD_SIZE) but {gpus} GPU(s): "
+                "NCCL needs one GPU per rank")
+    if requested == "nccl":
+        raise SystemExit(f"capture_traces.py: --backend nccl: {shortage}; run at most {gpus} "
+                         "rank(s) per machine (torchrun --nproc-per-node), or --backend gloo")
+    if parallel == "fsdp":
+        raise SystemExit(f"capture_traces.py: --parallel fsdp: {shortage}; run at most {gpus} "
+                         "rank(s) per machine, or --parallel ddp with gloo")
+    return "gloo", (f"{shortage}: using gloo with CUDA tensors (--backend nccl to refuse; "
+                    "the traces hold gloo collectives, docs/capturing.md)")
 
 
 def schedule_of(args):
@@ -243,7 +279,8 @@ def print_plan(args):
         "  device/backend: "
         + {
             "auto": "cuda + nccl if torch sees a GPU, else cpu + gloo (device trace without kernels)",
-            "cuda": "cuda + nccl (one GPU per rank: LOCAL_RANK)",
+            "cuda": "cuda + nccl (one GPU per rank: LOCAL_RANK; gloo with CUDA tensors when the "
+                    "ranks of a machine outnumber its GPUs, unless --backend nccl)",
             "cpu": "cpu + gloo (device trace without kernels)",
         }[args.device]
     )
@@ -643,7 +680,12 @@ def capture(args):
         device = torch.device("cuda", torch.cuda.current_device())
     else:
         device = torch.device("cpu")
-    backend = "nccl" if use_cuda else "gloo"
+    local_ranks = int(os.environ.get("LOCAL_WORLD_SIZE", "1"))
+    gpus = torch.cuda.device_count() if use_cuda else 0
+    backend, backend_note = choose_backend(args.backend, use_cuda, gpus, local_ranks,
+                                           args.parallel)
+    if backend_note and rank == 0:
+        log(rank, backend_note)
     if args.parallel == "fsdp" and not use_cuda:
         sys.exit("capture_traces.py: --parallel fsdp needs GPUs (use ddp on CPU)")
     if args.parallel != "none" or world > 1:
