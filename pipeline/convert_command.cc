@@ -243,9 +243,8 @@ Status write_groups(const ConvertRequest& req, RankCommGroups groups) {
   std::vector<int> world;
   for (int r = 0; r < size; ++r) world.push_back(r);
   CommGroupFileReport report;
-  CF_RETURN_IF_ERROR(write_comm_group_file({std::move(groups)}, {}, world,
-                                           req.options.pg_name_offset, *req.comm_groups,
-                                           &report));
+  CF_RETURN_IF_ERROR(write_comm_group_file({std::move(groups)}, world, req.options.pg_name_offset,
+                                           *req.comm_groups, &report));
   if (!req.quiet) std::fprintf(stderr, "  %s\n", describe(report, *req.comm_groups).c_str());
   return Status();
 }

@@ -457,7 +457,20 @@ void write_row(JsonWriter& w, const RankRow& row, bool with_groups = false) {
     }
     w.end().key("used").begin_array();
     for (const std::string& name : g.used) w.value(name);
-    w.end().member("unreadable_metadata", g.unreadable_metadata).end();
+    w.end().member("unreadable_metadata", g.unreadable_metadata);
+    w.key("cpu_collectives").begin_array();
+    for (const CpuCollective& c : g.cpu_collectives) {
+      w.begin_array()
+          .value(c.node_id)
+          .value(int64_t{c.type})
+          .value(int64_t{c.comm_type})
+          .value(c.comm_size)
+          .value(c.start_us)
+          .value(c.duration_us)
+          .value(c.pg_name)
+          .end();
+    }
+    w.end().end();
   }
   w.end();
 }
@@ -510,6 +523,24 @@ StatusOr<RankCommGroups> decode_groups(simdjson::dom::object o, int rank) {
     std::string_view v;
     if (name.get(v) != simdjson::SUCCESS) return Status::error("summary row: bad comm_groups");
     g.used.insert(std::string(v));
+  }
+  simdjson::dom::array collectives;
+  if (o["cpu_collectives"].get(collectives) != simdjson::SUCCESS) {
+    return Status::error("summary row: bad comm_groups");
+  }
+  for (simdjson::dom::element e : collectives) {
+    simdjson::dom::array f;
+    CpuCollective& c = g.cpu_collectives.emplace_back();
+    int64_t type = 0, comm_type = 0;
+    std::string_view pg_name;
+    if (e.get(f) != simdjson::SUCCESS || f.size() != 7 || f.at(0).get(c.node_id) ||
+        f.at(1).get(type) || f.at(2).get(comm_type) || f.at(3).get(c.comm_size) ||
+        f.at(4).get(c.start_us) || f.at(5).get(c.duration_us) || f.at(6).get(pg_name)) {
+      return Status::error("summary row: bad cpu_collectives");
+    }
+    c.type = static_cast<int32_t>(type);
+    c.comm_type = static_cast<int32_t>(comm_type);
+    c.pg_name = std::string(pg_name);
   }
   return g;
 }
@@ -639,9 +670,10 @@ std::string summary_json(const RunConfig& cfg, const std::vector<RankRow>& rows,
   return w.take();
 }
 
-// ASTRA-sim's --comm-group-configuration: the groups each rank's conversion reported; the .et of
-// a rank --resume skipped is read.
-Status write_groups(const RunConfig& cfg, const std::vector<RankRow>& rows, bool quiet) {
+// Every rank's communicator groups: what each rank's conversion reported; the .et of a rank
+// --resume skipped is read.
+StatusOr<std::vector<RankCommGroups>> rank_groups(const RunConfig& cfg,
+                                                  const std::vector<RankRow>& rows) {
   std::vector<RankCommGroups> known;
   std::vector<std::pair<int, std::string>> to_scan;
   for (const RankRow& row : rows) {
@@ -651,25 +683,66 @@ Status write_groups(const RunConfig& cfg, const std::vector<RankRow>& rows, bool
       to_scan.emplace_back(row.rank, cfg.et_path(row.rank));
     }
   }
-  CommGroupFileReport groups;
-  CF_RETURN_IF_ERROR(write_comm_group_file(std::move(known), to_scan, cfg.ranks,
-                                           cfg.convert.pg_name_offset, cfg.comm_group_path(),
-                                           &groups));
-  if (!quiet) std::fprintf(stderr, "%s\n", describe(groups, cfg.comm_group_path()).c_str());
+  return collect_rank_groups(std::move(known), to_scan, cfg.convert.pg_name_offset);
+}
+
+// The gloo collectives of ranks in several process groups, placed on their groups across ranks
+// (their .et rewritten where the group changes); the rows' guess counts drop by what was placed.
+Status place_cpu_collectives(const RunConfig& cfg, std::vector<RankCommGroups>& groups,
+                             std::vector<RankRow>& rows, bool quiet) {
+  CF_ASSIGN_OR_RETURN(CpuCollectivePlacement done,
+                      place_and_rewrite_cpu_collectives(groups, cfg.ranks, [&cfg](int rank) {
+                        return cfg.et_path(rank);
+                      }));
+  const CollectivePlacement& p = done.placement;
+  if (p.considered == 0) return Status();
+  const std::string guessed(stat_key(StatKind::kCommCpuCollectiveGroupGuessed));
+  for (RankRow& row : rows) {
+    auto placed = p.placed_by_rank.find(row.rank);
+    auto it = row.warnings.find(guessed);
+    if (placed == p.placed_by_rank.end() || it == row.warnings.end()) continue;
+    it->second -= std::min(it->second, placed->second);
+    if (it->second == 0) row.warnings.erase(it);
+  }
+  if (!quiet || p.unplaced > 0) {
+    std::fprintf(stderr,
+                 "%s\n",
+                 fmt::format("gloo collectives of ranks in several process groups: {} of {} "
+                             "placed on their group by order, size and timing across ranks ({} "
+                             "trace(s) rewritten){}",
+                             p.placed, p.considered, done.traces_rewritten,
+                             p.unplaced > 0 ? fmt::format("; {} left on the default group",
+                                                          p.unplaced)
+                                            : std::string())
+                     .c_str());
+  }
   return Status();
 }
 
-// Process 0: the table, summary.json and the group file. Returns the run's failed rank count,
-// or an error.
+// ASTRA-sim's --comm-group-configuration.
+Status write_groups(const RunConfig& cfg, const std::vector<RankCommGroups>& groups, bool quiet) {
+  CommGroupFileReport report;
+  CF_RETURN_IF_ERROR(write_comm_group_file(groups, cfg.ranks, cfg.convert.pg_name_offset,
+                                           cfg.comm_group_path(), &report));
+  if (!quiet) std::fprintf(stderr, "%s\n", describe(report, cfg.comm_group_path()).c_str());
+  return Status();
+}
+
+// Process 0: the gloo collectives' groups, the table, summary.json and the group file. Returns
+// the run's failed rank count, or an error.
 StatusOr<size_t> summarize_run(const RunConfig& cfg, const std::vector<std::string>& blobs,
                                RunTotals totals, bool quiet) {
   CF_ASSIGN_OR_RETURN(std::vector<RankRow> rows, decode_rows(blobs, cfg));
   count_rows(rows, totals);
+  const bool converted = cfg.has(RunStage::kConvert) && totals.failed == 0;
+  std::vector<RankCommGroups> groups;
+  if (converted) {
+    CF_ASSIGN_OR_RETURN(groups, rank_groups(cfg, rows));
+    CF_RETURN_IF_ERROR(place_cpu_collectives(cfg, groups, rows, quiet));
+  }
   if (!quiet || totals.failed > 0) print_table(rows, totals);
   CF_RETURN_IF_ERROR(write_file_atomically(cfg.summary_path(), summary_json(cfg, rows, totals)));
-  if (cfg.has(RunStage::kConvert) && cfg.comm_groups && totals.failed == 0) {
-    CF_RETURN_IF_ERROR(write_groups(cfg, rows, quiet));
-  }
+  if (converted && cfg.comm_groups) CF_RETURN_IF_ERROR(write_groups(cfg, groups, quiet));
   return totals.failed;
 }
 

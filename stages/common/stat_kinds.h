@@ -170,6 +170,13 @@ namespace chakraflow {
     "comm_size Chakra 1.0.0 cannot compute (it aborts); computed as in default mode")             \
   X(kCommPeerMissing, "comm_peer_missing",                                                        \
     "send/recv node without a recorded peer rank (no comm_src/comm_dst)")                         \
+  X(kCommCpuCollectiveGroupGuessed, "comm_cpu_collective_group_guessed",                         \
+    "CPU-side (gloo) collective of a rank in several process groups, no record naming its group " \
+    "(the default group written; chakraflow run places it across ranks)")                        \
+  X(kCommCpuCollectiveThreadUnknown, "comm_cpu_collective_thread_unknown",                        \
+    "CPU-side (gloo) collective without the thread it ran on (its recorded tid written)")          \
+  X(kCommCpuCollectiveCallerUnknown, "comm_cpu_collective_caller_unknown",                        \
+    "CPU-side (gloo) collective whose c10d op is not found by its tensors (recorded parent kept)") \
   /* simulate */                                                                                  \
   X(kSimEtWithoutMetadata, "sim_et_without_metadata",                                             \
     ".et file without a GlobalMetadata record (its first record read as a node)")                 \

@@ -3,8 +3,12 @@
 #include <simdjson.h>
 
 #include <cctype>
+#include <map>
 #include <string>
 #include <vector>
+
+#include "stages/convert/comm_groups.h"
+#include "stages/convert/pytorch_converter.h"
 
 namespace chakraflow {
 namespace {
@@ -72,6 +76,10 @@ std::optional<CollectiveType> collective_type_from_name(std::string_view name) {
   return std::nullopt;
 }
 
+bool is_cpu_collective_name(std::string_view name) {
+  return name.starts_with("gloo:");
+}
+
 P2pDirection p2p_direction_from_name(std::string_view name) {
   std::string n = normalize(name, true);
   if (contains(n, "send")) return P2pDirection::kSend;
@@ -82,7 +90,15 @@ P2pDirection p2p_direction_from_name(std::string_view name) {
 struct CommTyper::Impl {
   simdjson::dom::parser values_parser;
   simdjson::dom::parser types_parser;
+  // The process groups the trace's metadata lists, read at the first CPU-side collective.
+  bool groups_read = false;
+  std::map<std::string, std::vector<int>> groups;
+  std::vector<std::unique_ptr<std::string>> names;  // the default group's, once chosen
 };
+
+std::vector<std::unique_ptr<std::string>> CommTyper::take_names() {
+  return std::move(impl_->names);
+}
 
 CommTyper::CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, LinkStats& stats)
     : impl_(std::make_unique<Impl>()), t_(trace), options_(options), stats_(stats) {}
@@ -178,6 +194,65 @@ std::optional<int64_t> CommTyper::p2p_peer(const EtPlusNode& rpc) {
   return peer;
 }
 
+std::string_view CommTyper::cpu_collective_group(bool* guessed) {
+  Impl& m = *impl_;
+  if (!m.groups_read) {
+    m.groups_read = true;
+    RenderedIo io;
+    for (const EtPlusNode& node : t_.nodes) {
+      if (node.kind != OpKind::kMetadata || !render_io(t_, node, io).ok()) continue;
+      parse_group_list(std::string(io.io[kInValues]), 0, &m.groups);  // unreadable: counted later
+    }
+    // The default group: every rank (an empty list), else the largest, the first name on a tie.
+    size_t best = 0;
+    const std::string* chosen = nullptr;
+    for (const auto& [name, ranks] : m.groups) {
+      const size_t size = ranks.empty() ? SIZE_MAX : ranks.size();
+      if (chosen == nullptr || size > best) {
+        chosen = &name;
+        best = size;
+      }
+    }
+    if (chosen != nullptr) m.names.push_back(std::make_unique<std::string>(*chosen));
+  }
+  *guessed = m.groups.size() > 1;
+  return m.names.empty() ? std::string_view() : std::string_view(*m.names.front());
+}
+
+void CommTyper::assign_cpu_collective(uint32_t index, ChakraNodeRecord& record,
+                                      std::vector<CommAttrs>& comm) {
+  const EtPlusNode& n = t_.nodes[index];
+  const std::string_view op = n.name.substr(n.name.find(':') + 1);
+  const std::optional<CollectiveType> coll = collective_type_from_name(op);
+  const P2pDirection direction = coll ? P2pDirection::kNone : p2p_direction_from_name(op);
+  if (!coll && direction == P2pDirection::kNone) {
+    stats_.add(StatKind::kCommCollectiveUnknown, std::string(n.name));
+    return;
+  }
+  record.type = coll                               ? ChakraNodeType::kCommColl
+                : direction == P2pDirection::kSend ? ChakraNodeType::kCommSend
+                                                   : ChakraNodeType::kCommRecv;
+  record.set(ChakraNodeRecord::kOffThread);
+  record.comm = static_cast<uint32_t>(comm.size());
+  CommAttrs& attrs = comm.emplace_back();
+  attrs.comm_type = coll;
+  attrs.comm_size = comm_size(t_.raw_io(n, kInValues), t_.raw_io(n, kInTypes), false).value_or(0);
+  attrs.pg_name = t_.pg_name(n);
+  if (attrs.pg_name.empty()) {
+    bool guessed = false;
+    attrs.pg_name = cpu_collective_group(&guessed);
+    if (guessed) stats_.add(StatKind::kCommCpuCollectiveGroupGuessed, fmt::format("node {}", n.id));
+  }
+  attrs.exec_tid = t_.exec_tid(n);
+  if (!attrs.exec_tid) {
+    stats_.add(StatKind::kCommCpuCollectiveThreadUnknown, fmt::format("node {}", n.id));
+  }
+  // gloo records no peer for send / recv.
+  if (direction != P2pDirection::kNone) {
+    stats_.add(StatKind::kCommPeerMissing, fmt::format("node {}", n.id));
+  }
+}
+
 void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<CommAttrs>& comm) {
   const EtPlusNode& n = t_.nodes[index];
   const bool chakra = options_.compat == Compat::kChakra;
@@ -187,6 +262,10 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
     return;
   }
   record.type = ChakraNodeType::kComp;
+  if (n.kind == OpKind::kCpu && !chakra && is_cpu_collective_name(n.name)) {
+    assign_cpu_collective(index, record, comm);
+    return;
+  }
   if (n.kind != OpKind::kGpu) return;
 
   const EtPlusNode* parent = n.parent != kNoNode ? &t_.nodes[n.parent] : nullptr;

@@ -20,16 +20,27 @@
 // kernel whose grandparent is missing), Chakra mode continues with the default mode's answer for
 // that node and counts it: there is no Chakra output to reproduce.
 //
+// CPU-side collectives (default mode; Chakra mode keeps them as compute on the caller's thread,
+// as Chakra does): a gloo:* op becomes a COMM_COLL_NODE (COMM_SEND/RECV_NODE for send/recv) with
+// is_cpu_op true, comm_type from its name, comm_size from its inputs, its tid the thread it ran on
+// (the ET+'s exec_tid; the ET names the caller's) and the kOffThread flag. Its process group: the
+// one a record names; else, from the process groups the trace's `## process_group:init ##` lists
+// (PyTorch lists the groups the rank belongs to), the only one, or, when there are several, the
+// default group (its ranks list empty, else the largest) and a counted warning: a single trace
+// cannot tell which group a gloo collective ran on. `chakraflow run` places those across ranks
+// (stages/convert/comm_group_inference.h).
+//
 // Stateless functions, except the per-call parser held by CommTyper; thread-compatible.
 #pragma once
 
 #include <memory>
 #include <optional>
+#include <string>
 #include <string_view>
 #include <vector>
 
-#include "stages/convert/convert_model.h"
 #include "stages/common/status.h"
+#include "stages/convert/convert_model.h"
 
 namespace chakraflow {
 
@@ -39,6 +50,11 @@ std::optional<CollectiveType> chakra_collective_type(std::string_view kernel_nam
 // Default mode: Chakra's table, then reduce, gather, scatter and barrier, on any name (kernel or
 // op: "ncclDevKernel_Reduce_Sum_f32", "nccl:all_gather", "c10d::allreduce_", "gloo:broadcast").
 std::optional<CollectiveType> collective_type_from_name(std::string_view name);
+
+// Whether a host op is a CPU-side collective: an op a process-group backend runs on its own
+// threads, named "<backend>:<collective>" ("gloo:all_reduce", "gloo:broadcast", "gloo:send").
+// PyTorch 2.11 writes no record_param_comms for gloo: these ops are its collectives.
+bool is_cpu_collective_name(std::string_view name);
 
 // Whether a name (of a launching op) says send or recv.
 enum class P2pDirection : uint8_t { kNone, kSend, kRecv };
@@ -62,7 +78,17 @@ class CommTyper {
   // The peer rank recorded by a record_param_comms node for "send" / "recv", if any.
   std::optional<int64_t> p2p_peer(const EtPlusNode& record_param_comms);
 
+  // The strings the CommAttrs it set may point into (group names it chose): whoever keeps the
+  // CommAttrs keeps these.
+  std::vector<std::unique_ptr<std::string>> take_names();
+
  private:
+  void assign_cpu_collective(uint32_t index, ChakraNodeRecord& record,
+                             std::vector<CommAttrs>& comm);
+  // The group a CPU-side collective without a named group runs on (see above); sets *guessed
+  // when the trace lists several.
+  std::string_view cpu_collective_group(bool* guessed);
+
   struct Impl;
   std::unique_ptr<Impl> impl_;
   const EtPlusTrace& t_;

@@ -7,9 +7,9 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/convert/convert_model.h"
+#include "stages/convert/et_io.h"
 #include "stages/convert/node_record.h"
 #include "stages/convert/pytorch_converter.h"
-#include "stages/convert/et_io.h"
 
 namespace chakraflow {
 namespace {
@@ -19,9 +19,8 @@ bool is_decimal(const std::string& s) {
          std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// The group list in a process-group metadata node's inputs values: the Python str() of a list
-// holding one JSON string, "['[{\"pg_name\": \"0\", \"ranks\": [...]}, ...]']". False if it
-// does not parse.
+}  // namespace
+
 bool parse_group_list(const std::string& values, int name_offset,
                       std::map<std::string, std::vector<int>>* out) {
   std::string_view text(values);
@@ -60,8 +59,6 @@ bool parse_group_list(const std::string& values, int name_offset,
   }
   return true;
 }
-
-}  // namespace
 
 std::string offset_group_name(const std::string& name, int offset) {
   if (offset == 0 || !is_decimal(name)) return name;
@@ -102,9 +99,25 @@ StatusOr<RankCommGroups> scan_comm_groups(const std::string& et_path, int rank, 
     } else if (type == ChakraProtoMsg::COMM_COLL_NODE || type == ChakraProtoMsg::COMM_SEND_NODE ||
                type == ChakraProtoMsg::COMM_RECV_NODE) {
       const int i = record.find_attr("pg_name");
-      if (i >= 0 && record.parse_attr(static_cast<size_t>(i), &attr) && attr.has_string_val() &&
-          !attr.string_val().empty()) {
-        out.used.insert(attr.string_val());
+      std::string pg_name;
+      if (i >= 0 && record.parse_attr(static_cast<size_t>(i), &attr) && attr.has_string_val()) {
+        pg_name = attr.string_val();
+      }
+      if (!pg_name.empty()) out.used.insert(pg_name);
+      const int cpu = record.find_attr("is_cpu_op");
+      if (cpu >= 0 && record.parse_attr(static_cast<size_t>(cpu), &attr) && attr.bool_val()) {
+        ChakraProtoMsg::Node node;
+        CF_RETURN_IF_ERROR(record.parse(&node));
+        CpuCollective& c = out.cpu_collectives.emplace_back();
+        c.node_id = node.id();
+        c.type = type;
+        c.start_us = node.start_time_micros();
+        c.duration_us = node.duration_micros();
+        c.pg_name = std::move(pg_name);
+        for (const auto& a : node.attr()) {
+          if (a.name() == "comm_type") c.comm_type = static_cast<int32_t>(a.int64_val());
+          if (a.name() == "comm_size") c.comm_size = a.int64_val();
+        }
       }
     }
   }
@@ -128,6 +141,20 @@ StatusOr<RankCommGroups> comm_groups_of(const EtPlusTrace& trace, const ChakraTr
                rec.type == ChakraNodeType::kCommRecv) {
       const CommAttrs* c = chakra.comm_of(rec);
       if (c != nullptr && !c->pg_name.empty()) out.used.insert(std::string(c->pg_name));
+      if (rec.is_cpu_op) {
+        CpuCollective& cc = out.cpu_collectives.emplace_back();
+        cc.node_id = src.id;
+        cc.type = static_cast<int32_t>(rec.type);
+        cc.start_us = rec.has(ChakraNodeRecord::kHasStart) ? rec.start_time_micros : 0;
+        cc.duration_us = rec.duration_micros;
+        if (c != nullptr) {
+          cc.pg_name = std::string(c->pg_name);
+          if (rec.type == ChakraNodeType::kCommColl && c->comm_type) {
+            cc.comm_type = static_cast<int32_t>(*c->comm_type);
+          }
+          cc.comm_size = c->comm_size.value_or(0);
+        }
+      }
     }
   }
   return out;

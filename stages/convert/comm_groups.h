@@ -30,13 +30,27 @@
 
 namespace chakraflow {
 
+// A CPU-side collective of a rank (a communication node with is_cpu_op: gloo's), as its .et holds
+// it: what placing collectives on groups across ranks reads (comm_group_inference.h).
+struct CpuCollective {
+  uint64_t node_id = 0;
+  int32_t type = 0;        // ChakraNodeType value (collective, send, recv)
+  int32_t comm_type = -1;  // CollectiveType value; -1: none
+  int64_t comm_size = 0;
+  uint64_t start_us = 0;  // start_time_micros; 0: none
+  uint64_t duration_us = 0;
+  std::string pg_name;  // as written
+  friend bool operator==(const CpuCollective&, const CpuCollective&) = default;
+};
+
 struct RankCommGroups {
   int rank = 0;
   // Groups the metadata node declares, by name (numeric names already offset), with their ranks;
   // an empty list: every rank.
   std::map<std::string, std::vector<int>> declared;
-  std::set<std::string> used;  // pg_names on the rank's communication nodes
-  uint64_t unreadable_metadata = 0;  // metadata nodes whose group list does not parse
+  std::set<std::string> used;                  // pg_names on the rank's communication nodes
+  uint64_t unreadable_metadata = 0;            // metadata nodes whose group list does not parse
+  std::vector<CpuCollective> cpu_collectives;  // in id order
   friend bool operator==(const RankCommGroups&, const RankCommGroups&) = default;
 };
 
@@ -67,6 +81,13 @@ CommGroups build_comm_groups(const std::vector<RankCommGroups>& ranks,
 // The JSON text ASTRA-sim reads: numeric names in numeric order, then the others; one line per
 // group; ends with a newline. Deterministic.
 std::string comm_groups_json(const CommGroups& groups);
+
+// The group list in a process-group metadata node's inputs values (the Python str() of a list
+// holding one JSON string, "['[{\"pg_name\": \"0\", \"ranks\": [...]}, ...]']"), added to
+// *out by name (numeric names offset by `name_offset`), each group's ranks sorted (empty: every
+// rank). False if it does not parse.
+bool parse_group_list(const std::string& values, int name_offset,
+                      std::map<std::string, std::vector<int>>* out);
 
 // `name` + offset when `name` is a non-negative decimal number (the pg names PyTorch gives), else
 // `name` unchanged.

@@ -147,6 +147,9 @@ struct EtPlusTrace {
   std::vector<EtPlusNode> nodes;     // sorted by id (host->nodes order)
   std::vector<uint32_t> file_order;  // indices of nodes in the order of the input file
   std::vector<uint64_t> sync_dep_ids;
+  // Nodes with an "exec_tid" (the thread they ran on, where the host trace names another: a few
+  // per trace, LinkedTrace::exec_tids): (node id, tid), by node id.
+  std::vector<std::pair<uint64_t, int64_t>> exec_tids;
   std::vector<CommNames> comm_names;     // EtPlusNode::comm_names
   std::deque<std::string> arena;         // unescaped strings that differ from their raw text
   std::deque<std::string> device_arena;  // GPU names and pg_names (read_linked_nodes)
@@ -174,6 +177,8 @@ struct EtPlusTrace {
   }
   // The raw JSON of one of the node's IOInfo lists; empty if it was missing.
   std::string_view raw_io(const EtPlusNode& n, IoField f) const;
+  // The thread node `n` ran on, if its ET+ says (exec_tids).
+  std::optional<int64_t> exec_tid(const EtPlusNode& n) const;
   const uint64_t* sync_deps(const EtPlusNode& n) const {
     return sync_dep_ids.data() + n.sync_dep_begin;
   }
@@ -290,6 +295,9 @@ struct CommAttrs {
   std::optional<int64_t> comm_size;
   std::string_view pg_name;  // written when not empty
   std::optional<int32_t> comm_src, comm_dst, comm_tag;
+  // A CPU-side collective (ChakraNodeRecord::kOffThread): the thread it ran on, written as its
+  // tid (the ET+'s exec_tid).
+  std::optional<int64_t> exec_tid;
 };
 
 // One node of the Chakra output: 64 bytes (a conversion holds one per node, and the dependency
@@ -301,6 +309,10 @@ struct ChakraNodeRecord {
     kHasStart = 1,        // start_time_micros is set (default mode only)
     kHasStream = 2,       // the "stream" attr is written
     kInterThreadDep = 4,  // the node has an inter_thread_dep
+    // A CPU-side collective (gloo): it runs on its backend's thread, asynchronously to the op that
+    // enqueued it. The dependency walk treats it as a GPU op of that op: it depends on it and is
+    // not chained into the caller's thread.
+    kOffThread = 8,
   };
 
   uint32_t source = kNoNode;  // the EtPlusNode it comes from

@@ -1,12 +1,15 @@
 #include "stages/convert/dependency_encoding.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <limits>
 #include <queue>
+#include <set>
+#include <tuple>
 
-#include "stages/convert/et_plus_nodes.h"
 #include "stages/common/move_to_targets.h"
+#include "stages/convert/et_plus_nodes.h"
 
 namespace chakraflow {
 namespace {
@@ -75,6 +78,54 @@ std::vector<uint32_t> dependency_ranks(const ConversionGraph& graph, size_t n) {
   return rank;
 }
 
+// Off-thread nodes (CPU-side collectives, ChakraNodeRecord::kOffThread) take their place in the
+// order of the thread they ran on: each depends on the op of that thread that started last before
+// it, and the op that started next after it depends on it. A gloo thread works through its queue
+// one item at a time, its collective and then the ops inside it (the copy back to a CUDA tensor);
+// the next collective waits for both. Edges along the start-time order only (`can_depend`).
+template <typename CanDepend>
+void order_off_thread_nodes(const EtPlusTrace& t, ConversionGraph& graph,
+                            const std::vector<uint8_t>& reached, const CanDepend& can_depend) {
+  std::set<int64_t> threads;  // the threads off-thread nodes ran on
+  auto thread_of = [&](const ChakraNodeRecord& rec) {
+    const CommAttrs* c = rec.comm == kNoNode ? nullptr : &graph.comm[rec.comm];
+    return c != nullptr && c->exec_tid ? *c->exec_tid : t.nodes[rec.source].tid;
+  };
+  for (const ChakraNodeRecord& rec : graph.records) {
+    if (rec.has(ChakraNodeRecord::kOffThread) && reached[rec.source])
+      threads.insert(thread_of(rec));
+  }
+  if (threads.empty()) return;
+  struct Key {
+    int64_t tid;
+    double start;
+    uint32_t index;
+    bool off_thread;
+  };
+  std::vector<Key> keys;
+  for (const ChakraNodeRecord& rec : graph.records) {
+    if (!rec.is_cpu_op || !reached[rec.source] || std::isinf(graph.start[rec.source])) continue;
+    const int64_t tid = thread_of(rec);
+    if (threads.count(tid)) {
+      keys.push_back(
+          {tid, graph.start[rec.source], rec.source, rec.has(ChakraNodeRecord::kOffThread)});
+    }
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& x, const Key& y) {
+    return std::tie(x.tid, x.start, x.index) < std::tie(y.tid, y.start, y.index);
+  });
+  for (size_t k = 0; k < keys.size(); ++k) {
+    if (!keys[k].off_thread) continue;
+    if (k > 0 && keys[k - 1].tid == keys[k].tid && can_depend(keys[k].index, keys[k - 1].index)) {
+      add_dep(*graph.record_of(keys[k].index), keys[k - 1].index);
+    }
+    if (k + 1 < keys.size() && keys[k + 1].tid == keys[k].tid &&
+        can_depend(keys[k + 1].index, keys[k].index)) {
+      add_dep(*graph.record_of(keys[k + 1].index), keys[k].index);
+    }
+  }
+}
+
 }  // namespace
 
 void prepare_walk_facts(const ConvertOptions& options, size_t n, ConversionGraph& graph) {
@@ -128,7 +179,7 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
       visited[i] = walk;
       reached[i] = 1;
       ChakraNodeRecord& rec = *graph.record_of(i);
-      if (!rec.is_cpu_op) {  // a GPU node
+      if (!rec.is_cpu_op || rec.has(ChakraNodeRecord::kOffThread)) {  // a GPU node, or like one
         if (last_any != kNoNode) add_dep(rec, last_any);
         last_any = last_cpu;
       } else {
@@ -218,6 +269,7 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
     add_dep(rec, prev_key.index);
     result.gpu_stream_edges += rec.data_deps.size() - before;
   }
+  order_off_thread_nodes(t, graph, reached, can_depend);
   if (out != nullptr) *out = result;
 }
 

@@ -175,6 +175,13 @@ std::string_view EtPlusTrace::raw_io(const EtPlusNode& n, IoField f) const {
   return std::string_view(host->text.data() + n.byte_offset + n.io_at[f], n.io_len[f]);
 }
 
+std::optional<int64_t> EtPlusTrace::exec_tid(const EtPlusNode& n) const {
+  auto it = std::lower_bound(exec_tids.begin(), exec_tids.end(),
+                             std::pair<uint64_t, int64_t>(n.id, INT64_MIN));
+  if (it == exec_tids.end() || it->first != n.id) return std::nullopt;
+  return it->second;
+}
+
 uint32_t EtPlusTrace::index_of(uint64_t id) const {
   // Ids are usually dense (a linked rank's are): try the node where a dense id would be.
   if (!nodes.empty() && id >= nodes.front().id && id - nodes.front().id < nodes.size()) {
@@ -301,6 +308,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
   const bool default_mode = link_options.compat == Compat::kDefault;
   uint32_t position = 0;     // in the ET+ the writer would write
   size_t gpu_sync_next = 0;  // cursor in linked.gpu_sync_deps (sorted by GPU position)
+  size_t exec_next = 0;      // cursor in linked.exec_tids (by host op)
   // The keys the writer appends after the node's own: they replace what the node had.
   auto set_timing = [&](EtPlusNode& n, TimeNs inclusive, TimeNs exclusive, TimeNs ts,
                         const LinkedHostOp& owner) {
@@ -349,6 +357,9 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
       if (op.device_event.valid()) {
         const LinkedDeviceFacts::Timing& e = device.host_op[i];
         set_timing(n, e.dur, op.exclusive, e.ts, op);
+        if (exec_next < linked.exec_tids.size() && linked.exec_tids[exec_next].first == i) {
+          t.exec_tids.emplace_back(op.new_id, linked.exec_tids[exec_next++].second);
+        }
         // Chakra mode: the value its ET+ holds, Chakra's arithmetic (the writer's).
         if (!linked.chakra_exclusive.empty()) n.exclusive_dur = linked.chakra_exclusive[i].value;
       }
@@ -403,6 +414,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
   }
   // Ids are dense in the writer's order (stages/link/id_assignment.h): checked as they were set (no
   // pass over the nodes for it); sorted if not.
+  if (!ids_ascending) std::sort(t.exec_tids.begin(), t.exec_tids.end());
   if (ids_ascending) {
     finish_trace(host, options, FileOrder::kIndex, t);
     return t;
@@ -438,6 +450,7 @@ EtPlusNodeSink EtPlusNodeSink::for_linking(std::string path) {
 void EtPlusNodeSink::restart() {
   trace_.nodes.clear();
   trace_.sync_dep_ids.clear();
+  trace_.exec_tids.clear();
   trace_.comm_names.clear();
   trace_.arena.clear();
   trace_.stats = LinkStats();
@@ -453,6 +466,7 @@ Status EtPlusNodeSink::node(const HostNode& h, const HostNodeDetail& d) {
   n.ts = d.ts;
   n.has_ts = d.has_ts;
   n.inter_thread_dep = d.inter_thread_dep;
+  if (d.has_exec_tid) t.exec_tids.emplace_back(h.id, d.exec_tid);
   n.stream = d.stream;
   n.has_stream = d.has_stream;
   n.stream_given = d.stream_given;
@@ -546,6 +560,7 @@ StatusOr<EtPlusFile> et_plus_from(const std::string& path, EtPlusNodeSink& sink,
                             nodes[i].id, nodes[i - 1].byte_offset, nodes[i].byte_offset);
     }
   }
+  std::sort(file.trace.exec_tids.begin(), file.trace.exec_tids.end());
   file.host = std::make_unique<HostTrace>(std::move(*host));
   finish_trace(*file.host, options, FileOrder::kByteOffset, file.trace);
   return file;

@@ -1,6 +1,9 @@
 #include "stages/convert/pytorch_converter.h"
 
+#include <simdjson.h>
+
 #include <algorithm>
+#include <array>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -193,6 +196,75 @@ std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& o
   return parent;
 }
 
+// The tensors among a node's input values: (tensor id, storage id, offset, numel) of every
+// tensor tuple [id, storage, offset, numel, itemsize, device] in the (nested) lists.
+std::vector<std::array<int64_t, 4>> input_tensors(const EtPlusTrace& t, const EtPlusNode& n,
+                                                  simdjson::dom::parser& parser) {
+  std::vector<std::array<int64_t, 4>> out;
+  const std::string_view raw = t.raw_io(n, kInValues);
+  simdjson::dom::element values;
+  if (raw.empty() || parser.parse(simdjson::padded_string(raw)).get(values)) return out;
+  std::vector<simdjson::dom::element> stack{values};
+  while (!stack.empty()) {
+    simdjson::dom::array a;
+    if (stack.back().get_array().get(a)) {
+      stack.pop_back();
+      continue;
+    }
+    stack.pop_back();
+    std::array<int64_t, 4> key{};
+    bool tensor = a.size() == 6 && a.at(5).value_unsafe().is_string();
+    for (size_t k = 0; tensor && k < 4; ++k) tensor = !a.at(k).get_int64().get(key[k]);
+    if (tensor) {
+      out.push_back(key);
+      continue;
+    }
+    for (simdjson::dom::element e : a) stack.push_back(e);
+  }
+  return out;
+}
+
+// Default mode: a CPU-side collective (gloo:*) under the op that enqueued it. The ET records it on
+// the caller's thread under whatever op ran there when gloo's thread started it, and records the
+// caller's ops that start while it runs as its children; the c10d op that enqueued it holds the
+// same tensors among its inputs and comes before it. Its recorded children go back to its
+// recorded parent, where the caller's thread ran them.
+void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent,
+                            LinkStats& stats) {
+  std::map<uint32_t, uint32_t> moved;  // collective -> its recorded parent
+  std::map<std::array<int64_t, 4>, uint32_t> c10d_of;  // tensor -> latest c10d op holding it
+  simdjson::dom::parser parser;
+  for (uint32_t i = 0; i < t.nodes.size(); ++i) {  // id order
+    const EtPlusNode& n = t.nodes[i];
+    if (n.kind != OpKind::kCpu) continue;
+    if (n.name.starts_with("c10d::")) {
+      for (const auto& tensor : input_tensors(t, n, parser)) c10d_of[tensor] = i;
+    } else if (is_cpu_collective_name(n.name)) {
+      uint32_t caller = kNoNode;
+      for (const auto& tensor : input_tensors(t, n, parser)) {
+        if (auto it = c10d_of.find(tensor); it != c10d_of.end()) {
+          caller = it->second;
+          break;
+        }
+      }
+      if (caller != kNoNode) {
+        moved[i] = parent[i];
+        parent[i] = caller;
+      } else {
+        stats.add(StatKind::kCommCpuCollectiveCallerUnknown, fmt::format("node {}", n.id));
+      }
+    }
+  }
+  if (moved.empty()) return;
+  for (uint32_t i = 0; i < t.nodes.size(); ++i) {
+    if (moved.count(i)) continue;
+    // A chain of moved collectives is at most as long as the collectives.
+    for (auto it = moved.find(parent[i]); it != moved.end(); it = moved.find(parent[i])) {
+      parent[i] = it->second;
+    }
+  }
+}
+
 }  // namespace
 
 StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions& options,
@@ -200,7 +272,8 @@ StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions
   const size_t n = t.nodes.size();
   const bool chakra = options.compat == Compat::kChakra;
   ConversionGraph graph;
-  const std::vector<uint32_t> parent = walk_parents(t, options, &graph.extra_roots, stats);
+  std::vector<uint32_t> parent = walk_parents(t, options, &graph.extra_roots, stats);
+  if (!chakra) parent_cpu_collectives(t, parent, stats);
 
   // The call tree as children lists (CSR), in ascending id order.
   graph.child_begin.assign(n + 2, 0);
@@ -276,6 +349,8 @@ StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions
   DependencyStats dep_stats;
   encode_dependencies(t, options, graph, stats, &dep_stats);
   ChakraTrace out = remove_dangling_nodes(t, options, std::move(graph), stats);
+  // The group names the typer chose (CommAttrs point into them) live as long as the trace.
+  out.renamed_pg_names = typer.take_names();
   if (options.pg_name_offset != 0) {
     std::map<std::string_view, std::string_view> renamed;
     for (CommAttrs& c : out.comm) {
@@ -403,7 +478,8 @@ Status fill_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNo
   add("fw_parent")->set_int64_val(src.fw_parent);
   add("seq_id")->set_int64_val(src.seq_id);
   add("scope")->set_int64_val(src.scope);
-  add("tid")->set_int64_val(src.tid);
+  const CommAttrs* comm = chakra.comm_of(rec);
+  add("tid")->set_int64_val(comm && comm->exec_tid ? *comm->exec_tid : src.tid);
   add("fw_tid")->set_int64_val(src.fw_tid);
   add("op_schema")->set_string_val(std::string(src.op_schema));
   add("is_cpu_op")->set_bool_val(rec.is_cpu_op);
@@ -565,7 +641,7 @@ char* encode_node_at(const EtPlusTrace& t, const ChakraNodeRecord& rec, const Co
   p = attr_varint(p, "fw_parent", kInt64Val, signed_bits(src.fw_parent));
   p = attr_varint(p, "seq_id", kInt64Val, signed_bits(src.seq_id));
   p = attr_varint(p, "scope", kInt64Val, signed_bits(src.scope));
-  p = attr_varint(p, "tid", kInt64Val, signed_bits(src.tid));
+  p = attr_varint(p, "tid", kInt64Val, signed_bits(c && c->exec_tid ? *c->exec_tid : src.tid));
   p = attr_varint(p, "fw_tid", kInt64Val, signed_bits(src.fw_tid));
   p = attr_string(p, "op_schema", src.op_schema);
   p = attr_varint(p, "is_cpu_op", kBoolVal, rec.is_cpu_op ? 1 : 0);

@@ -117,6 +117,7 @@ class Writer {
     bool first = true;
     std::string id_text, parent_text, cpu_id_text;
     size_t gpu_sync_next = 0;  // cursor in linked_.gpu_sync_deps
+    size_t exec_next = 0;      // cursor in linked_.exec_tids
     for (uint32_t i = 0; i < host_.nodes.size(); ++i) {
       const HostNode& n = host_.nodes[i];
       const LinkedHostOp& op = linked_.ops[i];
@@ -134,6 +135,11 @@ class Writer {
         const PyNumber* chakra_exclusive =
             linked_.chakra_exclusive.empty() ? nullptr : &linked_.chakra_exclusive[i];
         append_timing(dev_[op.device_event], op.exclusive, chakra_exclusive, op);
+        // The thread it ran on, where the host trace names another (LinkedTrace::exec_tids).
+        if (exec_next < linked_.exec_tids.size() && linked_.exec_tids[exec_next].first == i) {
+          buf_.append(",\"exec_tid\":");
+          append_int(linked_.exec_tids[exec_next++].second);
+        }
       }
       const std::span<const uint64_t> sync = linked_.sync_deps[i];
       if (!sync.empty()) {

@@ -400,6 +400,10 @@ class HostParser {
                                                          : &d.inclusive_dur;
       if (v.get_double().get(*out)) return bad("is not a number");
       d.has_ts |= out == &d.ts;
+    } else if (json::equals(key, "exec_tid")) {
+      if (is_null(v)) return Status();
+      if (!json::get_int64(v, &d.exec_tid)) return bad("is not an integer");
+      d.has_exec_tid = true;
     } else if (json::equals(key, "inter_thread_dep")) {
       if (is_null(v)) return Status();
       int64_t dep = 0;

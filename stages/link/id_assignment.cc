@@ -1,6 +1,7 @@
 #include "stages/link/id_assignment.h"
 
 #include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -192,6 +193,38 @@ int64_t find_id_near(const std::vector<uint64_t>& ids, uint64_t id, size_t hint)
 
 }  // namespace
 
+// LinkedTrace::exec_tids. Each host tid's home is the device thread most of its matched ops ran
+// on (ties: the lower tid); a device thread is the host tid whose home it is (several: the one
+// with more ops there, then the lower). An op whose event ran off its tid's home ran on the
+// host tid of its event's thread, else on the device tid itself.
+std::vector<std::pair<uint32_t, int64_t>> exec_tids(const LinkInputs& in,
+                                                    const std::vector<LinkedHostOp>& ops) {
+  std::map<std::pair<uint64_t, int64_t>, uint64_t> count;  // (host tid, device tid) -> ops
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].device_event.valid())
+      ++count[{in.host.nodes[i].tid, in.device[ops[i].device_event].tid}];
+  }
+  std::map<uint64_t, std::pair<uint64_t, int64_t>> home;  // host tid -> (ops, device tid)
+  for (const auto& [key, n] : count) {
+    auto [it, inserted] = home.try_emplace(key.first, n, key.second);
+    if (!inserted && n > it->second.first) it->second = {n, key.second};
+  }
+  std::map<int64_t, std::pair<uint64_t, uint64_t>> host_of;  // device tid -> (ops, host tid)
+  for (const auto& [host_tid, h] : home) {
+    auto [it, inserted] = host_of.try_emplace(h.second, h.first, host_tid);
+    if (!inserted && h.first > it->second.first) it->second = {h.first, host_tid};
+  }
+  std::vector<std::pair<uint32_t, int64_t>> out;
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    if (!ops[i].device_event.valid()) continue;
+    const int64_t ran_on = in.device[ops[i].device_event].tid;
+    if (home.at(in.host.nodes[i].tid).second == ran_on) continue;
+    auto it = host_of.find(ran_on);
+    out.emplace_back(i, it != host_of.end() ? static_cast<int64_t>(it->second.second) : ran_on);
+  }
+  return out;
+}
+
 LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkStats stats) {
   const auto& nodes = in.host.nodes;
   const DeviceTrace& dev = in.device;
@@ -331,6 +364,7 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
                   fmt::format("node {} (parent {}) at byte {}", n.id, n.parent, n.byte_offset));
   }
   if (in.sync != nullptr && options.compat == Compat::kDefault) add_sync_dependencies(in, out);
+  if (options.compat == Compat::kDefault) out.exec_tids = exec_tids(in, out.ops);
   // What the loaders repaired is reported with the link's data problems.
   out.stats.add_count(StatKind::kHostInvalidUtf8Bytes, in.host.invalid_utf8_bytes);
   out.stats.add_count(StatKind::kDeviceInvalidUtf8Bytes, in.device.invalid_utf8_bytes);

@@ -88,6 +88,11 @@ struct LinkedTrace {
   // GPU nodes waiting on GPU nodes of other streams, sorted; same guarantees. Empty in Chakra mode.
   std::vector<GpuSyncDep> gpu_sync_deps;
   SyncSummary sync;
+  // Default mode: host ops the device trace shows running on another thread than the host trace
+  // gives them (gloo runs its collectives on its own threads, the ET names the caller's): (host
+  // op, the tid it ran on), by host op. The tid is the host trace's tid of that thread (the tid
+  // whose matched ops mostly ran there), else the device trace's. A few per trace.
+  std::vector<std::pair<uint32_t, int64_t>> exec_tids;
   uint64_t node_count = 0;  // host nodes + GPU nodes
   LinkStats stats;
 

@@ -100,6 +100,7 @@ struct HostNodeDetail {
   int64_t stream = 0;
   int64_t device = -1;
   uint64_t inter_thread_dep = 0;  // 0 = none (a negative value too)
+  int64_t exec_tid = 0;           // ET+ "exec_tid" (the thread it ran on), when has_exec_tid
   // As written (signed); when a node has one both at node level and in "attrs", the last wins.
   std::array<int64_t, kHostIntAttrCount> int_attr = kNoHostIntAttrs;
   std::string_view op_schema;           // unescaped: the node-level key or the attr, the last wins
@@ -110,6 +111,7 @@ struct HostNodeDetail {
   Span io[kHostIoLists];
   bool has_ts = false;
   bool has_cat = false;            // "cat" present and not null (a GPU op of an ET+)
+  bool has_exec_tid = false;       // "exec_tid" present
   bool stream_given = false;       // "stream" present
   bool has_stream = true;          // false when "stream" is null
   bool pg_name_from_attr = false;  // pg_name came from the attr
