@@ -42,7 +42,7 @@ const std::vector<cli::FlagSpec>& convert_flags() {
        {}},
       {"renumber-groups",
        false,
-       "add 1 to every numeric pg_name (older ASTRA-sim rejects the group \"0\")",
+       "add 1 to every numeric pg_name (ASTRA-sim asserts on the group \"0\")",
        {}},
       {"comm-groups",
        true,

@@ -6,7 +6,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release -DCHAKRAFLOW_BUILD_BENCH=OFF
-cmake --build build -j"$(nproc)" --target chakraflow
+# chakraflow_dist: the binary and everything `cmake --install build` ships (the feeder library of
+# docs/astra-sim.md), so that this build can be installed.
+cmake --build build -j"$(nproc)" --target chakraflow_dist
 rm -rf out/demo && mkdir -p out/demo
 ./build/chakraflow synth --ranks 4 --iterations 2 --scale 0.5 --gzip --out out/demo/traces
 ./build/chakraflow run configs/demo.yaml

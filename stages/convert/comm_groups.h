@@ -14,7 +14,7 @@
 // that record no process groups, such as the DLRM pairs) the file holds PyTorch's default group
 // "0" with every rank of the run, the group such traces' collectives run on.
 //
-// Renumbering (`name_offset`): older ASTRA-sim rejects a group named "0" (PyTorch's default). With
+// Renumbering (`name_offset`): ASTRA-sim asserts on a group named "0" (PyTorch's default). With
 // an offset k, every numeric group name n becomes n + k in the file; the converter applies the same
 // offset to the pg_name attributes it writes (ConvertOptions::pg_name_offset), so that the names
 // still match. Non-numeric names are kept.

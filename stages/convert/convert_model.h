@@ -42,7 +42,7 @@ struct ConvertOptions {
   // Write PyTorch's process-group METADATA node as a compute node (same id, name, inputs and
   // dependencies): current ASTRA-sim asserts on METADATA nodes (docs/astra-sim.md).
   bool metadata_as_compute = false;
-  // Added to every numeric pg_name written (stages/convert/comm_groups.h): older ASTRA-sim rejects the
+  // Added to every numeric pg_name written (stages/convert/comm_groups.h): ASTRA-sim asserts on the
   // group named "0".
   int pg_name_offset = 0;
 };

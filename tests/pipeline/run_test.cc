@@ -75,7 +75,7 @@ TEST(RunConfig, ShippedConfigsParse) {
   auto astra = load_run_config(dir + "astra_sim.yaml");
   ASSERT_TRUE(astra.ok());
   EXPECT_TRUE(astra->convert.metadata_as_compute);
-  EXPECT_EQ(astra->convert.pg_name_offset, 0);
+  EXPECT_EQ(astra->convert.pg_name_offset, 1);  // ASTRA-sim asserts on a group named "0"
   EXPECT_TRUE(astra->comm_groups);
   EXPECT_FALSE(astra->has(RunStage::kSimulate));
 }
