@@ -233,6 +233,10 @@ void CommTyper::assign_cpu_collective(uint32_t index, ChakraNodeRecord& record,
                 : direction == P2pDirection::kSend ? ChakraNodeType::kCommSend
                                                    : ChakraNodeType::kCommRecv;
   record.set(ChakraNodeRecord::kOffThread);
+  // Not is_cpu_op: ASTRA-sim refuses a communication node on the CPU ("Comm node should not be on
+  // CPU"). Its tid and the absence of a stream say where it ran (chakraflow simulate puts it on
+  // that thread).
+  record.is_cpu_op = false;
   record.comm = static_cast<uint32_t>(comm.size());
   CommAttrs& attrs = comm.emplace_back();
   attrs.comm_type = coll;

@@ -22,8 +22,9 @@
 //
 // CPU-side collectives (default mode; Chakra mode keeps them as compute on the caller's thread,
 // as Chakra does): a gloo:* op becomes a COMM_COLL_NODE (COMM_SEND/RECV_NODE for send/recv) with
-// is_cpu_op true, comm_type from its name, comm_size from its inputs, its tid the thread it ran on
-// (the ET+'s exec_tid; the ET names the caller's) and the kOffThread flag. Its process group: the
+// comm_type from its name, comm_size from its inputs, its tid the thread it ran on (the ET+'s
+// exec_tid; the ET names the caller's), no stream and the kOffThread flag; is_cpu_op false, as
+// ASTRA-sim requires of communication nodes. Its process group: the
 // one a record names; else, from the process groups the trace's `## process_group:init ##` lists
 // (PyTorch lists the groups the rank belongs to), the only one, or, when there are several, the
 // default group (its ranks list empty, else the largest) and a counted warning: a single trace

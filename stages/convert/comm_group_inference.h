@@ -1,6 +1,6 @@
 // Placing CPU-side collectives on their process groups across ranks.
 //
-// gloo's collectives (CpuCollective: a communication node with is_cpu_op) carry no record of their
+// gloo's collectives (CpuCollective: a communication node named gloo:*) carry no record of their
 // process group in PyTorch 2.11 traces. A rank's conversion knows the groups the rank belongs to
 // (its `## process_group:init ##` node): with one, that is the group; with several, it writes the
 // default group and counts the guess (stages/convert/comm_attributes.h). Across ranks the

@@ -6,6 +6,7 @@
 #include <charconv>
 
 #include "proto/et_def.pb.h"
+#include "stages/convert/comm_attributes.h"
 #include "stages/convert/convert_model.h"
 #include "stages/convert/et_io.h"
 #include "stages/convert/node_record.h"
@@ -104,8 +105,7 @@ StatusOr<RankCommGroups> scan_comm_groups(const std::string& et_path, int rank, 
         pg_name = attr.string_val();
       }
       if (!pg_name.empty()) out.used.insert(pg_name);
-      const int cpu = record.find_attr("is_cpu_op");
-      if (cpu >= 0 && record.parse_attr(static_cast<size_t>(cpu), &attr) && attr.bool_val()) {
+      if (is_cpu_collective_name(record.name())) {
         ChakraProtoMsg::Node node;
         CF_RETURN_IF_ERROR(record.parse(&node));
         CpuCollective& c = out.cpu_collectives.emplace_back();
@@ -141,7 +141,7 @@ StatusOr<RankCommGroups> comm_groups_of(const EtPlusTrace& trace, const ChakraTr
                rec.type == ChakraNodeType::kCommRecv) {
       const CommAttrs* c = chakra.comm_of(rec);
       if (c != nullptr && !c->pg_name.empty()) out.used.insert(std::string(c->pg_name));
-      if (rec.is_cpu_op) {
+      if (rec.has(ChakraNodeRecord::kOffThread)) {
         CpuCollective& cc = out.cpu_collectives.emplace_back();
         cc.node_id = src.id;
         cc.type = static_cast<int32_t>(rec.type);

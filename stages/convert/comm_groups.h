@@ -30,8 +30,9 @@
 
 namespace chakraflow {
 
-// A CPU-side collective of a rank (a communication node with is_cpu_op: gloo's), as its .et holds
-// it: what placing collectives on groups across ranks reads (comm_group_inference.h).
+// A CPU-side collective of a rank (a communication node named as gloo's, comm_attributes.h), as
+// its .et holds it: what placing collectives on groups across ranks reads
+// (comm_group_inference.h).
 struct CpuCollective {
   uint64_t node_id = 0;
   int32_t type = 0;        // ChakraNodeType value (collective, send, recv)

@@ -104,7 +104,9 @@ void order_off_thread_nodes(const EtPlusTrace& t, ConversionGraph& graph,
   };
   std::vector<Key> keys;
   for (const ChakraNodeRecord& rec : graph.records) {
-    if (!rec.is_cpu_op || !reached[rec.source] || std::isinf(graph.start[rec.source])) continue;
+    if (!(rec.is_cpu_op || rec.has(ChakraNodeRecord::kOffThread)) || !reached[rec.source] ||
+        std::isinf(graph.start[rec.source]))
+      continue;
     const int64_t tid = thread_of(rec);
     if (threads.count(tid)) {
       keys.push_back(

@@ -121,7 +121,11 @@ void RankSimulator::on_read(const FeederNode& fn) {
   n.kind = kind_of(f.type, f.is_cpu_op);
   n.start_us = f.start_time_micros;
   n.recorded_ns = us_to_ns(f.duration_micros);
-  n.resource = resource_for(f.is_cpu_op, f.is_cpu_op ? f.tid : f.stream);
+  // A collective or message without a stream but with a thread is a CPU-side one (gloo runs them
+  // on its own threads): it holds its thread, as a GPU one holds its stream.
+  const bool on_thread =
+      f.is_cpu_op || (n.kind != SimKind::kGpu && n.kind != SimKind::kCpu && !f.stream && f.tid);
+  n.resource = resource_for(on_thread, on_thread ? f.tid : f.stream);
   set_index(fn.id, index);
   if (keep_names_) {
     n.name_begin = static_cast<uint32_t>(names_.size());

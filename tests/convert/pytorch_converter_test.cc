@@ -230,6 +230,68 @@ TEST(pytorch_converter, ChakraModeTruncatesTheExactDurationUnderFloatNoise) {
   EXPECT_EQ(d->nodes.at(4).duration_micros(), 26u);
 }
 
+// gloo runs a collective on its own thread; the ET records it on the caller's thread, under the
+// op that ran there when it started (aten::mul), with the caller's later ops as its children
+// (aten::add). Default mode: a communication node on the thread it ran on (exec_tid), under the
+// c10d op that enqueued it (same tensor), its recorded children back under aten::mul, ordered on
+// its thread before the copy that followed it there. Chakra mode: compute on the caller's thread.
+TEST(pytorch_converter, GlooCollectivesAreCommunicationOnTheirOwnThread) {
+  const std::string kPgInit =
+      R"({"values": ["[{\"pg_name\": \"0\", \"ranks\": [], \"group_size\": 2}, {\"pg_name\": \"1\", \"ranks\": [0], \"group_size\": 1}]"], "shapes": [[]], "types": ["String"]})";
+  const std::string kC10dInputs =
+      R"({"values": [[[100, 101, 0, 64, 4, "cuda:0"]], "<Object>"], "shapes": [[[64]], []], "types": ["GenericList[Tensor(float)]", "Object"]})";
+  const std::string kGlooInputs =
+      R"x({"values": [[100, 101, 0, 64, 4, "cuda:0"]], "shapes": [[64]], "types": ["Tensor(float)"]})x";
+  auto timed = [](double ts, double dur) {
+    return fmt::format(R"(, "inclusive_dur": {}, "exclusive_dur": {}, "ts": {})", dur, dur, ts);
+  };
+  const std::string text = trace({
+      node(0, "[pytorch|profiler|execution_trace|process]", 0, 0),
+      node(1, "[pytorch|profiler|execution_trace|thread]", 0, 1),
+      node(2, "[pytorch|profiler|execution_trace|thread]", 0, 6),
+      node(3, "## process_group:init ##", 1, 1, "", kPgInit),
+      node(4, "c10d::allreduce_", 1, 1, timed(100, 10), kC10dInputs),
+      node(5, "aten::copy_", 4, 1, timed(104, 4)),
+      node(6, "gloo:all_reduce", 7, 1, timed(120, 50) + R"(, "exec_tid": 6)", kGlooInputs),
+      node(7, "aten::mul", 1, 1, timed(115, 20)),
+      node(8, "aten::add", 6, 1, timed(140, 5)),
+      node(9, "aten::copy_", 2, 6, timed(171, 5)),
+  });
+  auto c = convert_text(text, Compat::kDefault);
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  const pb::Node& gloo = c->nodes.at(6);
+  EXPECT_EQ(gloo.type(), pb::COMM_COLL_NODE);
+  EXPECT_EQ(attr(gloo, "comm_type")->int64_val(), pb::ALL_REDUCE);
+  EXPECT_EQ(attr(gloo, "comm_size")->int64_val(), 256);
+  EXPECT_FALSE(attr(gloo, "is_cpu_op")->bool_val());  // ASTRA-sim refuses comm on the CPU
+  EXPECT_EQ(attr(gloo, "stream"), nullptr);
+  EXPECT_EQ(attr(gloo, "tid")->int64_val(), 6);         // the thread it ran on
+  EXPECT_EQ(attr(gloo, "pg_name")->string_val(), "0");  // the default group, guessed
+  EXPECT_EQ(c->stats.count(StatKind::kCommCpuCollectiveGroupGuessed), 1u);
+  EXPECT_EQ(ids(gloo.data_deps()), (std::vector<uint64_t>{5}));  // after its c10d op's copy
+  EXPECT_EQ(ids(c->nodes.at(8).data_deps()), (std::vector<uint64_t>{7}));  // back after mul
+  const auto copy_back = ids(c->nodes.at(9).data_deps());
+  EXPECT_NE(std::find(copy_back.begin(), copy_back.end(), 6), copy_back.end());
+  // Nothing on the caller's thread waits for the collective.
+  for (uint64_t id : {7, 8}) {
+    const auto deps = ids(c->nodes.at(id).data_deps());
+    EXPECT_EQ(std::find(deps.begin(), deps.end(), 6), deps.end()) << id;
+  }
+
+  auto chakra = convert_text(text, Compat::kChakra);
+  ASSERT_TRUE(chakra.ok()) << chakra.status().message();
+  EXPECT_EQ(chakra->nodes.at(6).type(), pb::COMP_NODE);
+  EXPECT_EQ(attr(chakra->nodes.at(6), "tid")->int64_val(), 1);
+
+  // Without the ET+'s exec_tid (a host ET alone) the recorded tid stays, counted.
+  std::string no_thread = text;
+  no_thread.erase(no_thread.find(R"(, "exec_tid": 6)"), 15);
+  auto alone = convert_text(no_thread, Compat::kDefault);
+  ASSERT_TRUE(alone.ok()) << alone.status().message();
+  EXPECT_EQ(attr(alone->nodes.at(6), "tid")->int64_val(), 1);
+  EXPECT_EQ(alone->stats.count(StatKind::kCommCpuCollectiveThreadUnknown), 1u);
+}
+
 TEST(pytorch_converter, WorkedExampleDefaultMode) {
   auto c = convert_text(worked_example(), Compat::kDefault);
   ASSERT_TRUE(c.ok()) << c.status().message();
