@@ -27,6 +27,16 @@ const std::vector<cli::FlagSpec>& link_flags() {
       {"format", true, "chakra (default), or legacy: the layout of the legacy trace_link.py", {}},
       {"annotation", true, "sequence mode: the iteration annotation (e.g. ProfilerStep)", {}},
       {"min-match-rate", true, "sequence mode: percent of host ops to match (default 90)", {}},
+      {"timing-trace", true,
+       "Kineto-only trace of the same code (a later step, or another run): timings taken from it, "
+       "matched by operator order (docs/simulation.md)",
+       {"timing"}},
+      {"step-time", true,
+       "the capture's step_time.json: profiler-overhead calibration and unprofiled step",
+       {}},
+      {"profiler-overhead", true,
+       "auto (default: remove with a --step-time calibration), off, default (also without one)",
+       {}},
       {"threads", true, "worker threads (default: all cores)", {}},
       {"log-level", true, "DEBUG, INFO (default), WARNING, ERROR, CRITICAL", {}},
       {"print-graph", false, "print the pipeline's flow graph (Graphviz dot) and exit", {}},
@@ -50,14 +60,27 @@ StatusOr<LogLevel> parse_log_level(std::string s) {
 // The flags as a job (a usage error: its message).
 StatusOr<RankJob> parse_link_job(const cli::Args& args) {
   RankJob job;
-  for (const char* flag : {"chakra-host-trace", "chakra-device-trace", "output-file"}) {
+  const bool timing = args.has("timing-trace");
+  for (const char* flag : {"chakra-host-trace", "output-file"}) {
     CF_RETURN_IF_ERROR(args.get_path(flag).status());
   }
+  CF_RETURN_IF_ERROR(args.get_path(timing ? "timing-trace" : "chakra-device-trace").status());
   job.host_path = *args.get("chakra-host-trace");
-  job.device_path = *args.get("chakra-device-trace");
   job.et_plus_path = *args.get("output-file");
-  CF_RETURN_IF_ERROR(
-      check_output_is_not_input(job.et_plus_path, {job.host_path, job.device_path}));
+  std::vector<std::string> inputs = {job.host_path};
+  if (timing) {
+    // The timing trace gives the timings; the ET step's own device trace is not needed.
+    job.device_path = *args.get("timing-trace");
+    set_timing_trace(job.link);
+  } else {
+    job.device_path = *args.get("chakra-device-trace");
+  }
+  inputs.push_back(job.device_path);
+  if (auto path = args.get("step-time")) {
+    job.step_time_path = *path;
+    inputs.push_back(*path);
+  }
+  CF_RETURN_IF_ERROR(check_output_is_not_input(job.et_plus_path, inputs));
   CF_ASSIGN_OR_RETURN(int64_t rank, args.get_int("rank", -1));
   job.link.rank = static_cast<int>(rank);
   for (const std::string& name : link_option_names()) {
@@ -97,7 +120,8 @@ std::string link_report(const RankJob& job, const RankJobResult& r, LogLevel lev
 int run_link_command(int argc, char** argv, int first) {
   const auto& specs = link_flags();
   const char* synopsis =
-      "link --chakra-host-trace H --chakra-device-trace D --output-file O [--rank N] "
+      "link --chakra-host-trace H (--chakra-device-trace D | --timing-trace T) --output-file O "
+      "[--step-time step_time.json] [--profiler-overhead auto|off|default] [--rank N] "
       "[--gap-threshold-us 1000] [--mode auto|rf_id|sequence] [--compat default|chakra] "
       "[--format chakra|legacy] [--annotation NAME] [--min-match-rate PERCENT] [--log-level LEVEL] "
       "[--print-graph]";
@@ -121,8 +145,14 @@ int run_link_command(int argc, char** argv, int first) {
     return 0;
   }
   std::vector<std::string> missing;
-  for (const char* required : {"chakra-host-trace", "chakra-device-trace", "output-file"}) {
+  const char* device = args.has("timing-trace") ? "timing-trace" : "chakra-device-trace";
+  for (const char* required : {"chakra-host-trace", device, "output-file"}) {
     if (!args.has(required)) missing.push_back(std::string("--") + required);
+  }
+  if (args.has("timing-trace") && args.has("chakra-device-trace")) {
+    std::fprintf(stderr,
+                 "chakraflow link: note: --timing-trace gives the timings; the ET step's own device "
+                 "trace (--chakra-device-trace) is not read\n");
   }
   if (!missing.empty()) return fail_usage(fmt::format("missing {}", fmt::join(missing, ", ")), true);
   if (!args.positionals().empty()) {

@@ -262,6 +262,11 @@ class RankGraph {
     Status s = guarded("load device trace", [&]() -> Status {
       auto trace = load_device_trace(jobs_[seq].device_path);
       if (!trace.ok()) return trace.status();
+      LinkOptions options = jobs_[seq].link;
+      if (!jobs_[seq].step_time_path.empty()) {
+        CF_ASSIGN_OR_RETURN(options.step_time, load_step_time(jobs_[seq].step_time_path));
+      }
+      CF_ASSIGN_OR_RETURN(results_[seq].profiler, prepare_device_trace(*trace, options));
       device = std::make_shared<const DeviceTrace>(std::move(trace).value());
       return Status();
     });
@@ -338,6 +343,7 @@ class RankGraph {
                               jobs_[job->seq].link, std::move(stats)));
       result.summary = linked.summary;
       result.stats = linked.trace.stats;
+      linked.trace.profiler = result.profiler;
       job->linked = std::move(linked);
       return Status();
     });

@@ -67,6 +67,9 @@ struct RankJob {
   std::string et_path;       // the .et written when the plan converts
   LinkOptions link;
   ConvertOptions convert;
+  // The capture's step_time.json (empty: none): read with the device trace, it fills
+  // LinkOptions::step_time (stages/link/profiler_overhead.h).
+  std::string step_time_path;
 };
 
 struct StageTimes {
@@ -79,6 +82,8 @@ struct RankJobResult {
   LinkSummary summary;        // kHostAndDevice
   LinkStats stats;            // data problems the link stages counted
   ConvertReport convert;      // when converted (its stats: the converter's data problems)
+  // What was done about profiler overhead (prepare_device_trace), and the unprofiled step.
+  std::optional<ProfilerOverheadNote> profiler;
   uint64_t input_bytes = 0;   // decompressed host + device JSON
   uint64_t output_bytes = 0;  // uncompressed ET+ bytes written
   double seconds = 0;         // wall time of the job, from its start to finish

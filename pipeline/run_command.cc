@@ -67,6 +67,7 @@ bool newer_than(const std::string& output, const std::vector<std::string>& input
   auto out_time = fs::last_write_time(output, ec);
   if (ec) return false;
   for (const auto& in : inputs) {
+    if (in.empty()) continue;  // an optional input that is not there
     auto t = fs::last_write_time(in, ec);
     if (ec || t > out_time) return false;
   }
@@ -253,6 +254,7 @@ RankJob job_of(const RunConfig& cfg, int rank) {
   job.device_path = cfg.device_path(rank);
   job.et_plus_path = cfg.et_plus_path(rank);
   job.et_path = cfg.et_path(rank);
+  job.step_time_path = cfg.step_time_path(rank);
   job.link = cfg.link;
   job.link.rank = rank;
   job.convert = cfg.convert;
@@ -285,7 +287,8 @@ RunJobs plan_jobs(const RunConfig& cfg, const MpiWorld& world, bool resume) {
     if (work.plan.convert) remove_stale_temps(job.et_path);
     if (work.plan.write_et_plus) remove_stale_temps(job.et_plus_path);
     const std::string& final_output = work.plan.convert ? job.et_path : job.et_plus_path;
-    if (resume && newer_than(final_output, {job.host_path, job.device_path, cfg.path})) {
+    if (resume && newer_than(final_output, {job.host_path, job.device_path, job.step_time_path,
+                                            cfg.path})) {
       rec.skipped = true;
       continue;
     }

@@ -154,7 +154,14 @@ std::string RunConfig::host_path(int rank) const {
   return resolve(base_dir, expand_rank(host_pattern, rank));
 }
 std::string RunConfig::device_path(int rank) const {
-  return resolve(base_dir, expand_rank(device_pattern, rank));
+  return resolve(base_dir,
+                 expand_rank(timing_pattern.empty() ? device_pattern : timing_pattern, rank));
+}
+std::string RunConfig::step_time_path(int rank) const {
+  if (!step_time_pattern.empty()) return resolve(base_dir, expand_rank(step_time_pattern, rank));
+  std::error_code ec;
+  const fs::path beside = fs::path(host_path(rank)).parent_path() / "step_time.json";
+  return fs::is_regular_file(beside, ec) ? beside.string() : std::string();
 }
 std::string RunConfig::et_plus_path(int rank) const {
   return resolve(base_dir, fmt::format("{}/et_plus/{}.{}.json.gz", out_dir, prefix, rank));
@@ -257,14 +264,25 @@ StatusOr<YAML::Node> parse_yaml_document(const std::string& path, const std::str
 Status read_inputs(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
   const YAML::Node inputs = root["inputs"];
   if (!inputs) return c.at(root, "missing 'inputs' (host:, device:, ranks:)");
-  CF_RETURN_IF_ERROR(c.keys(inputs, "inputs", {"host", "device", "ranks"}));
-  if (!inputs["host"] || !inputs["device"])
-    return c.at(inputs, "'inputs' needs both 'host' and 'device' patterns");
+  CF_RETURN_IF_ERROR(
+      c.keys(inputs, "inputs", {"host", "device", "timing", "step_time", "ranks"}));
+  if (!inputs["host"] || (!inputs["device"] && !inputs["timing"]))
+    return c.at(inputs, "'inputs' needs a 'host' pattern and a 'device' (or 'timing') pattern");
   CF_ASSIGN_OR_RETURN(cfg.host_pattern, c.string(inputs["host"], "host"));
-  CF_ASSIGN_OR_RETURN(cfg.device_pattern, c.string(inputs["device"], "device"));
+  if (inputs["device"]) {
+    CF_ASSIGN_OR_RETURN(cfg.device_pattern, c.string(inputs["device"], "device"));
+  }
+  if (inputs["timing"]) {
+    CF_ASSIGN_OR_RETURN(cfg.timing_pattern, c.string(inputs["timing"], "timing"));
+    set_timing_trace(cfg.link);
+  }
+  if (inputs["step_time"]) {
+    CF_ASSIGN_OR_RETURN(cfg.step_time_pattern, c.string(inputs["step_time"], "step_time"));
+  }
   for (const auto& [key, pattern] :
-       {std::pair{"host", cfg.host_pattern}, std::pair{"device", cfg.device_pattern}}) {
-    if (pattern.find("{rank}") == std::string::npos) {
+       {std::pair{"host", cfg.host_pattern}, std::pair{"device", cfg.device_pattern},
+        std::pair{"timing", cfg.timing_pattern}, std::pair{"step_time", cfg.step_time_pattern}}) {
+    if (!pattern.empty() && pattern.find("{rank}") == std::string::npos) {
       return c.at(
           inputs[key],
           fmt::format("'{}' must contain {{rank}}, e.g. traces/rank{{rank}}/host_et.json.gz", key));

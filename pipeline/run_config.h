@@ -22,6 +22,12 @@ struct RunConfig {
   // inputs
   std::string host_pattern;    // contains "{rank}"
   std::string device_pattern;  // contains "{rank}"
+  // A Kineto-only trace of the same code per rank (contains "{rank}"; empty: none): the link
+  // takes the timings from it (LinkOptions::other_process), not from the device trace.
+  std::string timing_pattern;
+  // The capture's step_time.json per rank (contains "{rank}"); empty: step_time.json beside the
+  // host trace, when there is one.
+  std::string step_time_pattern;
   std::vector<int> ranks;      // sorted, unique; empty until resolve_ranks()
   bool discover_ranks = false;
   // stages, in pipeline order
@@ -42,7 +48,10 @@ struct RunConfig {
 
   bool has(RunStage s) const;
   std::string host_path(int rank) const;
+  // The device trace the link reads: the timing trace when there is one.
   std::string device_path(int rank) const;
+  // The rank's step_time.json, or empty when there is none.
+  std::string step_time_path(int rank) const;
   std::string et_plus_path(int rank) const;
   std::string et_path(int rank) const;
   std::string summary_path() const;

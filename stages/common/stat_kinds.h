@@ -119,6 +119,8 @@ namespace chakraflow {
     "schema 1.0.1 parent id not recovered (parent left missing)")                                 \
   X(kEtPlusOldParentIdsInconsistent, "et_plus_old_parent_ids_inconsistent",                       \
     "schema 1.0.1 parent ids inconsistent with renumbering (used as they are)")                   \
+  X(kEtPlusProfilerOverheadUnreadable, "et_plus_profiler_overhead_unreadable",                     \
+    "ET+ \"profiler_overhead\" object that does not parse (ignored)")                             \
   /* convert: the node tree */                                                                    \
   X(kConvertNegativeExclusiveDur, "convert_negative_exclusive_dur",                               \
     "negative exclusive_dur (written as 0)")                                                      \

@@ -131,6 +131,8 @@ struct EtPlusMetadata {
   std::optional<std::string> time;
   std::optional<uint64_t> start_ts;
   std::optional<uint64_t> finish_ts;
+  // The ET+'s "profiler_overhead" (a linked rank's LinkedTrace::profiler).
+  std::optional<ProfilerOverheadNote> profiler;
 };
 
 // A node's communication strings (EtPlusNode::comm_names).

@@ -69,6 +69,9 @@ void read_metadata(const HostTrace& host, EtPlusTrace& t) {
       t.metadata.start_ts = top_level_uint(f.value_raw);
     } else if (json::equals(key, "finish_ts")) {
       t.metadata.finish_ts = top_level_uint(f.value_raw);
+    } else if (json::equals(key, "profiler_overhead")) {
+      t.metadata.profiler = parse_profiler_overhead_json(f.value_raw);
+      if (!t.metadata.profiler) t.stats.add(StatKind::kEtPlusProfilerOverheadUnreadable, "");
     }
   }
   auto note_missing = [&](const char* key, bool present) {
@@ -415,6 +418,8 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
   // Ids are dense in the writer's order (stages/link/id_assignment.h): checked as they were set (no
   // pass over the nodes for it); sorted if not.
   if (!ids_ascending) std::sort(t.exec_tids.begin(), t.exec_tids.end());
+  // The writer's top-level "profiler_overhead" (default mode).
+  if (link_options.compat == Compat::kDefault) t.metadata.profiler = linked.profiler;
   if (ids_ascending) {
     finish_trace(host, options, FileOrder::kIndex, t);
     return t;

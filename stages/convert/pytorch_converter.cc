@@ -404,6 +404,28 @@ void fill_global_metadata(const EtPlusTrace& t, const ConvertOptions& options,
       add_double("step_end_us", step->end_us);
       add_double("step_time_us", step->end_us - step->start_us);
     }
+    // What the link did about profiler overhead, and the step measured without a profiler
+    // (stages/link/profiler_overhead.h): what the simulator reports against.
+    if (const auto& p = m.profiler) {
+      auto add_double = [&](const char* name, double v) {
+        pb::AttributeProto* a = md->add_attr();
+        a->set_name(name);
+        a->set_double_val(v);
+      };
+      add_double("recorded_step_time_us", p->recorded_step_us);
+      pb::AttributeProto* removed = md->add_attr();
+      removed->set_name("profiler_overhead_removed");
+      removed->set_bool_val(p->removed);
+      if (p->removed) {
+        add_double("profiler_us_per_op", static_cast<double>(p->costs.per_op) / 1000.0);
+        add_double("profiler_us_per_runtime_call",
+                   static_cast<double>(p->costs.per_runtime_call) / 1000.0);
+      }
+      if (p->unprofiled) {
+        add_double("unprofiled_step_median_us", p->unprofiled->median_us);
+        add_double("unprofiled_step_min_us", p->unprofiled->min_us);
+      }
+    }
   }
 }
 

@@ -10,6 +10,87 @@
 namespace chakraflow {
 namespace {
 
+void group_cpu_ops_by_thread(DeviceTrace& trace) {
+  std::vector<uint32_t> thread_of(trace.cpu_ops.size());
+  std::vector<uint32_t> count;
+  std::unordered_map<int64_t, uint32_t> slot;
+  // Ops come in runs of one thread: the last thread's slot saves most lookups.
+  int64_t last_tid = 0;
+  uint32_t last_slot = UINT32_MAX;
+  for (size_t k = 0; k < trace.cpu_ops.size(); ++k) {
+    const int64_t tid = trace[trace.cpu_ops[k]].tid;
+    if (last_slot == UINT32_MAX || tid != last_tid) {
+      auto [it, inserted] = slot.try_emplace(tid, static_cast<uint32_t>(count.size()));
+      if (inserted) count.push_back(0);
+      last_tid = tid;
+      last_slot = it->second;
+    }
+    thread_of[k] = last_slot;
+    ++count[last_slot];
+  }
+  trace.thread_begin.assign(count.size() + 1, 0);
+  for (size_t k = 0; k < count.size(); ++k)
+    trace.thread_begin[k + 1] = trace.thread_begin[k] + count[k];
+  trace.cpu_ops_by_thread.resize(trace.cpu_ops.size());
+  std::vector<uint32_t> fill(trace.thread_begin.begin(), trace.thread_begin.end() - 1);
+  for (size_t k = 0; k < trace.cpu_ops.size(); ++k) {
+    trace.cpu_ops_by_thread[fill[thread_of[k]]++] = trace.cpu_ops[k];
+  }
+}
+
+}  // namespace
+
+void build_device_indices(DeviceTrace& trace) {
+  trace.cpu_ops.clear();
+  trace.launches.clear();
+  trace.gpu_ops.clear();
+  trace.other_with_args.clear();
+  trace.has_rf_ids = false;
+  const auto& ev = trace.events;
+  for (uint32_t i = 0; i < ev.size(); ++i) {
+    const DeviceEvent& e = ev[i];
+    switch (e.cat) {
+      case DeviceCategory::kCpuOp:
+      case DeviceCategory::kUserAnnotation:
+        if (!e.has(kProfilerStep)) {
+          trace.cpu_ops.push_back({i});
+          if (e.has(kHasRfId)) trace.has_rf_ids = true;
+        }
+        break;
+      case DeviceCategory::kCudaRuntime:
+      case DeviceCategory::kCudaDriver:
+        trace.launches.push_back({i});
+        break;
+      case DeviceCategory::kKernel:
+      case DeviceCategory::kGpuMemcpy:
+      case DeviceCategory::kGpuMemset:
+        trace.gpu_ops.push_back({i});
+        break;
+      case DeviceCategory::kOther:
+        if (!e.args.empty() && e.has(kHasCorrelation)) trace.other_with_args.push_back({i});
+        break;
+      default:
+        break;
+    }
+  }
+  // By (ts, file order): the lists are in file order, so the index breaks ties. The keys are
+  // copied out of the events, so that the sort does not wander over them.
+  std::vector<std::pair<TimeNs, uint32_t>> keys;
+  auto sort_by_ts = [&](std::vector<DeviceEventIdx>& list) {
+    keys.clear();
+    keys.reserve(list.size());
+    for (DeviceEventIdx i : list) keys.emplace_back(ev[i.value].ts, i.value);
+    if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());
+    for (size_t k = 0; k < keys.size(); ++k) list[k] = DeviceEventIdx{keys[k].second};
+  };
+  sort_by_ts(trace.cpu_ops);
+  sort_by_ts(trace.launches);
+  sort_by_ts(trace.gpu_ops);
+  group_cpu_ops_by_thread(trace);
+}
+
+namespace {
+
 namespace od = simdjson::ondemand;
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -409,77 +490,7 @@ class DeviceParser {
     return Status();
   }
 
-  void build_indices() {
-    const auto& ev = t_.events;
-    for (uint32_t i = 0; i < ev.size(); ++i) {
-      const DeviceEvent& e = ev[i];
-      switch (e.cat) {
-        case DeviceCategory::kCpuOp:
-        case DeviceCategory::kUserAnnotation:
-          if (!e.has(kProfilerStep)) {
-            t_.cpu_ops.push_back({i});
-            if (e.has(kHasRfId)) t_.has_rf_ids = true;
-          }
-          break;
-        case DeviceCategory::kCudaRuntime:
-        case DeviceCategory::kCudaDriver:
-          t_.launches.push_back({i});
-          break;
-        case DeviceCategory::kKernel:
-        case DeviceCategory::kGpuMemcpy:
-        case DeviceCategory::kGpuMemset:
-          t_.gpu_ops.push_back({i});
-          break;
-        case DeviceCategory::kOther:
-          if (!e.args.empty() && e.has(kHasCorrelation)) t_.other_with_args.push_back({i});
-          break;
-        default:
-          break;
-      }
-    }
-    // By (ts, file order): the lists are in file order, so the index breaks ties. The keys are
-    // copied out of the events, so that the sort does not wander over them.
-    std::vector<std::pair<TimeNs, uint32_t>> keys;
-    auto sort_by_ts = [&](std::vector<DeviceEventIdx>& list) {
-      keys.clear();
-      keys.reserve(list.size());
-      for (DeviceEventIdx i : list) keys.emplace_back(ev[i.value].ts, i.value);
-      if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());
-      for (size_t k = 0; k < keys.size(); ++k) list[k] = DeviceEventIdx{keys[k].second};
-    };
-    sort_by_ts(t_.cpu_ops);
-    sort_by_ts(t_.launches);
-    sort_by_ts(t_.gpu_ops);
-    group_cpu_ops_by_thread();
-  }
-
-  void group_cpu_ops_by_thread() {
-    std::vector<uint32_t> thread_of(t_.cpu_ops.size());
-    std::vector<uint32_t> count;
-    std::unordered_map<int64_t, uint32_t> slot;
-    // Ops come in runs of one thread: the last thread's slot saves most lookups.
-    int64_t last_tid = 0;
-    uint32_t last_slot = UINT32_MAX;
-    for (size_t k = 0; k < t_.cpu_ops.size(); ++k) {
-      const int64_t tid = t_[t_.cpu_ops[k]].tid;
-      if (last_slot == UINT32_MAX || tid != last_tid) {
-        auto [it, inserted] = slot.try_emplace(tid, static_cast<uint32_t>(count.size()));
-        if (inserted) count.push_back(0);
-        last_tid = tid;
-        last_slot = it->second;
-      }
-      thread_of[k] = last_slot;
-      ++count[last_slot];
-    }
-    t_.thread_begin.assign(count.size() + 1, 0);
-    for (size_t k = 0; k < count.size(); ++k)
-      t_.thread_begin[k + 1] = t_.thread_begin[k] + count[k];
-    t_.cpu_ops_by_thread.resize(t_.cpu_ops.size());
-    std::vector<uint32_t> fill(t_.thread_begin.begin(), t_.thread_begin.end() - 1);
-    for (size_t k = 0; k < t_.cpu_ops.size(); ++k) {
-      t_.cpu_ops_by_thread[fill[thread_of[k]]++] = t_.cpu_ops[k];
-    }
-  }
+  void build_indices() { build_device_indices(t_); }
 
   DeviceTrace& t_;
   std::string_view text_;

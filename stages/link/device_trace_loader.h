@@ -33,4 +33,9 @@ StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text, siz
 // Category of a Kineto "cat" string (case-insensitive, 2021 names included).
 DeviceCategory classify_category(std::string_view cat);
 
+// (Re)builds the trace's indices by role (cpu_ops, launches, gpu_ops, other_with_args, each by
+// (ts, file order); cpu_ops_by_thread) from its events: the loader's last step, and after a stage
+// changed the events' times (stages/link/profiler_overhead.h).
+void build_device_indices(DeviceTrace& trace);
+
 }  // namespace chakraflow

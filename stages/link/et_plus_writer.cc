@@ -21,10 +21,18 @@ class Writer {
   }
 
   Status run() {
-    CF_RETURN_IF_ERROR(write_document(buf_, host_, [this] {
-      write_nodes();
-      return Status();
-    }));
+    std::string extra;
+    if (linked_.profiler && opt_.compat == Compat::kDefault) {
+      extra = ",\"profiler_overhead\":";
+      append_profiler_overhead_json(extra, *linked_.profiler);
+    }
+    CF_RETURN_IF_ERROR(write_document(
+        buf_, host_,
+        [this] {
+          write_nodes();
+          return Status();
+        },
+        extra));
     flush();
     return Status();
   }
@@ -234,7 +242,8 @@ class Writer {
 }  // namespace
 
 Status write_document(std::string& buf, const HostTrace& host,
-                      const std::function<Status()>& write_nodes) {
+                      const std::function<Status()>& write_nodes,
+                      std::string_view extra_members) {
   buf.push_back('{');
   bool first = true;
   for (const TopLevelField& f : host.top_level) {
@@ -248,6 +257,7 @@ Status write_document(std::string& buf, const HostTrace& host,
       json::append_minified(buf, f.value_raw);
     }
   }
+  buf.append(extra_members);
   buf.append("}\n");
   return Status();
 }

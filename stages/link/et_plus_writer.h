@@ -23,9 +23,15 @@ namespace chakraflow {
 using ByteSink = std::function<void(std::string_view)>;
 
 // Writes the host trace's top-level object into `buf` (keys and values as in the file, whitespace
-// removed), calling `write_nodes` where the "nodes" array goes. Shared by the ET+ writers.
+// removed), calling `write_nodes` where the "nodes" array goes, then `extra_members` (",\"key\":
+// value..." or empty) before the closing brace. Shared by the ET+ writers.
 Status write_document(std::string& buf, const HostTrace& host,
-                      const std::function<Status()>& write_nodes);
+                      const std::function<Status()>& write_nodes,
+                      std::string_view extra_members = {});
+
+// Writes ET+ (default mode: with the "exec_tid" of ops that ran off their thread and, when the
+// link took profiler overhead out or knows the unprofiled step, a top-level "profiler_overhead"
+// object: stages/link/profiler_overhead.h).
 
 Status write_et_plus(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
                      const LinkOptions& options, const ByteSink& sink);

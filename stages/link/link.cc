@@ -6,6 +6,7 @@
 #include <charconv>
 #include <set>
 
+#include "stages/common/json_util.h"
 #include "stages/link/sequence_matching.h"
 
 namespace chakraflow {
@@ -78,6 +79,41 @@ StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace
   rank.summary = summarize(host, device, found.launchers, mapping, found.gaps, rank.trace,
                            rank.options.mode);
   return rank;
+}
+
+StatusOr<std::optional<ProfilerOverheadNote>> prepare_device_trace(DeviceTrace& device,
+                                                                   const LinkOptions& options) {
+  if (options.other_process) {
+    std::vector<std::string_view> steps;
+    for (const DeviceEvent& e : device.events) {
+      if (e.has(kProfilerStep) && e.cat == DeviceCategory::kUserAnnotation) steps.push_back(e.name);
+    }
+    if (steps.size() > 1) {
+      return Status::errorf(
+          "{}: the timing trace holds {} recorded steps ({}); it must hold one, the step the host "
+          "trace recorded (docs/capturing.md)",
+          device.path, steps.size(), fmt::join(steps, ", "));
+    }
+    if (device.cpu_ops.empty()) {
+      return Status::errorf("{}: the timing trace holds no CPU op (cpu_op, user_annotation)",
+                            device.path);
+    }
+  }
+  if (options.compat == Compat::kChakra) return std::optional<ProfilerOverheadNote>();
+  const ProfilerCosts costs = options.profiler_costs();
+  const std::optional<StepTime::Step> unprofiled =
+      options.step_time ? options.step_time->unprofiled : std::nullopt;
+  if (!costs.any() && !unprofiled) return std::optional<ProfilerOverheadNote>();
+  const OverheadRemoval removal =
+      remove_profiler_overhead(device, costs, options.gap_threshold);
+  ProfilerOverheadNote note;
+  note.removed = costs.any();
+  note.recorded_with = options.recorded_with;
+  note.costs = costs;
+  note.recorded_step_us = json::micros_value(removal.recorded_step);
+  note.step_us = json::micros_value(removal.step);
+  note.unprofiled = unprofiled;
+  return std::optional<ProfilerOverheadNote>(note);
 }
 
 StatusOr<LinkedRank> link_rank(const HostTrace& host, const DeviceTrace& device,

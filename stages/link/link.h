@@ -63,6 +63,13 @@ StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace
                                         const DeviceFindings& found, const LinkOptions& options,
                                         LinkStats stats);
 
+// Readies a loaded device trace for linking, before the device-side stages: a timing trace
+// (LinkOptions::other_process) must hold one recorded step; the profiler overhead the options ask
+// for is taken out (stages/link/profiler_overhead.h). Returns what LinkedTrace::profiler then
+// holds: nothing in Chakra mode, or when nothing was taken out and no unprofiled step is known.
+StatusOr<std::optional<ProfilerOverheadNote>> prepare_device_trace(DeviceTrace& device,
+                                                                   const LinkOptions& options);
+
 // Every link stage in order, on one thread (the flow graph runs the device-side ones
 // concurrently, then map_and_assign_ids).
 StatusOr<LinkedRank> link_rank(const HostTrace& host, const DeviceTrace& device,

@@ -25,7 +25,8 @@ bool parse_number(std::string_view text, double* out) {
 
 const std::vector<std::string>& link_option_names() {
   static const std::vector<std::string> names = {
-      "mode", "compat", "format", "gap_threshold_us", "annotation", "min_match_rate"};
+      "mode",       "compat",         "format",           "gap_threshold_us",
+      "annotation", "min_match_rate", "profiler_overhead"};
   return names;
 }
 
@@ -77,10 +78,33 @@ Status set_link_option(LinkOptions& options, std::string_view name, std::string_
       return Status::errorf("{} is a percentage (0-100)", opt);
     }
     options.min_match_rate = percent / 100.0;
+  } else if (key == "profiler_overhead") {
+    if (v == "auto") {
+      options.profiler_overhead = LinkOptions::Overhead::kAuto;
+    } else if (v == "off") {
+      options.profiler_overhead = LinkOptions::Overhead::kOff;
+    } else if (v == "default") {
+      options.profiler_overhead = LinkOptions::Overhead::kDefault;
+    } else {
+      return Status::errorf("{}: unknown value '{}' (auto, off, default)", opt, v);
+    }
   } else {
     return Status::errorf("{}: not a link option", opt);
   }
   return Status();
+}
+
+void set_timing_trace(LinkOptions& options) {
+  options.mode = MatchMode::kSequence;
+  options.other_process = true;
+  options.recorded_with = RecordedWith::kKineto;
+}
+
+ProfilerCosts LinkOptions::profiler_costs() const {
+  if (compat == Compat::kChakra || profiler_overhead == Overhead::kOff) return {};
+  if (step_time && step_time->calibration) return costs_from(*step_time->calibration, recorded_with);
+  if (profiler_overhead == Overhead::kDefault) return costs_from(kDefaultCalibration, recorded_with);
+  return {};
 }
 
 }  // namespace chakraflow

@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "stages/common/status.h"
+#include "stages/link/profiler_overhead.h"
 #include "stages/link/trace_model.h"
 
 namespace chakraflow {
@@ -36,11 +38,37 @@ struct LinkOptions {
   // every host thread with at least 32 ops; below it the link is an error. 0 accepts any result
   // (and skips the same-process check).
   double min_match_rate = 0.9;
+  // The device trace comes from another process than the host trace (a timing trace: the same
+  // code profiled by Kineto alone in a later step or another run): sequence mode without the
+  // same-process check; the match rate still applies.
+  bool other_process = false;
+  // Profiler overhead (stages/link/profiler_overhead.h). kAuto: taken out when a calibration is
+  // given; kOff: never; kDefault: with the calibration, else with kDefaultCalibration.
+  enum class Overhead : uint8_t { kAuto, kOff, kDefault };
+  Overhead profiler_overhead = Overhead::kAuto;
+  // What recorded the device trace: the ET step's own device trace (ET + Kineto), or a timing
+  // trace (Kineto alone).
+  RecordedWith recorded_with = RecordedWith::kEtAndKineto;
+  // The capture's step_time.json, when given: its calibration and unprofiled step.
+  std::optional<StepTime> step_time;
+
+  // The costs to take out of the device trace: none in Chakra mode.
+  ProfilerCosts profiler_costs() const;
 };
+
+// Options for a timing trace as the device trace: sequence mode, another process, recorded by
+// Kineto alone.
+void set_timing_trace(LinkOptions& options);
+
+// The per-op costs measured on an NVIDIA H200 host with PyTorch 2.11 (../shared/data/pt211_h200,
+// the calibration of five runs: none 3.9-7.2, Kineto 7.1-7.8, ET + Kineto 16.3-19.1 us per op),
+// used by `profiler_overhead: default` when no step_time.json is given.
+inline constexpr StepTime::Calibration kDefaultCalibration = {3.903, 7.51, 17.535};
 
 // Sets the option `name` from its text: "mode" (auto, rf_id, sequence), "compat" (default,
 // chakra), "format" (chakra, legacy), "gap_threshold_us" (0 to 1e12 microseconds, stored in ns),
-// "annotation", "min_match_rate" (a percentage, stored as a fraction); or their flags,
+// "annotation", "min_match_rate" (a percentage, stored as a fraction), "profiler_overhead" (auto,
+// off, default); or their flags,
 // "--gap-threshold-us". The error names the option as `name` spells it (--gap-threshold-us,
 // 'gap_threshold_us') and says what is wrong with the value; the caller says where it was.
 Status set_link_option(LinkOptions& options, std::string_view name, std::string_view value);

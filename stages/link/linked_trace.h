@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 
+#include "stages/link/profiler_overhead.h"
 #include "stages/link/trace_model.h"
 
 namespace chakraflow {
@@ -77,6 +79,9 @@ class HostSyncDeps {
 
 struct LinkedTrace {
   std::vector<LinkedHostOp> ops;  // by HostNodeIdx
+  // Default mode: the profiler overhead taken out of the device trace before linking, and the
+  // unprofiled step the capture measured (prepare_device_trace, stages/link/link.h).
+  std::optional<ProfilerOverheadNote> profiler;
   // Compat::kChakra only (else empty), by HostNodeIdx: the exclusive duration of the matched event
   // as Chakra computes it (ExclusiveDurations::chakra, never below 0), which its outputs write.
   std::vector<PyNumber> chakra_exclusive;

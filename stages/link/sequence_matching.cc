@@ -310,7 +310,8 @@ class SequenceMatcher {
     std::set<int64_t> device_pids;
     for (DeviceEventIdx e : dev_.cpu_ops) device_pids.insert(dev_[e].pid);
     const bool pid_present = host_pid && device_pids.count(*host_pid) > 0;
-    if (host_pid && !pid_present) {
+    // A timing trace (LinkOptions::other_process) comes from another process by design.
+    if (host_pid && !pid_present && !opt_.other_process) {
       if (opt_.min_match_rate > 0) {
         return Status::errorf(
             "{} was recorded by process {}, but no CPU op of {} was (processes {}): the traces "

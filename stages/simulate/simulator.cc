@@ -13,18 +13,28 @@
 namespace chakraflow {
 namespace {
 
-// GlobalMetadata attr step_time_us (double, or an integer type from other producers).
-std::optional<double> measured_step_us(const std::string& metadata_bytes) {
-  if (metadata_bytes.empty()) return std::nullopt;
+// What the GlobalMetadata says of the recorded step: step_time_us (double, or an integer type from
+// other producers), and what `chakraflow convert` writes of the profiler overhead
+// (recorded_step_time_us, profiler_overhead_removed, unprofiled_step_median_us / _min_us).
+RankResult step_facts(const std::string& metadata_bytes) {
+  RankResult facts;
+  if (metadata_bytes.empty()) return facts;
   ChakraProtoMsg::GlobalMetadata md;
-  if (!md.ParseFromString(metadata_bytes)) return std::nullopt;
-  for (const auto& a : md.attr()) {
-    if (a.name() != "step_time_us") continue;
+  if (!md.ParseFromString(metadata_bytes)) return facts;
+  auto number = [](const ChakraProtoMsg::AttributeProto& a) -> std::optional<double> {
     if (a.has_double_val()) return a.double_val();
     if (a.has_uint64_val()) return static_cast<double>(a.uint64_val());
     if (a.has_int64_val()) return static_cast<double>(a.int64_val());
+    return std::nullopt;
+  };
+  for (const auto& a : md.attr()) {
+    if (a.name() == "step_time_us") facts.measured_us = number(a);
+    if (a.name() == "recorded_step_time_us") facts.recorded_us = number(a);
+    if (a.name() == "unprofiled_step_median_us") facts.unprofiled_median_us = number(a);
+    if (a.name() == "unprofiled_step_min_us") facts.unprofiled_min_us = number(a);
+    if (a.name() == "profiler_overhead_removed") facts.overhead_removed = a.bool_val();
   }
-  return std::nullopt;
+  return facts;
 }
 
 // Runs body(r) for the listed ranks: inline for one, with oneTBB for more.
@@ -60,7 +70,7 @@ struct Simulation::Impl {
   std::unique_ptr<CostModel> cost;
   std::unique_ptr<CommMatcher> matcher;
   std::vector<std::unique_ptr<RankSimulator>> ranks;
-  std::vector<std::optional<double>> measured;
+  std::vector<RankResult> step_facts;  // by rank: what its metadata says of the recorded step
   uint64_t rounds = 0;
 };
 
@@ -99,7 +109,7 @@ StatusOr<std::unique_ptr<Simulation>> Simulation::open(const std::vector<std::st
     impl->ranks.push_back(std::make_unique<RankSimulator>(r, world, &impl->feeders->feeder(r),
                                                           &impl->options.config, impl->cost.get(),
                                                           options.keep_names));
-    impl->measured.push_back(measured_step_us(impl->feeders->feeder(r).metadata()));
+    impl->step_facts.push_back(step_facts(impl->feeders->feeder(r).metadata()));
   }
 
   // Read every rank's first window (in parallel) to learn the recorded start times.
@@ -179,10 +189,9 @@ Status Simulation::run() {
   bool all_done = true;
   for (uint32_t r = 0; r < world; ++r) {
     RankSimulator& rank = *d.ranks[r];
-    RankResult rr;
+    RankResult rr = d.step_facts[r];
     rr.rank = r;
     rr.path = d.paths[r];
-    rr.measured_us = d.measured[r];
     rr.nodes_read = rank.stats().nodes_read;
     rr.nodes_done = rank.stats().nodes_done;
     if (auto span = rank.span()) rr.predicted_us = (span->second - span->first) / 1000.0;

@@ -38,6 +38,27 @@ std::optional<double> error_pct(const RankResult& r) {
   return 100.0 * (*r.predicted_us - *r.measured_us) / *r.measured_us;
 }
 
+// The prediction against the step measured without a profiler: 0 anywhere in [min, median]
+// (the fastest and the typical run), else the distance to the nearer end, in percent of it.
+std::optional<double> unprofiled_error_pct(const RankResult& r) {
+  if (!r.predicted_us || !r.unprofiled_median_us || !r.unprofiled_min_us ||
+      *r.unprofiled_min_us <= 0) {
+    return std::nullopt;
+  }
+  const double p = *r.predicted_us, lo = *r.unprofiled_min_us, hi = *r.unprofiled_median_us;
+  if (p > hi) return 100.0 * (p - hi) / hi;
+  if (p < lo) return 100.0 * (p - lo) / lo;
+  return 0.0;
+}
+
+// Whether any rank says something of its recording beyond its step (the report's extra columns).
+bool any_recording_facts(const SimResult& result) {
+  for (const RankResult& r : result.ranks) {
+    if (r.recorded_us || r.unprofiled_median_us) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 const char* to_string(PathKind kind) {
@@ -148,6 +169,18 @@ std::string report_json(const SimResult& result, const SimConfig& config) {
         k ? "," : "", r.rank, num(r.predicted_us), num(r.measured_us),
         err ? fmt::format("{:.3f}", *err) : "null", r.nodes_done, r.state);
     json::append_escaped(out, r.path);
+    if (r.recorded_us || r.unprofiled_median_us) {
+      const auto unprofiled_err = unprofiled_error_pct(r);
+      out += fmt::format(
+          ", \"recorded_us\": {}, \"profiler_overhead_removed\": {}, "
+          "\"measured_unprofiled_us\": {}, \"unprofiled_error_pct\": {}",
+          num(r.recorded_us ? r.recorded_us : r.measured_us), r.overhead_removed,
+          r.unprofiled_median_us
+              ? fmt::format("{{\"median\": {}, \"min\": {}}}", num(r.unprofiled_median_us),
+                            num(r.unprofiled_min_us))
+              : std::string("null"),
+          unprofiled_err ? fmt::format("{:.3f}", *unprofiled_err) : "null");
+    }
     if (!r.problem.empty()) {
       out += ", \"problem\": ";
       json::append_escaped(out, r.problem);
@@ -188,14 +221,32 @@ std::string report_json(const SimResult& result, const SimConfig& config) {
 
 std::string report_text(const SimResult& result, const SimConfig& config) {
   std::string out;
-  out += fmt::format("{:>5}  {:>14}  {:>14}  {:>8}  {:>8}  {}\n", "rank", "predicted_us",
-                     "measured_us", "error", "nodes", "state");
-  for (const RankResult& r : result.ranks) {
-    const auto err = error_pct(r);
-    out += fmt::format("{:>5}  {:>14}  {:>14}  {:>8}  {:>8}  {}\n", r.rank,
-                       r.predicted_us ? us(*r.predicted_us) : "-",
-                       r.measured_us ? us(*r.measured_us) : "-",
-                       err ? fmt::format("{:+.2f}%", *err) : "-", r.nodes_done, r.state);
+  auto opt_us = [](const std::optional<double>& v) { return v ? us(*v) : std::string("-"); };
+  auto pct = [](const std::optional<double>& v) {
+    return v ? fmt::format("{:+.2f}%", *v) : std::string("-");
+  };
+  if (!any_recording_facts(result)) {
+    out += fmt::format("{:>5}  {:>14}  {:>14}  {:>8}  {:>8}  {}\n", "rank", "predicted_us",
+                       "measured_us", "error", "nodes", "state");
+    for (const RankResult& r : result.ranks) {
+      out += fmt::format("{:>5}  {:>14}  {:>14}  {:>8}  {:>8}  {}\n", r.rank,
+                         opt_us(r.predicted_us), opt_us(r.measured_us), pct(error_pct(r)),
+                         r.nodes_done, r.state);
+    }
+  } else {
+    // The prediction (of the unprofiled step, when the profilers' overhead was taken out), the
+    // step as recorded, and the step measured without a profiler: [min, median].
+    out += fmt::format("{:>5}  {:>14}  {:>14}  {:>23}  {:>8}  {:>8}  {}\n", "rank", "predicted_us",
+                       "recorded_us", "unprofiled_us [min-med]", "error", "nodes", "state");
+    for (const RankResult& r : result.ranks) {
+      const std::string unprofiled =
+          r.unprofiled_median_us
+              ? fmt::format("{}-{}", opt_us(r.unprofiled_min_us), opt_us(r.unprofiled_median_us))
+              : "-";
+      out += fmt::format("{:>5}  {:>14}  {:>14}  {:>23}  {:>8}  {:>8}  {}\n", r.rank,
+                         opt_us(r.predicted_us), opt_us(r.recorded_us ? r.recorded_us : r.measured_us),
+                         unprofiled, pct(unprofiled_error_pct(r)), r.nodes_done, r.state);
+    }
   }
   const CriticalPath& cp = result.critical_path;
   if (cp.nodes > 0) {

@@ -55,7 +55,13 @@ struct RankResult {
   uint32_t rank = 0;
   std::string path;
   std::optional<double> predicted_us;  // the rank's simulated step (first start to last end)
-  std::optional<double> measured_us;   // GlobalMetadata step_time_us
+  std::optional<double> measured_us;   // GlobalMetadata step_time_us: the trace's own step
+  // What the trace says of its recording (stages/link/profiler_overhead.h, GlobalMetadata):
+  std::optional<double> recorded_us;  // recorded_step_time_us: the step as the profiler recorded
+                                      // it, before the overhead was taken out
+  bool overhead_removed = false;      // profiler_overhead_removed
+  // unprofiled_step_median_us / _min_us: the step measured without a profiler (step_time.json).
+  std::optional<double> unprofiled_median_us, unprofiled_min_us;
   uint64_t nodes_read = 0;
   uint64_t nodes_done = 0;
   std::string state;    // "done", "waiting" (in communication), "stalled" (dependencies), "error"

@@ -195,7 +195,13 @@ TEST(LinkOptions, ParsesEveryOptionInBothSpellings) {
   EXPECT_EQ(o.annotation, "ProfilerStep");
   EXPECT_TRUE(set_link_option(o, "--min-match-rate", "75").ok());
   EXPECT_DOUBLE_EQ(o.min_match_rate, 0.75);
-  EXPECT_EQ(link_option_names().size(), 6u);
+  EXPECT_TRUE(set_link_option(o, "--profiler-overhead", "off").ok());
+  EXPECT_EQ(o.profiler_overhead, LinkOptions::Overhead::kOff);
+  EXPECT_TRUE(set_link_option(o, "profiler_overhead", "default").ok());
+  EXPECT_EQ(o.profiler_overhead, LinkOptions::Overhead::kDefault);
+  EXPECT_EQ(set_link_option(o, "profiler_overhead", "on").message(),
+            "'profiler_overhead': unknown value 'on' (auto, off, default)");
+  EXPECT_EQ(link_option_names().size(), 7u);
 }
 
 TEST(LinkOptions, BadValuesSayWhatIsWrong) {

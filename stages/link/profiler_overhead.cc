@@ -1,0 +1,311 @@
+#include "stages/link/profiler_overhead.h"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <unordered_map>
+
+#include <fmt/format.h>
+
+#include "stages/common/file_io.h"
+#include "stages/common/json_util.h"
+#include "stages/link/device_trace_loader.h"
+
+namespace chakraflow {
+namespace {
+
+// The calibration loop records 1.5 host events per op: a cpu_op for each op, and a CUDA launch
+// for every other one (the one-element CUDA add).
+constexpr double kCalibrationEventsPerOp = 1.5;
+
+TimeNs ns_of_us(double us) {
+  return us > 0 ? static_cast<TimeNs>(std::llround(us * 1000.0)) : 0;
+}
+
+bool is_host_event(const DeviceEvent& e) {
+  switch (e.cat) {
+    case DeviceCategory::kCpuOp:
+    case DeviceCategory::kUserAnnotation:
+    case DeviceCategory::kCudaRuntime:
+    case DeviceCategory::kCudaDriver:
+      return true;
+    default:
+      return false;
+  }
+}
+
+TimeNs cost_of(const DeviceEvent& e, const ProfilerCosts& costs) {
+  if (e.has(kProfilerStep)) return 0;
+  const bool runtime = e.cat == DeviceCategory::kCudaRuntime || e.cat == DeviceCategory::kCudaDriver;
+  return runtime ? costs.per_runtime_call : costs.per_op;
+}
+
+// One host thread's warp as the boundaries come in time order.
+struct ThreadWarp {
+  TimeNs removed = 0;  // cost taken out of this thread's timeline so far
+  TimeNs last_warped = std::numeric_limits<TimeNs>::min();
+  TimeNs last_time = std::numeric_limits<TimeNs>::min();  // of the last boundary
+  TimeNs last_end = std::numeric_limits<TimeNs>::min();   // of the last event end
+  int64_t open = 0;      // events started and not ended
+  bool started = false;  // an event started on it
+
+  // The warped time of a boundary at `t` after `extra` more removed: never before the thread's
+  // last warped time, and after it when `t` is (so that order and nesting stay as recorded).
+  TimeNs place(TimeNs t, TimeNs extra) {
+    TimeNs w = t - (removed + extra);
+    const TimeNs floor = t > last_time ? last_warped + 1 : last_warped;
+    if (last_time != std::numeric_limits<TimeNs>::min() && w < floor) w = floor;
+    removed = t - w;
+    last_warped = w;
+    last_time = t;
+    return w;
+  }
+};
+
+struct Boundary {
+  TimeNs t;
+  uint32_t thread;
+  uint8_t is_start;  // ends first at one instant: an op that ends as the next one starts
+  uint32_t event;
+  friend bool operator<(const Boundary& a, const Boundary& b) {
+    if (a.t != b.t) return a.t < b.t;
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.is_start != b.is_start) return a.is_start < b.is_start;
+    return a.event < b.event;
+  }
+};
+
+TimeNs step_of(const DeviceTrace& trace) {
+  TimeNs first = std::numeric_limits<TimeNs>::max(), last = std::numeric_limits<TimeNs>::min();
+  for (const DeviceEvent& e : trace.events) {
+    if (!is_host_event(e)) continue;
+    if (e.has(kProfilerStep) && e.cat == DeviceCategory::kUserAnnotation) return e.dur;
+    first = std::min(first, e.ts);
+    last = std::max(last, e.end());
+  }
+  return last >= first ? last - first : 0;
+}
+
+}  // namespace
+
+ProfilerCosts costs_from(const StepTime::Calibration& c, RecordedWith with) {
+  const double kineto_per_event = std::max(0.0, c.kineto_us - c.none_us) / kCalibrationEventsPerOp;
+  ProfilerCosts costs;
+  costs.per_runtime_call = ns_of_us(kineto_per_event);
+  costs.per_op = with == RecordedWith::kKineto
+                     ? ns_of_us(kineto_per_event)
+                     : ns_of_us(kineto_per_event + std::max(0.0, c.et_kineto_us - c.kineto_us));
+  return costs;
+}
+
+TimeNs recorded_step(const DeviceTrace& trace) {
+  return step_of(trace);
+}
+
+OverheadRemoval remove_profiler_overhead(DeviceTrace& trace, const ProfilerCosts& costs,
+                                         TimeNs gap_threshold) {
+  OverheadRemoval out;
+  out.costs = costs;
+  out.recorded_step = step_of(trace);
+  if (!costs.any()) {
+    out.step = out.recorded_step;
+    return out;
+  }
+  auto& ev = trace.events;
+  // Host threads, by (pid, tid) in order of first appearance.
+  std::unordered_map<uint64_t, uint32_t> thread_slot;
+  std::vector<Boundary> bounds;
+  for (uint32_t i = 0; i < ev.size(); ++i) {
+    const DeviceEvent& e = ev[i];
+    if (!is_host_event(e)) continue;
+    const uint64_t key = (static_cast<uint64_t>(e.pid) << 32) ^ static_cast<uint64_t>(e.tid);
+    const uint32_t thread =
+        thread_slot.try_emplace(key, static_cast<uint32_t>(thread_slot.size())).first->second;
+    bounds.push_back({e.ts, thread, 1, i});
+    bounds.push_back({e.end(), thread, 0, i});
+    out.host_events += cost_of(e, costs) > 0;
+  }
+  std::sort(bounds.begin(), bounds.end());
+  std::vector<ThreadWarp> warp(thread_slot.size());
+  std::vector<TimeNs> new_ts(ev.size()), new_end(ev.size());
+  // The last two starts on distinct threads: the thread that started an op last before an instant
+  // (other than a given one) is one of them.
+  struct LastStart {
+    uint32_t thread = UINT32_MAX;
+    TimeNs t = 0;
+  } latest, previous;
+  for (size_t k = 0; k < bounds.size();) {
+    const TimeNs t = bounds[k].t;
+    const uint32_t th = bounds[k].thread;
+    ThreadWarp& w = warp[th];
+    size_t end_of_ends = k;
+    while (end_of_ends < bounds.size() && bounds[end_of_ends].t == t &&
+           bounds[end_of_ends].thread == th && !bounds[end_of_ends].is_start) {
+      ++end_of_ends;
+    }
+    if (end_of_ends > k) {  // ends: their exit costs come after them
+      const TimeNs at = w.place(t, 0);
+      TimeNs exit = 0;
+      for (size_t j = k; j < end_of_ends; ++j) {
+        new_end[bounds[j].event] = at;
+        exit += cost_of(ev[bounds[j].event], costs) / 2;
+      }
+      w.removed += exit;
+      for (size_t j = k; j < end_of_ends; ++j) w.open -= !ev[bounds[j].event].has(kProfilerStep);
+      w.last_end = t;
+    }
+    size_t end_of_starts = end_of_ends;
+    while (end_of_starts < bounds.size() && bounds[end_of_starts].t == t &&
+           bounds[end_of_starts].thread == th) {
+      ++end_of_starts;
+    }
+    if (end_of_starts > end_of_ends) {  // starts: their entry costs come before them
+      const bool woken = w.open == 0 && (!w.started || t - w.last_end > gap_threshold);
+      if (woken) {
+        const LastStart& by = latest.thread != th ? latest : previous;
+        if (by.thread != UINT32_MAX && by.t < t) w.removed = std::max(w.removed, warp[by.thread].removed);
+      }
+      TimeNs entry = 0;
+      for (size_t j = end_of_ends; j < end_of_starts; ++j) {
+        entry += cost_of(ev[bounds[j].event], costs) / 2;
+      }
+      const TimeNs at = w.place(t, entry);
+      for (size_t j = end_of_ends; j < end_of_starts; ++j) new_ts[bounds[j].event] = at;
+      // A ProfilerStep annotation spans the step: it leaves its thread idle for the wake-up rule.
+      for (size_t j = end_of_ends; j < end_of_starts; ++j) {
+        w.open += !ev[bounds[j].event].has(kProfilerStep);
+      }
+      w.started = true;
+      if (latest.thread != th) previous = latest;
+      latest = {th, t};
+    }
+    k = end_of_starts;
+  }
+  // The host events' new times; what a runtime call launched moves with it.
+  std::unordered_map<int64_t, TimeNs> shift_of_correlation;
+  for (uint32_t i = 0; i < ev.size(); ++i) {
+    DeviceEvent& e = ev[i];
+    if (!is_host_event(e)) continue;
+    if (e.has(kHasCorrelation) &&
+        (e.cat == DeviceCategory::kCudaRuntime || e.cat == DeviceCategory::kCudaDriver)) {
+      shift_of_correlation.emplace(e.correlation, e.ts - new_ts[i]);
+    }
+    e.dur = new_end[i] - new_ts[i];
+    e.ts = new_ts[i];
+  }
+  for (DeviceEvent& e : ev) {
+    if (is_host_event(e) || !e.has(kHasCorrelation)) continue;
+    if (auto it = shift_of_correlation.find(e.correlation); it != shift_of_correlation.end()) {
+      e.ts -= it->second;
+    }
+  }
+  build_device_indices(trace);
+  out.step = step_of(trace);
+  return out;
+}
+
+void append_profiler_overhead_json(std::string& out, const ProfilerOverheadNote& note) {
+  auto number = [&](const char* key, double v) {
+    out += fmt::format(",\"{}\":", key);
+    json::append_python_float(out, v);
+  };
+  out += fmt::format("{{\"removed\":{},\"recorded_with\":\"{}\"", note.removed ? "true" : "false",
+                     note.recorded_with == RecordedWith::kKineto ? "kineto" : "et_kineto");
+  number("us_per_op", static_cast<double>(note.costs.per_op) / 1000.0);
+  number("us_per_runtime_call", static_cast<double>(note.costs.per_runtime_call) / 1000.0);
+  number("recorded_step_us", note.recorded_step_us);
+  number("step_us", note.step_us);
+  if (note.unprofiled) {
+    out += ",\"unprofiled_step_us\":{\"median\":";
+    json::append_python_float(out, note.unprofiled->median_us);
+    out += ",\"min\":";
+    json::append_python_float(out, note.unprofiled->min_us);
+    out += fmt::format(",\"n\":{}}}", note.unprofiled->n);
+  }
+  out += '}';
+}
+
+std::optional<ProfilerOverheadNote> parse_profiler_overhead_json(std::string_view text) {
+  simdjson::dom::parser parser;
+  simdjson::dom::object o;
+  if (parser.parse(simdjson::padded_string(text)).get(o)) return std::nullopt;
+  ProfilerOverheadNote note;
+  std::string_view with;
+  double per_op = 0, per_call = 0;
+  if (o["removed"].get(note.removed) || o["recorded_with"].get(with) ||
+      o["us_per_op"].get(per_op) || o["us_per_runtime_call"].get(per_call) ||
+      o["recorded_step_us"].get(note.recorded_step_us) || o["step_us"].get(note.step_us) ||
+      (with != "kineto" && with != "et_kineto")) {
+    return std::nullopt;
+  }
+  note.recorded_with = with == "kineto" ? RecordedWith::kKineto : RecordedWith::kEtAndKineto;
+  note.costs.per_op = ns_of_us(per_op);
+  note.costs.per_runtime_call = ns_of_us(per_call);
+  simdjson::dom::object u;
+  if (!o["unprofiled_step_us"].get(u)) {
+    StepTime::Step step;
+    if (u["median"].get(step.median_us) || u["min"].get(step.min_us) || u["n"].get(step.n)) {
+      return std::nullopt;
+    }
+    note.unprofiled = step;
+  }
+  return note;
+}
+
+StatusOr<StepTime> load_step_time(const std::string& path) {
+  CF_ASSIGN_OR_RETURN(std::string text, read_input_file(path));
+  return parse_step_time(path, text);
+}
+
+StatusOr<StepTime> parse_step_time(const std::string& path, std::string_view text) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(simdjson::padded_string(text)).get(doc)) {
+    return Status::errorf("{}: not JSON", path);
+  }
+  simdjson::dom::object root;
+  if (doc.get(root)) return Status::errorf("{}: not a JSON object", path);
+  auto number = [&](simdjson::dom::object o, const char* section, const char* key,
+                    double* out) -> Status {
+    simdjson::dom::element v;
+    if (o[key].get(v)) return Status::errorf("{}: {}.{} is missing", path, section, key);
+    if (v.get_double().get(*out) || !std::isfinite(*out) || *out < 0) {
+      return Status::errorf("{}: {}.{} is not a number of at least 0", path, section, key);
+    }
+    return Status();
+  };
+  StepTime out;
+  simdjson::dom::object step;
+  if (!root["unprofiled_step_ms"].get(step)) {
+    StepTime::Step s;
+    double median_ms = 0, min_ms = 0, n = 0;
+    CF_RETURN_IF_ERROR(number(step, "unprofiled_step_ms", "median", &median_ms));
+    CF_RETURN_IF_ERROR(number(step, "unprofiled_step_ms", "min", &min_ms));
+    CF_RETURN_IF_ERROR(number(step, "unprofiled_step_ms", "n", &n));
+    if (min_ms > median_ms || median_ms <= 0) {
+      return Status::errorf("{}: unprofiled_step_ms: min {} is not in (0, median {}]", path,
+                            min_ms, median_ms);
+    }
+    s.median_us = median_ms * 1000.0;
+    s.min_us = min_ms * 1000.0;
+    s.n = static_cast<int64_t>(n);
+    out.unprofiled = s;
+  }
+  simdjson::dom::object costs;
+  if (!root["profiler_overhead_us_per_op"].get(costs)) {
+    StepTime::Calibration c;
+    CF_RETURN_IF_ERROR(number(costs, "profiler_overhead_us_per_op", "none", &c.none_us));
+    CF_RETURN_IF_ERROR(number(costs, "profiler_overhead_us_per_op", "kineto", &c.kineto_us));
+    CF_RETURN_IF_ERROR(number(costs, "profiler_overhead_us_per_op", "et_kineto", &c.et_kineto_us));
+    out.calibration = c;
+  }
+  if (!out.unprofiled && !out.calibration) {
+    return Status::errorf(
+        "{}: neither unprofiled_step_ms nor profiler_overhead_us_per_op (docs/capturing.md)", path);
+  }
+  return out;
+}
+
+}  // namespace chakraflow
