@@ -3,14 +3,12 @@
 // per-rank failure isolation, progress, a summary table and summary.json, then the simulation.
 // run_run_command reads as its five steps: config -> jobs -> graph -> summary -> simulate.
 #include <oneapi/tbb/global_control.h>
-#include <simdjson.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <map>
 #include <mutex>
 #include <optional>
 
@@ -23,8 +21,8 @@
 #include "pipeline/rank_graph.h"
 #include "pipeline/run_command.h"
 #include "pipeline/run_config.h"
+#include "pipeline/run_report.h"
 #include "stages/common/file_io.h"
-#include "stages/common/json_writer.h"
 #include "stages/simulate/sim_config.h"
 #include "stages/simulate/simulator.h"
 #include "stages/simulate/simulator_report.h"
@@ -364,313 +362,23 @@ class Progress {
 };
 
 // ---------------------------------------------------------------------------------------------
-// Step 4: the summary. Each process describes its ranks as RankRows; process 0 gathers them (as
-// the JSON objects summary.json lists, decoded back into RankRows), prints the table and writes
-// summary.json.
-
-struct RankRow {
-  int rank = 0;
-  std::string status = "ok";  // ok, failed, skipped
-  std::string error;
-  uint64_t input_file_bytes = 0, input_text_bytes = 0, output_bytes = 0;
-  std::string mode;
-  uint64_t host_nodes = 0, host_ops = 0, host_ops_linked = 0, gpu_ops = 0, gpu_ops_linked = 0,
-           et_plus_nodes = 0, et_nodes = 0, sync_deps = 0;
-  double link_seconds = 0, convert_seconds = 0;
-  std::map<std::string, uint64_t> warnings;  // data problems by kind, link and convert
-  // The communicator groups its conversion reported (for the group file; not in summary.json).
-  std::optional<RankCommGroups> comm_groups;
-
-  uint64_t warning_count() const {
-    uint64_t n = 0;
-    for (const auto& [kind, count] : warnings) n += count;
-    return n;
-  }
-};
-
-RankRow row_of(const RankRecord& rec, const RankJobResult* r, const std::string& output) {
-  RankRow row;
-  row.rank = rec.rank;
-  if (rec.skipped) {
-    row.status = "skipped";
-    return row;
-  }
-  std::error_code ec;
-  row.status = r->status.ok() ? "ok" : "failed";
-  row.error = r->status.ok() ? std::string() : r->status.message();
-  row.input_file_bytes = rec.input_file_bytes;
-  row.input_text_bytes = r->input_bytes;
-  row.output_bytes = r->status.ok() ? fs::file_size(output, ec) : 0;
-  const LinkSummary& s = r->summary;
-  row.mode = s.mode;
-  row.host_nodes = s.host_nodes;
-  row.host_ops = s.host_op_candidates;
-  row.host_ops_linked = s.host_ops_linked;
-  row.gpu_ops = s.gpu_ops;
-  row.gpu_ops_linked = s.gpu_ops_linked;
-  row.et_plus_nodes = s.et_plus_nodes;
-  row.et_nodes = r->convert.output_nodes;
-  row.sync_deps = s.sync.host_deps + s.sync.gpu_deps;
-  row.link_seconds = r->seconds - r->times.convert;
-  row.convert_seconds = r->times.convert;
-  if (r->status.ok() && r->convert.output_nodes > 0) {
-    row.comm_groups = r->convert.comm_groups;
-    row.comm_groups->rank = rec.rank;
-  }
-  for (const LinkStats* stats : {&r->stats, &r->convert.stats}) {
-    for (const auto& [kind, entry] : stats->entries()) {
-      row.warnings[std::string(stat_key(kind))] += entry.count;
-    }
-  }
-  return row;
-}
-
-// A rank's summary.json object; for MPI's gather (`with_groups`) with its communicator groups.
-void write_row(JsonWriter& w, const RankRow& row, bool with_groups = false) {
-  w.begin_object(JsonWriter::Layout::kOneLine)
-      .member("rank", row.rank)
-      .member("status", row.status);
-  if (!row.error.empty()) w.member("error", row.error);
-  if (row.status != "skipped") {
-    w.member("input_file_bytes", row.input_file_bytes)
-        .member("input_text_bytes", row.input_text_bytes)
-        .member("output_bytes", row.output_bytes)
-        .member("mode", row.mode)
-        .member("host_nodes", row.host_nodes)
-        .member("host_ops", row.host_ops)
-        .member("host_ops_linked", row.host_ops_linked)
-        .member("gpu_ops", row.gpu_ops)
-        .member("gpu_ops_linked", row.gpu_ops_linked)
-        .member("et_plus_nodes", row.et_plus_nodes)
-        .member("et_nodes", row.et_nodes)
-        .member("sync_deps", row.sync_deps);
-    w.key("link_seconds").fixed(row.link_seconds, 3);
-    w.key("convert_seconds").fixed(row.convert_seconds, 3);
-    w.key("warnings").begin_object();
-    for (const auto& [kind, count] : row.warnings) w.member(kind, count);
-    w.end();
-  }
-  if (with_groups && row.comm_groups) {
-    const RankCommGroups& g = *row.comm_groups;
-    w.key("comm_groups").begin_object().key("declared").begin_object();
-    for (const auto& [name, ranks] : g.declared) {
-      w.key(name).begin_array();
-      for (int r : ranks) w.value(r);
-      w.end();
-    }
-    w.end().key("used").begin_array();
-    for (const std::string& name : g.used) w.value(name);
-    w.end().member("unreadable_metadata", g.unreadable_metadata);
-    w.key("cpu_collectives").begin_array();
-    for (const CpuCollective& c : g.cpu_collectives) {
-      w.begin_array()
-          .value(c.node_id)
-          .value(int64_t{c.type})
-          .value(int64_t{c.comm_type})
-          .value(c.comm_size)
-          .value(c.start_us)
-          .value(c.duration_us)
-          .value(c.pg_name)
-          .end();
-    }
-    w.end().end();
-  }
-  w.end();
-}
+// Step 4: the summary. Each process describes its ranks as RankRows (pipeline/run_report.h);
+// process 0 gathers them (as the JSON objects summary.json lists, decoded back into RankRows),
+// prints the table and writes summary.json.
 
 // This process's rows, in its records' order.
 std::vector<RankRow> rows_of(const RunJobs& work, const std::vector<RankJobResult>& results) {
   std::vector<RankRow> rows;
   for (const RankRecord& rec : work.records) {
     if (rec.skipped) {
-      rows.push_back(row_of(rec, nullptr, std::string()));
+      rows.push_back(skipped_row(rec.rank));
       continue;
     }
     const RankJob& job = work.jobs[rec.job];
-    rows.push_back(
-        row_of(rec, &results[rec.job], work.plan.convert ? job.et_path : job.et_plus_path));
+    rows.push_back(rank_row(rec.rank, rec.input_file_bytes, results[rec.job],
+                            work.plan.convert ? job.et_path : job.et_plus_path));
   }
   return rows;
-}
-
-// The rows of one process, as a JSON array for MPI's gather.
-std::string encode_rows(const std::vector<RankRow>& rows) {
-  JsonWriter w;
-  w.begin_array();
-  for (const RankRow& row : rows) write_row(w, row, /*with_groups=*/true);
-  w.end();
-  return w.take();
-}
-
-StatusOr<RankCommGroups> decode_groups(simdjson::dom::object o, int rank) {
-  RankCommGroups g;
-  g.rank = rank;
-  simdjson::dom::object declared;
-  simdjson::dom::array used;
-  if (o["declared"].get(declared) != simdjson::SUCCESS ||
-      o["used"].get(used) != simdjson::SUCCESS ||
-      o["unreadable_metadata"].get(g.unreadable_metadata) != simdjson::SUCCESS) {
-    return Status::error("summary row: bad comm_groups");
-  }
-  for (auto [name, ranks] : declared) {
-    std::vector<int>& members = g.declared[std::string(name)];
-    simdjson::dom::array list;
-    if (ranks.get(list) != simdjson::SUCCESS) return Status::error("summary row: bad comm_groups");
-    for (simdjson::dom::element r : list) {
-      int64_t v = 0;
-      if (r.get(v) != simdjson::SUCCESS) return Status::error("summary row: bad comm_groups");
-      members.push_back(static_cast<int>(v));
-    }
-  }
-  for (simdjson::dom::element name : used) {
-    std::string_view v;
-    if (name.get(v) != simdjson::SUCCESS) return Status::error("summary row: bad comm_groups");
-    g.used.insert(std::string(v));
-  }
-  simdjson::dom::array collectives;
-  if (o["cpu_collectives"].get(collectives) != simdjson::SUCCESS) {
-    return Status::error("summary row: bad comm_groups");
-  }
-  for (simdjson::dom::element e : collectives) {
-    simdjson::dom::array f;
-    CpuCollective& c = g.cpu_collectives.emplace_back();
-    int64_t type = 0, comm_type = 0;
-    std::string_view pg_name;
-    if (e.get(f) != simdjson::SUCCESS || f.size() != 7 || f.at(0).get(c.node_id) ||
-        f.at(1).get(type) || f.at(2).get(comm_type) || f.at(3).get(c.comm_size) ||
-        f.at(4).get(c.start_us) || f.at(5).get(c.duration_us) || f.at(6).get(pg_name)) {
-      return Status::error("summary row: bad cpu_collectives");
-    }
-    c.type = static_cast<int32_t>(type);
-    c.comm_type = static_cast<int32_t>(comm_type);
-    c.pg_name = std::string(pg_name);
-  }
-  return g;
-}
-
-StatusOr<RankRow> decode_row(simdjson::dom::object o) {
-  RankRow row;
-  auto text = [&](const char* key, std::string& out) {
-    std::string_view v;
-    if (o[key].get(v) == simdjson::SUCCESS) out = std::string(v);
-  };
-  // A member that is absent (a skipped rank's) leaves the default.
-  auto number = [&](const char* key, auto& out) {
-    if (o[key].get(out) != simdjson::SUCCESS) return;
-  };
-  int64_t rank = 0;
-  if (o["rank"].get(rank) != simdjson::SUCCESS) return Status::error("summary row without rank");
-  row.rank = static_cast<int>(rank);
-  text("status", row.status);
-  text("error", row.error);
-  text("mode", row.mode);
-  number("input_file_bytes", row.input_file_bytes);
-  number("input_text_bytes", row.input_text_bytes);
-  number("output_bytes", row.output_bytes);
-  number("host_nodes", row.host_nodes);
-  number("host_ops", row.host_ops);
-  number("host_ops_linked", row.host_ops_linked);
-  number("gpu_ops", row.gpu_ops);
-  number("gpu_ops_linked", row.gpu_ops_linked);
-  number("et_plus_nodes", row.et_plus_nodes);
-  number("et_nodes", row.et_nodes);
-  number("sync_deps", row.sync_deps);
-  number("link_seconds", row.link_seconds);
-  number("convert_seconds", row.convert_seconds);
-  simdjson::dom::object warnings;
-  if (o["warnings"].get(warnings) == simdjson::SUCCESS) {
-    for (auto [kind, count] : warnings) {
-      uint64_t n = 0;
-      if (count.get(n) != simdjson::SUCCESS) return Status::error("summary row: bad warning count");
-      row.warnings[std::string(kind)] = n;
-    }
-  }
-  simdjson::dom::object groups;
-  if (o["comm_groups"].get(groups) == simdjson::SUCCESS) {
-    CF_ASSIGN_OR_RETURN(row.comm_groups, decode_groups(groups, row.rank));
-  }
-  return row;
-}
-
-// Every process's rows, in the configuration's rank order.
-StatusOr<std::vector<RankRow>> decode_rows(const std::vector<std::string>& blobs,
-                                           const RunConfig& cfg) {
-  std::vector<RankRow> rows;
-  simdjson::dom::parser parser;
-  for (const std::string& blob : blobs) {
-    simdjson::dom::array array;
-    if (parser.parse(blob).get(array) != simdjson::SUCCESS) {
-      return Status::error("summary rows: not a JSON array");
-    }
-    for (simdjson::dom::element e : array) {
-      simdjson::dom::object o;
-      if (e.get(o) != simdjson::SUCCESS) return Status::error("summary rows: not an object");
-      CF_ASSIGN_OR_RETURN(RankRow row, decode_row(o));
-      rows.push_back(std::move(row));
-    }
-  }
-  std::map<int, size_t> index;
-  for (size_t i = 0; i < cfg.ranks.size(); ++i) index[cfg.ranks[i]] = i;
-  std::sort(rows.begin(), rows.end(),
-            [&](const RankRow& a, const RankRow& b) { return index[a.rank] < index[b.rank]; });
-  return rows;
-}
-
-struct RunTotals {
-  size_t failed = 0, skipped = 0;
-  uint64_t text_bytes = 0;
-  double seconds = 0;
-  uint64_t in_flight = 0;
-  int processes = 1;
-};
-
-// The totals the rows tell (the others are the run's: time, processes, ranks in flight).
-void count_rows(const std::vector<RankRow>& rows, RunTotals& t) {
-  for (const RankRow& r : rows) {
-    t.failed += r.status == "failed";
-    t.skipped += r.status == "skipped";
-    t.text_bytes += r.input_text_bytes;
-  }
-}
-
-void print_table(const std::vector<RankRow>& rows, const RunTotals& t) {
-  std::fprintf(stderr, "\n%6s  %-8s  %9s  %14s  %14s  %9s  %s\n", "rank", "status", "JSON MB",
-               "host linked", "GPU linked", "seconds", "warnings");
-  for (const RankRow& r : rows) {
-    if (r.status == "skipped") {
-      std::fprintf(stderr, "%s\n", fmt::format("{:>6}  {:<8}", r.rank, "skipped").c_str());
-      continue;
-    }
-    std::fprintf(stderr, "%s\n",
-                 fmt::format("{:>6}  {:<8}  {:>9.1f}  {:>14}  {:>14}  {:>9.2f}  {}", r.rank,
-                             r.status == "ok" ? "ok" : "FAILED", r.input_text_bytes / 1e6,
-                             fmt::format("{}/{}", r.host_ops_linked, r.host_ops),
-                             fmt::format("{}/{}", r.gpu_ops_linked, r.gpu_ops),
-                             r.link_seconds + r.convert_seconds, r.warning_count())
-                     .c_str());
-  }
-  std::fprintf(stderr, "%zu ranks, %zu failed, %zu skipped, %.2f s, %.1f MB/s of JSON%s\n",
-               rows.size(), t.failed, t.skipped, t.seconds,
-               t.seconds > 0 ? t.text_bytes / 1e6 / t.seconds : 0.0,
-               t.processes > 1 ? fmt::format(", {} processes", t.processes).c_str() : "");
-}
-
-std::string summary_json(const RunConfig& cfg, const std::vector<RankRow>& rows,
-                         const RunTotals& t) {
-  JsonWriter w;
-  w.begin_object().member("config", cfg.path);
-  w.member("ranks_total", uint64_t{rows.size()})
-      .member("ranks_failed", uint64_t{t.failed})
-      .member("ranks_skipped", uint64_t{t.skipped});
-  w.key("seconds").fixed(t.seconds, 3);
-  w.member("processes", t.processes)
-      .member("ranks_in_flight", t.in_flight)
-      .member("malloc_huge_pages", malloc_huge_pages());
-  w.key("ranks").begin_array();
-  for (const RankRow& row : rows) write_row(w, row);
-  w.end();
-  w.end();
-  return w.take();
 }
 
 // Every rank's communicator groups: what each rank's conversion reported; the .et of a rank
@@ -694,9 +402,8 @@ StatusOr<std::vector<RankCommGroups>> rank_groups(const RunConfig& cfg,
 Status place_cpu_collectives(const RunConfig& cfg, std::vector<RankCommGroups>& groups,
                              std::vector<RankRow>& rows, bool quiet) {
   CF_ASSIGN_OR_RETURN(CpuCollectivePlacement done,
-                      place_and_rewrite_cpu_collectives(groups, cfg.ranks, [&cfg](int rank) {
-                        return cfg.et_path(rank);
-                      }));
+                      place_and_rewrite_cpu_collectives(
+                          groups, cfg.ranks, [&cfg](int rank) { return cfg.et_path(rank); }));
   const CollectivePlacement& p = done.placement;
   if (p.considered == 0) return Status();
   const std::string guessed(stat_key(StatKind::kCommCpuCollectiveGroupGuessed));
@@ -708,16 +415,15 @@ Status place_cpu_collectives(const RunConfig& cfg, std::vector<RankCommGroups>& 
     if (it->second == 0) row.warnings.erase(it);
   }
   if (!quiet || p.unplaced > 0) {
-    std::fprintf(stderr,
-                 "%s\n",
-                 fmt::format("gloo collectives of ranks in several process groups: {} of {} "
-                             "placed on their group by order, size and timing across ranks ({} "
-                             "trace(s) rewritten){}",
-                             p.placed, p.considered, done.traces_rewritten,
-                             p.unplaced > 0 ? fmt::format("; {} left on the default group",
-                                                          p.unplaced)
-                                            : std::string())
-                     .c_str());
+    std::fprintf(
+        stderr, "%s\n",
+        fmt::format("gloo collectives of ranks in several process groups: {} of {} "
+                    "placed on their group by order, size and timing across ranks ({} "
+                    "trace(s) rewritten){}",
+                    p.placed, p.considered, done.traces_rewritten,
+                    p.unplaced > 0 ? fmt::format("; {} left on the default group", p.unplaced)
+                                   : std::string())
+            .c_str());
   }
   return Status();
 }
@@ -735,7 +441,7 @@ Status write_groups(const RunConfig& cfg, const std::vector<RankCommGroups>& gro
 // the run's failed rank count, or an error.
 StatusOr<size_t> summarize_run(const RunConfig& cfg, const std::vector<std::string>& blobs,
                                RunTotals totals, bool quiet) {
-  CF_ASSIGN_OR_RETURN(std::vector<RankRow> rows, decode_rows(blobs, cfg));
+  CF_ASSIGN_OR_RETURN(std::vector<RankRow> rows, decode_rows(blobs, cfg.ranks));
   count_rows(rows, totals);
   const bool converted = cfg.has(RunStage::kConvert) && totals.failed == 0;
   std::vector<RankCommGroups> groups;
@@ -743,8 +449,9 @@ StatusOr<size_t> summarize_run(const RunConfig& cfg, const std::vector<std::stri
     CF_ASSIGN_OR_RETURN(groups, rank_groups(cfg, rows));
     CF_RETURN_IF_ERROR(place_cpu_collectives(cfg, groups, rows, quiet));
   }
-  if (!quiet || totals.failed > 0) print_table(rows, totals);
-  CF_RETURN_IF_ERROR(write_file_atomically(cfg.summary_path(), summary_json(cfg, rows, totals)));
+  if (!quiet || totals.failed > 0) std::fputs(report_table(rows, totals).c_str(), stderr);
+  CF_RETURN_IF_ERROR(
+      write_file_atomically(cfg.summary_path(), summary_json(cfg.path, rows, totals)));
   if (converted && cfg.comm_groups) CF_RETURN_IF_ERROR(write_groups(cfg, groups, quiet));
   return totals.failed;
 }
@@ -832,6 +539,7 @@ RunOutcome run_batch(const RunRequest& request) {
   totals.seconds = seconds_since(t0);
   totals.in_flight = work.in_flight;
   totals.processes = world.processes();
+  totals.malloc_huge_pages = malloc_huge_pages();
   if (world.process() == 0) out = summarize_and_simulate(*setup, blobs, totals, request.quiet);
   out.exit_code = world.broadcast(out.exit_code);
   return out;

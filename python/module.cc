@@ -15,6 +15,7 @@
 #include "pipeline/rank_graph.h"
 #include "pipeline/run_command.h"
 #include "pipeline/run_config.h"
+#include "pipeline/run_report.h"
 #include "pipeline/synth_set.h"
 #include "python/binding.h"
 #include "stages/common/file_io.h"
@@ -224,6 +225,24 @@ py::tuple run_config(const std::string& config_path, bool resume, bool quiet) {
   return py::make_tuple(outcome.exit_code, outcome.summary_path, outcome.ranks_failed);
 }
 
+// The declaration of a rank's row in cf.run's summary (pipeline/run_report.h), in summary.json's
+// order: key, presence ("always", "if_set", "if_ran"), text-table column (None: not in the
+// table), description.
+py::list run_report_fields() {
+  py::list fields;
+  for (const RankRowField& f : kRankRowFields) {
+    py::dict d;
+    d["key"] = std::string(f.key);
+    d["presence"] = std::string(presence_key(f.presence));
+    d["column"] = f.column == TableColumn::kNone
+                      ? py::object(py::none())
+                      : py::object(py::str(std::string(column_header(f.column))));
+    d["description"] = std::string(f.description);
+    fields.append(d);
+  }
+  return fields;
+}
+
 }  // namespace
 }  // namespace chakraflow::python
 
@@ -247,6 +266,7 @@ PYBIND11_MODULE(_chakraflow, m) {
         py::arg("config") = py::none(), py::arg("window") = py::none(), py::arg("threads") = 0);
   m.def("_run", &run_config, py::arg("config_path"), py::kw_only(), py::arg("resume") = false,
         py::arg("quiet") = true);
+  m.def("_run_report_fields", &run_report_fields);
   bind_trace(m);
   bind_feeder(m);
 }

@@ -10,6 +10,20 @@ import pytest
 import chakraflow as cf
 
 
+def assert_rows_carry_the_declared_keys(summary):
+    """Each rank's dict holds the keys pipeline/run_report.h declares, in its order: the error of a
+    failed rank only, nothing but rank and status for a skipped one."""
+    fields = cf._chakraflow._run_report_fields()
+    assert [f["key"] for f in fields][:2] == ["rank", "status"]
+    for row in summary["ranks"]:
+        status = row["status"]
+        expected = [f["key"] for f in fields
+                    if f["presence"] == "always"
+                    or (f["presence"] == "if_ran" and status != "skipped")
+                    or (f["presence"] == "if_set" and status == "failed")]
+        assert list(row) == expected, status
+
+
 def test_run_returns_the_summary(synth_set, tmp_path):
     config = tmp_path / "run.yaml"
     config.write_text(f"""
@@ -23,10 +37,12 @@ outputs:
     summary = cf.run(config)
     assert summary["ranks_total"] == 2 and summary["ranks_failed"] == 0
     assert [r["status"] for r in summary["ranks"]] == ["ok", "ok"]
+    assert_rows_carry_the_declared_keys(summary)
     # The run's .et is what link then convert write.
     assert (tmp_path / "out/trace.0.et").read_bytes() == (synth_set / "trace.0.et").read_bytes()
     again = cf.run(config, resume=True)
     assert again["ranks_skipped"] == 2
+    assert_rows_carry_the_declared_keys(again)
 
     config.write_text(config.read_text().replace("stages:", "stagez:"))
     with pytest.raises(cf.Error, match="run.yaml"):
@@ -78,6 +94,7 @@ outputs:
         cf.run(config)
     assert failed.value.summary["ranks_failed"] == 1
     assert [r["status"] for r in failed.value.summary["ranks"]] == ["ok", "failed"]
+    assert_rows_carry_the_declared_keys(failed.value.summary)
 
     # A simulator configuration that does not load stops the run before any work: the error
     # names it (not a summary.json left by the run before).
