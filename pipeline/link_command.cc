@@ -27,14 +27,17 @@ const std::vector<cli::FlagSpec>& link_flags() {
       {"format", true, "chakra (default), or legacy: the layout of the legacy trace_link.py", {}},
       {"annotation", true, "sequence mode: the iteration annotation (e.g. ProfilerStep)", {}},
       {"min-match-rate", true, "sequence mode: percent of host ops to match (default 90)", {}},
-      {"timing-trace", true,
+      {"timing-trace",
+       true,
        "Kineto-only trace of the same code (a later step, or another run): timings taken from it, "
        "matched by operator order (docs/simulation.md)",
        {"timing"}},
-      {"step-time", true,
+      {"step-time",
+       true,
        "the capture's step_time.json: profiler-overhead calibration and unprofiled step",
        {}},
-      {"profiler-overhead", true,
+      {"profiler-overhead",
+       true,
        "auto (default: remove with a --step-time calibration), off, default (also without one)",
        {}},
       {"threads", true, "worker threads (default: all cores)", {}},
@@ -100,10 +103,10 @@ std::string link_report(const RankJob& job, const RankJobResult& r, LogLevel lev
   }
   std::string report = format_link_report(r.summary, r.stats);
   if (level <= LogLevel::kInfo) {
-    report += fmt::format("  {} -> {}: {:.1f} MB in, {:.1f} MB out, {:.3f} s ({:.0f} MB/s)\n",
-                          job.host_path, job.et_plus_path, r.input_bytes / 1e6,
-                          r.output_bytes / 1e6, r.seconds,
-                          r.seconds > 0 ? r.input_bytes / 1e6 / r.seconds : 0.0);
+    report +=
+        fmt::format("  {} -> {}: {:.1f} MB in, {:.1f} MB out, {:.3f} s ({:.0f} MB/s)\n",
+                    job.host_path, job.et_plus_path, r.input_bytes / 1e6, r.output_bytes / 1e6,
+                    r.seconds, r.seconds > 0 ? r.input_bytes / 1e6 / r.seconds : 0.0);
   }
   if (level == LogLevel::kDebug) {
     const StageTimes& t = r.times;
@@ -139,8 +142,8 @@ int run_link_command(int argc, char** argv, int first) {
   }
   if (args.has("print-graph")) {
     RankPlan plan;
-    plan.format = args.get_or("format", "chakra") == "legacy" ? OutputFormat::kLegacy
-                                                                : OutputFormat::kChakra;
+    plan.format =
+        args.get_or("format", "chakra") == "legacy" ? OutputFormat::kLegacy : OutputFormat::kChakra;
     std::fputs(rank_graph_dot(plan).c_str(), stdout);
     return 0;
   }
@@ -150,11 +153,13 @@ int run_link_command(int argc, char** argv, int first) {
     if (!args.has(required)) missing.push_back(std::string("--") + required);
   }
   if (args.has("timing-trace") && args.has("chakra-device-trace")) {
-    std::fprintf(stderr,
-                 "chakraflow link: note: --timing-trace gives the timings; the ET step's own device "
-                 "trace (--chakra-device-trace) is not read\n");
+    std::fprintf(
+        stderr,
+        "chakraflow link: note: --timing-trace gives the timings; the ET step's own device "
+        "trace (--chakra-device-trace) is not read\n");
   }
-  if (!missing.empty()) return fail_usage(fmt::format("missing {}", fmt::join(missing, ", ")), true);
+  if (!missing.empty())
+    return fail_usage(fmt::format("missing {}", fmt::join(missing, ", ")), true);
   if (!args.positionals().empty()) {
     return fail_usage(fmt::format("unexpected argument '{}'", args.positionals().front()), true);
   }

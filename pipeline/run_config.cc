@@ -264,8 +264,7 @@ StatusOr<YAML::Node> parse_yaml_document(const std::string& path, const std::str
 Status read_inputs(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
   const YAML::Node inputs = root["inputs"];
   if (!inputs) return c.at(root, "missing 'inputs' (host:, device:, ranks:)");
-  CF_RETURN_IF_ERROR(
-      c.keys(inputs, "inputs", {"host", "device", "timing", "step_time", "ranks"}));
+  CF_RETURN_IF_ERROR(c.keys(inputs, "inputs", {"host", "device", "timing", "step_time", "ranks"}));
   if (!inputs["host"] || (!inputs["device"] && !inputs["timing"]))
     return c.at(inputs, "'inputs' needs a 'host' pattern and a 'device' (or 'timing') pattern");
   CF_ASSIGN_OR_RETURN(cfg.host_pattern, c.string(inputs["host"], "host"));
@@ -466,8 +465,8 @@ StatusOr<RunConfig> parse_run_config(const std::string& path, const std::string&
   cfg.path = path;
   cfg.base_dir = fs::path(path).parent_path().string();
   if (cfg.base_dir.empty()) cfg.base_dir = ".";
-  for (auto read : {read_inputs, read_stages, read_link, read_convert, read_simulate, read_outputs,
-                    read_run}) {
+  for (auto read :
+       {read_inputs, read_stages, read_link, read_convert, read_simulate, read_outputs, read_run}) {
     CF_RETURN_IF_ERROR(read(c, root, cfg));
   }
   return cfg;

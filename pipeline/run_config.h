@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "stages/common/status.h"
 #include "stages/convert/convert_model.h"
 #include "stages/link/link_options.h"
-#include "stages/common/status.h"
 
 namespace chakraflow {
 
@@ -28,12 +28,12 @@ struct RunConfig {
   // The capture's step_time.json per rank (contains "{rank}"); empty: step_time.json beside the
   // host trace, when there is one.
   std::string step_time_pattern;
-  std::vector<int> ranks;      // sorted, unique; empty until resolve_ranks()
+  std::vector<int> ranks;  // sorted, unique; empty until resolve_ranks()
   bool discover_ranks = false;
   // stages, in pipeline order
   std::vector<RunStage> stages;
   LinkOptions link;
-  ConvertOptions convert;  // the `convert:` section
+  ConvertOptions convert;       // the `convert:` section
   std::string simulate_config;  // path to a simulation YAML (may be empty)
   // outputs
   std::string out_dir = "out";

@@ -73,11 +73,11 @@ StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace
   LinkedRank rank;
   rank.options = options;
   rank.options.mode = resolve_mode(device, options.mode);
-  rank.trace = assign_ids(
-      {host, device, found.exclusive, found.gaps, found.launchers, mapping, found.sync},
-      rank.options, std::move(stats));
-  rank.summary = summarize(host, device, found.launchers, mapping, found.gaps, rank.trace,
-                           rank.options.mode);
+  rank.trace =
+      assign_ids({host, device, found.exclusive, found.gaps, found.launchers, mapping, found.sync},
+                 rank.options, std::move(stats));
+  rank.summary =
+      summarize(host, device, found.launchers, mapping, found.gaps, rank.trace, rank.options.mode);
   return rank;
 }
 
@@ -104,8 +104,7 @@ StatusOr<std::optional<ProfilerOverheadNote>> prepare_device_trace(DeviceTrace& 
   const std::optional<StepTime::Step> unprofiled =
       options.step_time ? options.step_time->unprofiled : std::nullopt;
   if (!costs.any() && !unprofiled) return std::optional<ProfilerOverheadNote>();
-  const OverheadRemoval removal =
-      remove_profiler_overhead(device, costs, options.gap_threshold);
+  const OverheadRemoval removal = remove_profiler_overhead(device, costs, options.gap_threshold);
   ProfilerOverheadNote note;
   note.removed = costs.any();
   note.recorded_with = options.recorded_with;

@@ -102,8 +102,10 @@ void set_timing_trace(LinkOptions& options) {
 
 ProfilerCosts LinkOptions::profiler_costs() const {
   if (compat == Compat::kChakra || profiler_overhead == Overhead::kOff) return {};
-  if (step_time && step_time->calibration) return costs_from(*step_time->calibration, recorded_with);
-  if (profiler_overhead == Overhead::kDefault) return costs_from(kDefaultCalibration, recorded_with);
+  if (step_time && step_time->calibration)
+    return costs_from(*step_time->calibration, recorded_with);
+  if (profiler_overhead == Overhead::kDefault)
+    return costs_from(kDefaultCalibration, recorded_with);
   return {};
 }
 

@@ -38,25 +38,30 @@ bool is_host_event(const DeviceEvent& e) {
 
 TimeNs cost_of(const DeviceEvent& e, const ProfilerCosts& costs) {
   if (e.has(kProfilerStep)) return 0;
-  const bool runtime = e.cat == DeviceCategory::kCudaRuntime || e.cat == DeviceCategory::kCudaDriver;
+  const bool runtime =
+      e.cat == DeviceCategory::kCudaRuntime || e.cat == DeviceCategory::kCudaDriver;
   return runtime ? costs.per_runtime_call : costs.per_op;
 }
 
 // One host thread's warp as the boundaries come in time order.
 struct ThreadWarp {
+  TimeNs first = 0;    // the trace's first host timestamp: nothing moves before it
   TimeNs removed = 0;  // cost taken out of this thread's timeline so far
   TimeNs last_warped = std::numeric_limits<TimeNs>::min();
   TimeNs last_time = std::numeric_limits<TimeNs>::min();  // of the last boundary
   TimeNs last_end = std::numeric_limits<TimeNs>::min();   // of the last event end
-  int64_t open = 0;      // events started and not ended
-  bool started = false;  // an event started on it
+  int64_t open = 0;                                       // events started and not ended
+  bool started = false;                                   // an event started on it
 
   // The warped time of a boundary at `t` after `extra` more removed: never before the thread's
   // last warped time, and after it when `t` is (so that order and nesting stay as recorded).
   TimeNs place(TimeNs t, TimeNs extra) {
     TimeNs w = t - (removed + extra);
-    const TimeNs floor = t > last_time ? last_warped + 1 : last_warped;
-    if (last_time != std::numeric_limits<TimeNs>::min() && w < floor) w = floor;
+    TimeNs floor = first;
+    if (last_time != std::numeric_limits<TimeNs>::min()) {
+      floor = std::max(floor, t > last_time ? last_warped + 1 : last_warped);
+    }
+    if (w < floor) w = floor;
     removed = t - w;
     last_warped = w;
     last_time = t;
@@ -129,6 +134,7 @@ OverheadRemoval remove_profiler_overhead(DeviceTrace& trace, const ProfilerCosts
   }
   std::sort(bounds.begin(), bounds.end());
   std::vector<ThreadWarp> warp(thread_slot.size());
+  for (ThreadWarp& w : warp) w.first = bounds.empty() ? 0 : bounds.front().t;
   std::vector<TimeNs> new_ts(ev.size()), new_end(ev.size());
   // The last two starts on distinct threads: the thread that started an op last before an instant
   // (other than a given one) is one of them.
@@ -165,7 +171,8 @@ OverheadRemoval remove_profiler_overhead(DeviceTrace& trace, const ProfilerCosts
       const bool woken = w.open == 0 && (!w.started || t - w.last_end > gap_threshold);
       if (woken) {
         const LastStart& by = latest.thread != th ? latest : previous;
-        if (by.thread != UINT32_MAX && by.t < t) w.removed = std::max(w.removed, warp[by.thread].removed);
+        if (by.thread != UINT32_MAX && by.t < t)
+          w.removed = std::max(w.removed, warp[by.thread].removed);
       }
       TimeNs entry = 0;
       for (size_t j = end_of_ends; j < end_of_starts; ++j) {
@@ -285,8 +292,8 @@ StatusOr<StepTime> parse_step_time(const std::string& path, std::string_view tex
     CF_RETURN_IF_ERROR(number(step, "unprofiled_step_ms", "min", &min_ms));
     CF_RETURN_IF_ERROR(number(step, "unprofiled_step_ms", "n", &n));
     if (min_ms > median_ms || median_ms <= 0) {
-      return Status::errorf("{}: unprofiled_step_ms: min {} is not in (0, median {}]", path,
-                            min_ms, median_ms);
+      return Status::errorf("{}: unprofiled_step_ms: min {} is not in (0, median {}]", path, min_ms,
+                            median_ms);
     }
     s.median_us = median_ms * 1000.0;
     s.min_us = min_ms * 1000.0;

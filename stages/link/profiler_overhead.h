@@ -8,15 +8,16 @@
 // half before its start timestamp and half after its end timestamp. Each host thread's timeline is
 // compressed by what its events cost up to each instant (a "time warp": every timestamp moves
 // earlier by the cost of the boundaries before it), never below the time that actually passed:
-// between two consecutive timestamps of a thread at most their distance is removed, so nesting and
-// order stay as recorded. A thread that starts a group of work after being idle (no op open, and
-// its first op or a gap over `gap_threshold` since its last; the gap rule of inter-thread
-// dependencies) was woken by the thread whose op started last before: it takes over that thread's
-// removed time up to then (bounded as above), so that work another thread started earlier starts
-// earlier too. A GPU op (kernel, memcpy, memset) and any event with a correlation id move with the
-// runtime call that launched it, by the same amount: launch latencies stay; a kernel that waited
-// for the CPU now waits less, which the simulator works out from its stream and dependencies.
-// ProfilerStep annotations are warped and cost nothing.
+// between two consecutive timestamps of a thread at most their distance is removed (and nothing
+// moves before the trace's first timestamp), so nesting and order stay as recorded. A thread that
+// starts a group of work after being idle (no op open, and its first op or a gap over
+// `gap_threshold` since its last; the gap rule of inter-thread dependencies) was woken by the
+// thread whose op started last before: it takes over that thread's removed time up to then (bounded
+// as above), so that work another thread started earlier starts earlier too. A GPU op (kernel,
+// memcpy, memset) and any event with a correlation id move with the runtime call that launched it,
+// by the same amount: launch latencies stay; a kernel that waited for the CPU now waits less, which
+// the simulator works out from its stream and dependencies. ProfilerStep annotations are warped and
+// cost nothing.
 //
 // Costs: from the capture's calibration (step_time.json, `profiler_overhead_us_per_op`: the mean
 // cost per op of a loop alternating a one-element CUDA add and a CPU view, which records 1.5 host
@@ -68,8 +69,8 @@ StatusOr<StepTime> load_step_time(const std::string& path);
 
 // Which profilers recorded a device trace.
 enum class RecordedWith : uint8_t {
-  kKineto,           // Kineto alone (a timing trace)
-  kEtAndKineto,      // the execution-trace observer and Kineto (the ET step's own trace)
+  kKineto,       // Kineto alone (a timing trace)
+  kEtAndKineto,  // the execution-trace observer and Kineto (the ET step's own trace)
 };
 
 // The costs a calibration gives for a trace recorded with `with` (formulas above); 0 where the

@@ -229,9 +229,9 @@ std::string report_text(const SimResult& result, const SimConfig& config) {
     out += fmt::format("{:>5}  {:>14}  {:>14}  {:>8}  {:>8}  {}\n", "rank", "predicted_us",
                        "measured_us", "error", "nodes", "state");
     for (const RankResult& r : result.ranks) {
-      out += fmt::format("{:>5}  {:>14}  {:>14}  {:>8}  {:>8}  {}\n", r.rank,
-                         opt_us(r.predicted_us), opt_us(r.measured_us), pct(error_pct(r)),
-                         r.nodes_done, r.state);
+      out +=
+          fmt::format("{:>5}  {:>14}  {:>14}  {:>8}  {:>8}  {}\n", r.rank, opt_us(r.predicted_us),
+                      opt_us(r.measured_us), pct(error_pct(r)), r.nodes_done, r.state);
     }
   } else {
     // The prediction (of the unprofiled step, when the profilers' overhead was taken out), the
@@ -243,9 +243,10 @@ std::string report_text(const SimResult& result, const SimConfig& config) {
           r.unprofiled_median_us
               ? fmt::format("{}-{}", opt_us(r.unprofiled_min_us), opt_us(r.unprofiled_median_us))
               : "-";
-      out += fmt::format("{:>5}  {:>14}  {:>14}  {:>23}  {:>8}  {:>8}  {}\n", r.rank,
-                         opt_us(r.predicted_us), opt_us(r.recorded_us ? r.recorded_us : r.measured_us),
-                         unprofiled, pct(unprofiled_error_pct(r)), r.nodes_done, r.state);
+      out +=
+          fmt::format("{:>5}  {:>14}  {:>14}  {:>23}  {:>8}  {:>8}  {}\n", r.rank,
+                      opt_us(r.predicted_us), opt_us(r.recorded_us ? r.recorded_us : r.measured_us),
+                      unprofiled, pct(unprofiled_error_pct(r)), r.nodes_done, r.state);
     }
   }
   const CriticalPath& cp = result.critical_path;

@@ -1,5 +1,6 @@
-// What a simulation reports (stages/simulate/simulator.h): per-rank predicted and measured step times, the
-// critical path by node kind, the stall report; as text and as the `--report-json` document:
+// What a simulation reports (stages/simulate/simulator.h): per-rank predicted and measured step
+// times, the critical path by node kind, the stall report; as text and as the `--report-json`
+// document:
 //
 //   {"status": "completed" | "stalled",
 //    "mode": "replay", "config": {...},
@@ -23,9 +24,9 @@
 #include <string>
 #include <vector>
 
+#include "stages/link/trace_model.h"
 #include "stages/simulate/sim_config.h"
 #include "stages/simulate/simulator_rank.h"
-#include "stages/link/trace_model.h"
 
 namespace chakraflow {
 
