@@ -93,7 +93,31 @@ StatusOr<RankJob> parse_link_job(const cli::Args& args) {
       CF_RETURN_IF_ERROR(set_link_option(job.link, "--" + flag, *value));
     }
   }
+  if (timing && job.link.mode != MatchMode::kSequence) {
+    return Status::error(
+        "--timing-trace is matched by operator order: --mode must be sequence, or absent");
+  }
   return job;
+}
+
+// What was done about profiler overhead (stages/link/profiler_overhead.h), when the link had a
+// timing trace, a step_time.json or profiler costs to take out; else nothing.
+std::string profiler_overhead_line(const RankJob& job, const RankJobResult& r) {
+  if (r.profiler && r.profiler->removed) {
+    const ProfilerOverheadNote& p = *r.profiler;
+    return fmt::format(
+        "  profiler overhead: {:.3f} us per op, {:.3f} us per runtime call taken out ({}): "
+        "step {:.3f} ms as recorded, {:.3f} ms after\n",
+        p.costs.per_op / 1000.0, p.costs.per_runtime_call / 1000.0,
+        job.step_time_path.empty() ? "--profiler-overhead default" : job.step_time_path,
+        p.recorded_step_us / 1000.0, p.step_us / 1000.0);
+  }
+  if (job.link.compat == Compat::kDefault &&
+      (job.link.other_process || !job.step_time_path.empty())) {
+    return "  profiler overhead: not taken out (no calibration: give a step_time.json with "
+           "profiler_overhead_us_per_op, or --profiler-overhead default)\n";
+  }
+  return std::string();
 }
 
 // The report printed on stderr at `level` (empty: nothing to print).
@@ -102,6 +126,7 @@ std::string link_report(const RankJob& job, const RankJobResult& r, LogLevel lev
     return std::string();
   }
   std::string report = format_link_report(r.summary, r.stats);
+  if (level <= LogLevel::kInfo) report += profiler_overhead_line(job, r);
   if (level <= LogLevel::kInfo) {
     report +=
         fmt::format("  {} -> {}: {:.1f} MB in, {:.1f} MB out, {:.3f} s ({:.0f} MB/s)\n",

@@ -368,6 +368,12 @@ Status read_link(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
         return c.at(l[name], s.message());
       }
     }
+    // A timing trace comes from another step or process: its rf_ids are not the host trace's.
+    if (!cfg.timing_pattern.empty() && cfg.link.mode != MatchMode::kSequence) {
+      return c.at(l["mode"],
+                  "a timing trace (inputs.timing) is matched by operator order: 'mode' must be "
+                  "sequence, or absent");
+    }
   }
   return Status();
 }

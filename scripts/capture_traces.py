@@ -8,9 +8,16 @@ device-trace op carry the same RecordFunction id (rf_id).
 
 writes, for every rank r (the layout configs/captured.yaml expects):
 
-    traces/rank{r}/host_et.json.gz   torch.profiler.ExecutionTraceObserver
-    traces/rank{r}/kineto.json.gz    torch.profiler.profile (CPU + CUDA activities)
-    traces/chakraflow.yaml           a `chakraflow run` configuration for these files (rank 0)
+    traces/rank{r}/host_et.json.gz         torch.profiler.ExecutionTraceObserver
+    traces/rank{r}/kineto.json.gz          torch.profiler.profile (CPU + CUDA activities)
+    traces/rank{r}/kineto_timing.json.gz   a later step of the same process, Kineto alone
+    traces/rank{r}/step_time.json          the step timed with no profiler, and what each
+                                           profiler costs per op, measured on the spot
+    traces/chakraflow.yaml                 a `chakraflow run` configuration for these files
+
+The ET step's timings carry the observers' cost (13-19 us per op): chakraflow takes the timings
+from the Kineto-only step and takes out what Kineto still adds, calibrated by step_time.json, to
+predict the step as it runs without a profiler (docs/simulation.md).
 
 The workload is a small but real distributed training step: a tiny decoder-style transformer
 (or an MLP) wrapped in DistributedDataParallel (or FSDP), AdamW, synthetic data copied from
@@ -36,6 +43,8 @@ from pathlib import Path
 
 HOST_FILE = "host_et.json"  # + ".gz" unless --no-gzip
 DEVICE_FILE = "kineto.json"
+TIMING_FILE = "kineto_timing.json"  # a later step under Kineto alone: the timings to trust
+STEP_TIME_FILE = "step_time.json"  # the step timed without a profiler, and per-op profiler costs
 CONFIG_FILE = "chakraflow.yaml"
 PG_INIT_NAME = "## process_group:init ##"
 
@@ -99,6 +108,25 @@ def parse_args(argv=None):
             "together (PyTorch 2.3+); 'manual' starts it before the recorded step and stops it "
             "after (older 2.x); 'auto' (default) picks 'profiler' when available"
         ),
+    )
+
+    g = p.add_argument_group("timing (the unprofiled step)")
+    g.add_argument(
+        "--no-timing",
+        action="store_true",
+        help=f"write only the ET step's pair: no {TIMING_FILE}, no {STEP_TIME_FILE}",
+    )
+    g.add_argument(
+        "--timed-steps",
+        type=int,
+        default=20,
+        help="steps timed without a profiler for step_time.json (default 20, at least 10)",
+    )
+    g.add_argument(
+        "--calibration-ops",
+        type=int,
+        default=2000,
+        help="ops of the per-op profiler-cost loop, per profiler setting (default 2000)",
     )
 
     g = p.add_argument_group("workload")
@@ -175,6 +203,10 @@ def parse_args(argv=None):
         p.error("--steps must be larger than --profile-step (the recorded step must run)")
     if args.model == "transformer" and args.hidden % args.heads:
         p.error("--hidden must be a multiple of --heads")
+    if args.timed_steps < 10:
+        p.error("--timed-steps must be at least 10")
+    if args.calibration_ops < 100:
+        p.error("--calibration-ops must be at least 100")
     return args
 
 
@@ -226,6 +258,10 @@ def file_names(args):
     return HOST_FILE + ext, DEVICE_FILE + ext
 
 
+def timing_file_name(args):
+    return TIMING_FILE + ("" if args.no_gzip else ".gz")
+
+
 def run_config_text(args, world):
     """The `chakraflow run` configuration written next to the traces (configs/README.md)."""
     host, device = file_names(args)
@@ -236,11 +272,18 @@ def run_config_text(args, world):
         "inputs:\n"
         f"  host: rank{{rank}}/{host}\n"
         f"  device: rank{{rank}}/{device}\n"
-        f"  ranks: {ranks}\n"
+        + ("" if args.no_timing else
+           f"  timing: rank{{rank}}/{timing_file_name(args)}   # the timings: Kineto alone\n"
+           f"  step_time: rank{{rank}}/{STEP_TIME_FILE}            # calibration, unprofiled step\n")
+        + f"  ranks: {ranks}\n"
         "stages: [link, convert, simulate]\n"
-        "link:\n"
-        "  mode: auto                 # rf_id when the device trace has rf_ids, else sequence\n"
-        "  annotation: ProfilerStep   # sequence mode only: the recorded ProfilerStep#N\n"
+        + ("link:\n"
+           "  mode: auto                 # rf_id when the device trace has rf_ids, else sequence\n"
+           "  annotation: ProfilerStep   # sequence mode only: the recorded ProfilerStep#N\n"
+           if args.no_timing else
+           "link:                        # the timing trace is matched by operator order\n"
+           "  annotation: ProfilerStep   # its one recorded step\n")
+        + 
         "outputs:\n"
         "  dir: chakra                # chakra/trace.{rank}.et (+ et_plus/, summary.json)\n"
         "  prefix: trace\n"
@@ -310,12 +353,17 @@ def print_plan(args):
         }[args.et_mode]
     )
     print(f"  process groups: '{PG_INIT_NAME}' recorded in the ET when the observer starts")
+    if not args.no_timing:
+        print(f"  then: one more step under Kineto alone (after a warm-up step) -> {TIMING_FILE}; "
+              f"{args.timed_steps} steps with no profiler and a {args.calibration_ops}-op loop "
+              f"per profiler setting -> {STEP_TIME_FILE}")
     print("  files:")
     shown = list(range(world)) if world <= 4 else [0, 1, world - 1]
     for r in shown:
         if world > 4 and r == world - 1:
             print("    ...")
-        print(f"    {out}/rank{r}/{host}   {out}/rank{r}/{device}")
+        extra = "" if args.no_timing else f"   {timing_file_name(args)}   {STEP_TIME_FILE}"
+        print(f"    {out}/rank{r}/{host}   {out}/rank{r}/{device}{extra}")
     print(f"    {out}/{CONFIG_FILE} (written by rank 0):")
     for line in run_config_text(args, world).splitlines():
         print(f"      {line}")
@@ -416,6 +464,73 @@ def device_summary(doc):
     )
 
 
+def op_sequences(doc):
+    """The recorded step's host ops, per thread (threads by their first op), in start order:
+    what two captures of the same step must share. And the ProfilerStep spans (us)."""
+    events = doc.get("traceEvents", []) if isinstance(doc, dict) else doc
+    by_tid, steps = {}, []
+    for e in events:
+        if not isinstance(e, dict) or e.get("ph") != "X":
+            continue
+        if str(e.get("cat", "")).lower() not in ("cpu_op", "user_annotation"):
+            continue
+        name = str(e.get("name", ""))
+        if name.startswith("ProfilerStep#"):
+            steps.append(float(e.get("dur", 0)))
+            continue
+        by_tid.setdefault(e.get("tid"), []).append((float(e.get("ts", 0)), name))
+    threads = sorted(by_tid.values(), key=lambda ops: min(ops)[0])
+    return [[name for _, name in sorted(ops, key=lambda x: x[0])] for ops in threads], steps
+
+
+def check_timing(rank_dir, device_doc, errors, warnings):
+    """The timing trace and step_time.json of a rank folder, when there: one step, the same ops
+    in the same order as the ET step; the recorded/unprofiled ratios. Returns a line or None."""
+    timing = next((c for c in (rank_dir / (TIMING_FILE + ".gz"), rank_dir / TIMING_FILE)
+                   if c.exists()), None)
+    step_time = rank_dir / STEP_TIME_FILE
+    if timing is None and not step_time.exists():
+        return None
+    if timing is None or not step_time.exists():
+        errors.append(f"{rank_dir}: {TIMING_FILE}[.gz] and {STEP_TIME_FILE} go together; "
+                      "one of them is missing")
+        return None
+    try:
+        timing_ops, timing_steps = op_sequences(read_json(timing))
+    except ValueError as e:
+        errors.append(f"{timing}: {e}")
+        return None
+    et_ops, et_steps = op_sequences(device_doc)
+    if len(timing_steps) != 1:
+        errors.append(f"{timing}: {len(timing_steps)} recorded steps (ProfilerStep); one is needed")
+    if [len(t) for t in timing_ops] != [len(t) for t in et_ops] or timing_ops != et_ops:
+        where = "the thread counts differ"
+        for k, (a, b) in enumerate(zip(et_ops, timing_ops)):
+            if a != b:
+                i = next((i for i, (x, y) in enumerate(zip(a, b)) if x != y), min(len(a), len(b)))
+                where = (f"thread {k}, op {i}: {a[i] if i < len(a) else '(none)'} in the ET "
+                         f"step, {b[i] if i < len(b) else '(none)'} in the timing step")
+                break
+        errors.append(f"{timing}: not the ET step's operators in the same order ({where})")
+    try:
+        record = read_json(step_time)
+        unprofiled = float(record["unprofiled_step_ms"]["median"])
+        costs = record["profiler_overhead_us_per_op"]
+        for key in ("none", "kineto", "et_kineto"):
+            float(costs[key])
+    except (ValueError, KeyError, TypeError) as e:
+        errors.append(f"{step_time}: not a step_time.json ({e}; docs/capturing.md)")
+        return None
+    if unprofiled <= 0:
+        errors.append(f"{step_time}: unprofiled_step_ms.median is {unprofiled}")
+        return None
+    parts = []
+    for label, steps in (("ET step", et_steps), ("timing step", timing_steps)):
+        if steps:
+            parts.append(f"{label} {steps[0] / 1000:.2f} ms = {steps[0] / 1000 / unprofiled:.2f}x")
+    return f"unprofiled step {unprofiled:.2f} ms; recorded: " + ", ".join(parts)
+
+
 def check_rank(rank, rank_dir):
     """Returns (summary dict or None, errors, warnings) for one rank folder."""
     errors, warnings = [], []
@@ -429,7 +544,8 @@ def check_rank(rank, rank_dir):
         return None, [f"{host_path}: {e}; an ET is finalized only when the observer is "
                       "unregistered (profiler exit / unregister_callback) before the process ends"], warnings
     try:
-        d = device_summary(read_json(device_path))
+        device_doc = read_json(device_path)
+        d = device_summary(device_doc)
     except ValueError as e:
         return None, [f"{device_path}: {e}"], warnings
 
@@ -474,8 +590,9 @@ def check_rank(rank, rank_dir):
     if d["gpu_ops"] == 0:
         warnings.append("no GPU ops in the device trace (CPU run?): the .et will have no "
                         "kernels and no communication nodes")
+    timing_line = check_timing(Path(rank_dir), device_doc, errors, warnings)
     summary = dict(rank=rank, host=h, device=d, shared=len(shared),
-                   host_path=host_path, device_path=device_path)
+                   host_path=host_path, device_path=device_path, timing=timing_line)
     return summary, errors, warnings
 
 
@@ -504,6 +621,8 @@ def check_dir(out):
                   f"{s['shared']:6d}/{len(d['rf_ids']):<6d} {d['cpu_ops']:14d}  "
                   f"{d['gpu_ops']:7d}  {d['nccl']:4d}  {d['syncs']:9d}  {step}")
             summaries.append(s)
+            if s.get("timing"):
+                print(f"        {s['timing']}")
         else:
             print(f"  {rank:4d}  (unreadable)")
         for e in errors:
@@ -644,6 +763,73 @@ def record_process_groups(torch, rank):
     text = json.dumps(info, default=lambda o: o.item() if hasattr(o, "item") else str(o))
     handle = torch.autograd._record_function_with_args_enter(PG_INIT_NAME, text)
     torch.autograd._record_function_with_args_exit(handle)
+
+
+def median(values):
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+def step_time_record(times_ms, costs_us, args):
+    """step_time.json (docs/capturing.md): the unprofiled step and the per-op profiler costs, in
+    the format of ../shared/data/pt211_h200/suite/*/et/step_time.json plus what it measured."""
+    return {
+        "unprofiled_step_ms": {
+            "median": round(median(times_ms), 4),
+            "min": round(min(times_ms), 4),
+            "n": len(times_ms),
+        },
+        "profiler_overhead_us_per_op": {k: round(v, 3) for k, v in costs_us.items()},
+        "calibration": {
+            "ops": args.calibration_ops,
+            "loop": "alternating a one-element add on the device and a view on the CPU "
+                    "(1.5 recorded host events per op under Kineto: a cpu_op each, a launch "
+                    "every other)",
+            "kineto": "record_shapes=True, the ET step's activities",
+        },
+        "timed_steps_ms": [round(t, 4) for t in times_ms],
+    }
+
+
+def calibrate_profiler_costs(torch, device, sync, args, rank_dir, profiler_kwargs):
+    """Mean cost per op (us) of a loop of tiny ops with no profiler, under Kineto alone, and
+    under the ET observer plus Kineto: what chakraflow takes out of the recorded timings."""
+    from torch.profiler import ExecutionTraceObserver
+
+    a = torch.ones(1, device=device)
+    c = torch.ones(4)
+    n = args.calibration_ops
+
+    def loop():
+        sync()
+        t0 = time.perf_counter()
+        for i in range(n):
+            if i % 2:
+                c.view(2, 2)
+            else:
+                torch.add(a, 1)
+        sync()
+        return (time.perf_counter() - t0) * 1e6 / n
+
+    loop()  # warm-up: allocations, kernels loaded
+    costs = {"none": loop()}
+    kwargs = {k: v for k, v in profiler_kwargs.items()
+              if k in ("activities", "record_shapes", "experimental_config")}
+    with torch.profiler.profile(**kwargs):
+        costs["kineto"] = loop()
+    scratch = rank_dir / ".calibration_et.json"
+    et = ExecutionTraceObserver().register_callback(str(scratch))
+    try:
+        with torch.profiler.profile(**kwargs):
+            et.start()
+            costs["et_kineto"] = loop()
+            et.stop()
+    finally:
+        et.unregister_callback()
+        if scratch.exists():
+            scratch.unlink()  # the calibration's ET is not a trace of the run
+    return costs
 
 
 def capture(args):
@@ -818,6 +1004,37 @@ def capture(args):
     host_name, device_name = file_names(args)
     log(rank, f"wrote {rank_dir / host_name} and {rank_dir / device_name} "
               f"(last loss {float(loss):.3f}, {time.time() - started:.1f} s)")
+
+    if not args.no_timing:
+        step = args.steps
+        timing_path = rank_dir / TIMING_FILE
+        # The same step under Kineto alone, after a warm-up step: the timings to trust.
+        timing_kwargs = dict(profiler_kwargs)
+        timing_kwargs.pop("execution_trace_observer", None)
+        timing_kwargs["schedule"] = torch.profiler.schedule(wait=0, warmup=1, active=1, repeat=1)
+        timing_kwargs["on_trace_ready"] = lambda p: p.export_chrome_trace(str(timing_path))
+        with torch.profiler.profile(**timing_kwargs) as prof:
+            for _ in range(2):
+                train_step(step)
+                step += 1
+                prof.step()
+        if not timing_path.exists():
+            sys.exit(f"capture_traces.py: rank {rank}: the profiler wrote no {timing_path}")
+        if not args.no_gzip:
+            gzip_in_place(timing_path)
+        # The same step with no profiler at all, then what each profiler costs per op.
+        sync = torch.cuda.synchronize if use_cuda else (lambda: None)
+        times_ms = []
+        for _ in range(args.timed_steps):
+            t0 = time.perf_counter()
+            train_step(step)  # ends with torch.cuda.synchronize() on a GPU
+            times_ms.append((time.perf_counter() - t0) * 1000.0)
+            step += 1
+        costs = calibrate_profiler_costs(torch, device, sync, args, rank_dir, profiler_kwargs)
+        record = step_time_record(times_ms, costs, args)
+        (rank_dir / STEP_TIME_FILE).write_text(json.dumps(record, indent=1) + "\n")
+        log(rank, f"wrote {rank_dir / timing_file_name(args)} and {rank_dir / STEP_TIME_FILE} "
+                  f"(unprofiled step {record['unprofiled_step_ms']['median']:.2f} ms median)")
 
     if dist.is_available() and dist.is_initialized():
         dist.barrier()  # every rank's files are complete before rank 0 checks them

@@ -1,14 +1,20 @@
 """scripts/capture_traces.py without torch: the backend choice (NCCL needs one GPU per rank) and
 the dry-run plan. Registered with ctest as `capture_script` (label scripts)."""
 
+import gzip
 import importlib.util
+import json
+import os
 import pathlib
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 SCRIPT = pathlib.Path(__file__).resolve().parents[2] / "scripts" / "capture_traces.py"
+SUITE = pathlib.Path(os.environ.get("CHAKRAFLOW_SHARED_DATA",
+                                    str(SCRIPT.parents[2] / "shared" / "data"))) / "pt211_h200" / "suite"
 
 
 @pytest.fixture(scope="module")
@@ -50,3 +56,75 @@ def test_dry_run_needs_no_torch(tmp_path):
                           capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert "ranks: 2" in done.stdout
+
+
+def test_the_generated_configuration_uses_the_timing_files(capture, tmp_path):
+    args = capture.parse_args(["--out", str(tmp_path)])
+    text = capture.run_config_text(args, 2)
+    assert "timing: rank{rank}/kineto_timing.json.gz" in text
+    assert "step_time: rank{rank}/step_time.json" in text
+    assert "mode: auto" not in text  # a timing trace is matched by operator order
+    without = capture.run_config_text(capture.parse_args(["--no-timing"]), 2)
+    assert "timing:" not in without and "mode: auto" in without
+
+
+def test_step_time_record_has_the_shared_format(capture):
+    args = capture.parse_args([])
+    record = capture.step_time_record([12.0, 10.0, 11.0, 13.0] * 3,
+                                      {"none": 3.9, "kineto": 7.5, "et_kineto": 17.5}, args)
+    assert record["unprofiled_step_ms"] == {"median": 11.5, "min": 10.0, "n": 12}
+    assert record["profiler_overhead_us_per_op"] == {"none": 3.9, "kineto": 7.5, "et_kineto": 17.5}
+    with pytest.raises(SystemExit):
+        capture.parse_args(["--timed-steps", "5"])
+
+
+def suite_rank(tmp_path, timing_workload="mlp_b64", step_time=True):
+    if not SUITE.exists():
+        pytest.skip(f"SKIPPED: {SUITE} is absent")
+    rank = tmp_path / "rank0"
+    rank.mkdir()
+    for name in ("host_et.json.gz", "kineto.json.gz"):
+        (rank / name).symlink_to(SUITE / "mlp_b64" / "et" / name)
+    (rank / "kineto_timing.json.gz").symlink_to(SUITE / timing_workload / "kineto_only" / "kineto.json.gz")
+    if step_time:
+        (rank / "step_time.json").symlink_to(SUITE / "mlp_b64" / "kineto_only" / "step_time.json")
+    return tmp_path
+
+
+def run_check(folder):
+    done = subprocess.run([sys.executable, str(SCRIPT), "--check", str(folder)],
+                          capture_output=True, text=True)
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_check_verifies_the_timing_files_and_prints_the_ratio(tmp_path):
+    rc, out = run_check(suite_rank(tmp_path))
+    assert rc == 0, out
+    assert "unprofiled step 3.41 ms" in out and "timing step 4.79 ms = 1.40x" in out
+
+
+def test_check_finds_a_timing_trace_of_other_operators(tmp_path):
+    rc, out = run_check(suite_rank(tmp_path, timing_workload="gpt2_b1"))
+    assert rc == 1, out
+    assert "not the ET step's operators in the same order" in out
+
+
+def test_check_wants_both_timing_files(tmp_path):
+    rc, out = run_check(suite_rank(tmp_path, step_time=False))
+    assert rc == 1, out
+    assert "go together" in out
+
+
+def test_check_finds_a_timing_trace_of_two_steps(tmp_path):
+    folder = suite_rank(tmp_path)
+    timing = folder / "rank0" / "kineto_timing.json.gz"
+    with gzip.open(timing.resolve(), "rt") as f:
+        doc = json.load(f)
+    steps = [e for e in doc["traceEvents"] if str(e.get("name", "")).startswith("ProfilerStep#")]
+    doc["traceEvents"].append(dict(steps[0], name="ProfilerStep#9"))
+    timing.unlink()
+    with gzip.open(timing, "wt") as f:
+        json.dump(doc, f)
+    rc, out = run_check(folder)
+    assert rc == 1, out
+    assert "2 recorded steps" in out
