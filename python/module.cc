@@ -49,25 +49,70 @@ void set_option(LinkOptions& options, const char* name, const std::string& value
   }
 }
 
-py::dict link_rank(const std::string& host, const std::string& device, const std::string& output,
-                   std::optional<int> rank, const std::string& mode, const std::string& compat,
-                   double gap_threshold_us, int threads, const std::string& format,
-                   const std::string& annotation, std::optional<double> min_match_rate) {
+// What the link did about profiler overhead (stages/link/profiler_overhead.h), or None.
+py::object profiler_dict(const std::optional<ProfilerOverheadNote>& note) {
+  if (!note) return py::none();
+  py::dict d;
+  d["removed"] = note->removed;
+  d["recorded_with"] = note->recorded_with == RecordedWith::kKineto ? "kineto" : "et_kineto";
+  d["us_per_op"] = static_cast<double>(note->costs.per_op) / 1000.0;
+  d["us_per_runtime_call"] = static_cast<double>(note->costs.per_runtime_call) / 1000.0;
+  d["recorded_step_us"] = note->recorded_step_us;
+  d["step_us"] = note->step_us;
+  if (note->unprofiled) {
+    py::dict u;
+    u["median"] = note->unprofiled->median_us;
+    u["min"] = note->unprofiled->min_us;
+    u["n"] = note->unprofiled->n;
+    d["unprofiled_step_us"] = u;
+  } else {
+    d["unprofiled_step_us"] = py::none();
+  }
+  return d;
+}
+
+// The job's inputs: the device trace, or a timing trace in its place, and a step_time.json.
+void set_link_inputs(RankJob& job, const std::optional<std::string>& device,
+                     const std::optional<std::string>& timing,
+                     const std::optional<std::string>& step_time) {
+  if (timing) {
+    job.device_path = *timing;
+    set_timing_trace(job.link);
+  } else if (device) {
+    job.device_path = *device;
+  } else {
+    throw py::value_error("a device trace, or timing= (a Kineto-only trace of the same step)");
+  }
+  if (step_time) job.step_time_path = *step_time;
+}
+
+py::dict link_rank(const std::string& host, const std::optional<std::string>& device,
+                   const std::string& output, std::optional<int> rank, const std::string& mode,
+                   const std::string& compat, double gap_threshold_us, int threads,
+                   const std::string& format, const std::string& annotation,
+                   std::optional<double> min_match_rate, const std::optional<std::string>& timing,
+                   const std::optional<std::string>& step_time,
+                   const std::string& profiler_overhead) {
   RankJob job;
   job.host_path = host;
-  job.device_path = device;
   job.et_plus_path = output;
+  set_link_inputs(job, device, timing, step_time);
+  if (timing && mode != "auto" && mode != "sequence") {
+    throw py::value_error("timing= is matched by operator order: mode must be sequence");
+  }
   job.link.rank = rank.value_or(-1);
-  set_option(job.link, "mode", mode);
+  if (!timing) set_option(job.link, "mode", mode);
+  set_option(job.link, "profiler_overhead", profiler_overhead);
   set_option(job.link, "compat", compat);
   set_option(job.link, "format", format);
   set_option(job.link, "gap_threshold_us", fmt::format("{}", gap_threshold_us));
   if (!annotation.empty()) set_option(job.link, "annotation", annotation);
   if (min_match_rate) set_option(job.link, "min_match_rate", fmt::format("{}", *min_match_rate));
-  for (const std::string& path : {host, device, output}) {
+  for (const std::string& path : {host, job.device_path, output}) {
     if (path.empty()) throw py::value_error("an empty path");
   }
-  if (Status s = check_output_is_not_input(output, {host, device}); !s.ok()) {
+  if (Status s = check_output_is_not_input(output, {host, job.device_path, job.step_time_path});
+      !s.ok()) {
     throw py::value_error(s.message());
   }
   RankJobResult r;
@@ -82,7 +127,8 @@ py::dict link_rank(const std::string& host, const std::string& device, const std
   const LinkSummary& s = r.summary;
   py::dict out;
   out["host"] = host;
-  out["device"] = device;
+  out["device"] = job.device_path;
+  out["profiler_overhead"] = profiler_dict(r.profiler);
   out["output"] = output;
   out["rank"] = rank ? py::object(py::int_(*rank)) : py::none();
   out["mode"] = s.mode;
@@ -255,7 +301,9 @@ PYBIND11_MODULE(_chakraflow, m) {
   m.def("link", &link_rank, py::arg("host"), py::arg("device"), py::arg("output"), py::kw_only(),
         py::arg("rank") = py::none(), py::arg("mode") = "auto", py::arg("compat") = "default",
         py::arg("gap_threshold_us") = 1000.0, py::arg("threads") = 0, py::arg("format") = "chakra",
-        py::arg("annotation") = "", py::arg("min_match_rate") = py::none());
+        py::arg("annotation") = "", py::arg("min_match_rate") = py::none(),
+        py::arg("timing") = py::none(), py::arg("step_time") = py::none(),
+        py::arg("profiler_overhead") = "auto");
   m.def("convert", &convert_file_py, py::arg("input"), py::arg("output"), py::kw_only(),
         py::arg("compat") = "default", py::arg("keep_optimizer_step_duration") = false,
         py::arg("metadata_node") = "keep", py::arg("renumber_groups") = false);

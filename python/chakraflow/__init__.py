@@ -51,10 +51,17 @@ def link(host, device, output, **options):
     """Links a host execution trace with its Kineto device trace into an ET+ file
     (`chakraflow link`). Options (keyword-only): rank=None, mode="auto" (rf_id, sequence),
     compat="default" (chakra), gap_threshold_us=1000.0, threads=0 (all cores), format="chakra"
-    (legacy), annotation="", min_match_rate=None (percent). Returns the link report: the counts
-    of the summary, "problems" (every counted data problem by its kind: count and examples) and
-    "report" (the text the CLI prints)."""
-    return _chakraflow.link(_os.fspath(host), _os.fspath(device), _os.fspath(output), **options)
+    (legacy), annotation="", min_match_rate=None (percent), timing=None (a Kineto-only trace of
+    the same step: the timings come from it, matched by operator order; `device` may then be
+    None), step_time=None (the capture's step_time.json), profiler_overhead="auto" (off,
+    default). Returns the link report: the counts of the summary, "problems" (every counted data
+    problem by its kind: count and examples), "profiler_overhead" (what was taken out, or None)
+    and "report" (the text the CLI prints)."""
+    for key in ("timing", "step_time"):
+        if options.get(key) is not None:
+            options[key] = _os.fspath(options[key])
+    return _chakraflow.link(_os.fspath(host), None if device is None else _os.fspath(device),
+                            _os.fspath(output), **options)
 
 
 def convert(input, output, **options):

@@ -58,11 +58,13 @@ class Feeder:
     @property
     def path(self) -> str: ...
 
-def link(host: _Path, device: _Path, output: _Path, *, rank: Optional[int] = None,
+def link(host: _Path, device: Optional[_Path], output: _Path, *, rank: Optional[int] = None,
          mode: Literal["auto", "rf_id", "sequence"] = "auto",
          compat: Literal["default", "chakra"] = "default", gap_threshold_us: float = 1000.0,
          threads: int = 0, format: Literal["chakra", "legacy"] = "chakra",
-         annotation: str = "", min_match_rate: Optional[float] = None) -> dict[str, Any]: ...
+         annotation: str = "", min_match_rate: Optional[float] = None,
+         timing: Optional[_Path] = None, step_time: Optional[_Path] = None,
+         profiler_overhead: Literal["auto", "off", "default"] = "auto") -> dict[str, Any]: ...
 def convert(input: _Path, output: _Path, *, compat: Literal["default", "chakra"] = "default",
             keep_optimizer_step_duration: bool = False,
             metadata_node: Literal["keep", "compute"] = "keep",

@@ -137,3 +137,24 @@ def test_bad_arguments_raise_value_error(synth_set, tmp_path):
         cf.convert(synth_set / "et_plus.0.json", synth_set / "et_plus.0.json")
     with pytest.raises(ValueError):
         cf.synth(tmp_path, ranks=0)
+
+
+def test_link_with_a_timing_trace_writes_the_binarys_bytes(binary, shared_data, tmp_path):
+    suite = shared_data / "pt211_h200" / "suite" / "mlp_b64"
+    if not suite.exists():
+        pytest.skip(f"SKIPPED: {suite} is absent")
+    host, timing = suite / "et" / "host_et.json.gz", suite / "kineto_only" / "kineto.json.gz"
+    step_time = suite / "kineto_only" / "step_time.json"
+    report = cf.link(host, None, tmp_path / "py.json", timing=timing, step_time=step_time)
+    run_cli(binary, "link", "--chakra-host-trace", host, "--timing-trace", timing,
+            "--step-time", step_time, "--output-file", tmp_path / "cli.json")
+    assert (tmp_path / "py.json").read_bytes() == (tmp_path / "cli.json").read_bytes()
+    assert report["mode"] == "sequence"
+    overhead = report["profiler_overhead"]
+    assert overhead["removed"] and overhead["recorded_with"] == "kineto"
+    assert overhead["step_us"] < overhead["recorded_step_us"]
+    assert overhead["unprofiled_step_us"]["n"] == 20
+    with pytest.raises(ValueError):
+        cf.link(host, None, tmp_path / "x.json")  # neither a device nor a timing trace
+    with pytest.raises(ValueError):
+        cf.link(host, None, tmp_path / "x.json", timing=timing, mode="rf_id")
