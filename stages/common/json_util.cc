@@ -221,8 +221,14 @@ simdjson::error_code raw_value(od::value& v, std::string_view* out) {
   return simdjson::SUCCESS;
 }
 
-bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional) {
+bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional, bool* is_float) {
   *fractional = false;
+  if (is_float != nullptr) {
+    // A JSON float has a '.' or an exponent: after the integer digits, whatever follows.
+    size_t k = token.empty() || token[0] != '-' ? 0 : 1;
+    while (k < token.size() && token[k] >= '0' && token[k] <= '9') ++k;
+    *is_float = k < token.size();
+  }
   if (token.empty()) return false;
   // Fast path: [-]digits[.digits] with at most 18 integer digits.
   size_t i = 0;

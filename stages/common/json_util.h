@@ -194,7 +194,10 @@ bool parse_uint_token(std::string_view token, uint64_t* out);
 // Parses a JSON number token holding microseconds (e.g. "12", "12.345", "1.2e3") into integer
 // nanoseconds, rounding to the nearest ns. Sets *fractional when the value is not a whole number of
 // microseconds. Returns false for a token that is not a finite number.
-bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional);
+// `is_float` (optional): whether the token is written as a JSON float (a '.' or an exponent), the
+// type Python's json gives it.
+bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional,
+                        bool* is_float = nullptr);
 
 // Formats nanoseconds as microseconds the way a JSON reader gets back the same number: an integer
 // when whole, else a decimal with up to three fraction digits.

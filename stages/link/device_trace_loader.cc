@@ -346,8 +346,7 @@ class DeviceParser {
       return event_error(e, index, fmt::format("\"{}\" is not a number", what));
     }
     const std::string_view token = json::token(v);
-    *is_float = token.find_first_of(".eE") != std::string_view::npos;
-    if (!json::parse_micros_as_ns(token, out, fractional)) {
+    if (!json::parse_micros_as_ns(token, out, fractional, is_float)) {
       return event_error(
           e, index,
           fmt::format("\"{}\" ({}) is not a finite number of int64 nanoseconds", what, token));

@@ -199,10 +199,20 @@ int64_t find_id_near(const std::vector<uint64_t>& ids, uint64_t id, size_t hint)
 // host tid of its event's thread, else on the device tid itself.
 std::vector<std::pair<uint32_t, int64_t>> exec_tids(const LinkInputs& in,
                                                     const std::vector<LinkedHostOp>& ops) {
-  std::map<std::pair<uint64_t, int64_t>, uint64_t> count;  // (host tid, device tid) -> ops
+  // (host tid, device tid) -> ops. Ops come in long runs of one pair: the last pair's counter
+  // saves most lookups.
+  std::map<std::pair<uint64_t, int64_t>, uint64_t> count;
+  std::pair<uint64_t, int64_t> last_key;
+  uint64_t* last_count = nullptr;
   for (uint32_t i = 0; i < ops.size(); ++i) {
-    if (ops[i].device_event.valid())
-      ++count[{in.host.nodes[i].tid, in.device[ops[i].device_event].tid}];
+    if (!ops[i].device_event.valid()) continue;
+    const std::pair<uint64_t, int64_t> key{in.host.nodes[i].tid,
+                                           in.device[ops[i].device_event].tid};
+    if (last_count == nullptr || key != last_key) {
+      last_count = &count[key];
+      last_key = key;
+    }
+    ++*last_count;
   }
   std::map<uint64_t, std::pair<uint64_t, int64_t>> home;  // host tid -> (ops, device tid)
   for (const auto& [key, n] : count) {
@@ -215,10 +225,18 @@ std::vector<std::pair<uint32_t, int64_t>> exec_tids(const LinkInputs& in,
     if (!inserted && h.first > it->second.first) it->second = {h.first, host_tid};
   }
   std::vector<std::pair<uint32_t, int64_t>> out;
+  uint64_t last_tid = 0;
+  int64_t last_home = 0;
+  bool cached = false;
   for (uint32_t i = 0; i < ops.size(); ++i) {
     if (!ops[i].device_event.valid()) continue;
     const int64_t ran_on = in.device[ops[i].device_event].tid;
-    if (home.at(in.host.nodes[i].tid).second == ran_on) continue;
+    if (!cached || in.host.nodes[i].tid != last_tid) {
+      last_tid = in.host.nodes[i].tid;
+      last_home = home.at(last_tid).second;
+      cached = true;
+    }
+    if (last_home == ran_on) continue;
     auto it = host_of.find(ran_on);
     out.emplace_back(i, it != host_of.end() ? static_cast<int64_t>(it->second.second) : ran_on);
   }
