@@ -168,7 +168,9 @@ OverheadRemoval remove_profiler_overhead(DeviceTrace& trace, const ProfilerCosts
       ++end_of_starts;
     }
     if (end_of_starts > end_of_ends) {  // starts: their entry costs come before them
-      const bool woken = w.open == 0 && (!w.started || t - w.last_end > gap_threshold);
+      const bool idle_long = w.last_end == std::numeric_limits<TimeNs>::min() ||
+                             t - w.last_end > gap_threshold;
+      const bool woken = w.open == 0 && (!w.started || idle_long);
       if (woken) {
         const LastStart& by = latest.thread != th ? latest : previous;
         if (by.thread != UINT32_MAX && by.t < t)
