@@ -7,6 +7,7 @@
 #include <cstdlib>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace chakraflow::cli {
 
@@ -116,7 +117,10 @@ std::string usage(const std::string& command, const std::string& synopsis,
 
 std::optional<int> Verb::parse(int argc, char** argv, int first) {
   auto parsed = Args::parse(argc, argv, first, specs_);
-  if (!parsed.ok()) return usage_error(parsed.status().message());
+  if (!parsed.ok()) {
+    const std::string why = parsed.status().message();
+    return parse_errors_ == ParseErrors::kWithUsage ? usage_error(why) : value_error(why);
+  }
   args_ = std::move(parsed).value();
   if (args_.has("help")) {
     std::fputs(usage("chakraflow", synopsis_, specs_).c_str(), stdout);
@@ -125,15 +129,50 @@ std::optional<int> Verb::parse(int argc, char** argv, int first) {
   return std::nullopt;
 }
 
+std::optional<int> Verb::print_graph(const std::function<StatusOr<std::string>()>& dot) const {
+  if (!args_.has("print-graph")) return std::nullopt;
+  StatusOr<std::string> graph = dot();
+  if (!graph.ok()) return value_error(graph.status().message());
+  std::fputs(graph->c_str(), stdout);
+  return 0;
+}
+
+std::optional<int> Verb::require(std::initializer_list<const char*> flags) const {
+  std::vector<std::string> missing;
+  for (const char* flag : flags) {
+    if (!args_.has(flag)) missing.push_back(std::string("--") + flag);
+  }
+  if (missing.empty()) return std::nullopt;
+  return usage_error(fmt::format("missing {}", fmt::join(missing, ", ")));
+}
+
+std::optional<int> Verb::no_positionals() const {
+  if (args_.positionals().empty()) return std::nullopt;
+  return usage_error("unexpected argument '" + args_.positionals().front() + "'");
+}
+
 int Verb::usage_error(const std::string& why) const {
   std::fprintf(stderr, "chakraflow %s: %s\n%s", name_.c_str(), why.c_str(),
                usage("chakraflow", synopsis_, specs_).c_str());
   return 2;
 }
 
-std::optional<int> Verb::no_positionals() const {
-  if (args_.positionals().empty()) return std::nullopt;
-  return usage_error("unexpected argument '" + args_.positionals().front() + "'");
+int Verb::value_error(const std::string& why) const {
+  message(why);
+  return 2;
+}
+
+int Verb::failure(const Status& status) const {
+  message("error: " + status.message());
+  return 1;
+}
+
+void Verb::note(const std::string& text) const {
+  message("note: " + text);
+}
+
+void Verb::message(const std::string& text) const {
+  std::fprintf(stderr, "chakraflow %s: %s\n", name_.c_str(), text.c_str());
 }
 
 }  // namespace chakraflow::cli

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <set>
@@ -48,25 +50,50 @@ class Args {
 std::string usage(const std::string& command, const std::string& synopsis,
                   const std::vector<FlagSpec>& specs);
 
-// The frame every verb shares: parses its flags, answers --help on stdout (exit 0), and reports a
-// usage error as "chakraflow VERB: why" followed by the usage on stderr (exit 2). `specs` must
-// outlive the Verb.
+// The frame every verb shares (one per command line): parses its flags, answers --help on stdout
+// (exit 0), and reports a usage error as "chakraflow VERB: why" followed by the usage on stderr
+// (exit 2); failures (exit 1) and notes are worded by it too. Every `*_command.cc` reads its
+// command line through one. `specs` must outlive the Verb.
 class Verb {
  public:
-  Verb(std::string name, std::string synopsis, const std::vector<FlagSpec>& specs)
-      : name_(std::move(name)), synopsis_(std::move(synopsis)), specs_(specs) {}
+  // How a command line that does not parse (an unknown option, a missing value) is reported:
+  // with the usage after the message, or the message alone (`link`, as chakra_trace_link's
+  // users have always seen it).
+  enum class ParseErrors : uint8_t { kWithUsage, kMessageOnly };
+
+  Verb(std::string name, std::string synopsis, const std::vector<FlagSpec>& specs,
+       ParseErrors parse_errors = ParseErrors::kWithUsage)
+      : name_(std::move(name)),
+        synopsis_(std::move(synopsis)),
+        specs_(specs),
+        parse_errors_(parse_errors) {}
   // nullopt: go on with args(); otherwise the exit code to return at once.
   std::optional<int> parse(int argc, char** argv, int first);
   const Args& args() const { return args_; }
-  // Prints the error and the usage; returns 2.
-  int usage_error(const std::string& why) const;
+
+  // With --print-graph: prints `dot()` on stdout (0), or its error as a message (2).
+  std::optional<int> print_graph(const std::function<StatusOr<std::string>()>& dot) const;
+  // Usage error unless every flag is given: "missing --a, --b" (all that are missing).
+  std::optional<int> require(std::initializer_list<const char*> flags) const;
   // Usage error unless there is no positional argument.
   std::optional<int> no_positionals() const;
+
+  // Prints the error and the usage; returns 2.
+  int usage_error(const std::string& why) const;
+  // Prints the error alone (a flag's value is wrong, the usage would not help); returns 2.
+  int value_error(const std::string& why) const;
+  // Prints "chakraflow VERB: error: why"; returns 1.
+  int failure(const Status& status) const;
+  // Prints "chakraflow VERB: note: text".
+  void note(const std::string& text) const;
+  // Prints "chakraflow VERB: text".
+  void message(const std::string& text) const;
 
  private:
   std::string name_;
   std::string synopsis_;
   const std::vector<FlagSpec>& specs_;
+  ParseErrors parse_errors_;
   Args args_;
 };
 

@@ -98,65 +98,20 @@ double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-// The argument handling both verbs share: parse, --help, the required --input / --output.
-class Command {
- public:
-  Command(const char* verb, const char* synopsis, const std::vector<cli::FlagSpec>& specs)
-      : verb_(verb), synopsis_(synopsis), specs_(specs) {}
-
-  // Returns an exit code when the command is done (help printed: 0, usage error: 2), else
-  // nullopt with args() ready.
-  std::optional<int> parse(int argc, char** argv, int first) {
-    auto parsed = cli::Args::parse(argc, argv, first, specs_);
-    if (!parsed.ok()) return usage_error(parsed.status().message());
-    args_ = std::move(parsed).value();
-    if (args_.has("help")) {
-      std::fputs(cli::usage("chakraflow", synopsis_, specs_).c_str(), stdout);
-      return 0;
+// What both verbs require: --input and --output, two file names, the output not the input.
+std::optional<int> require_input_and_output(const cli::Verb& verb) {
+  if (auto exit = verb.require({"input", "output"})) return exit;
+  const cli::Args& args = verb.args();
+  for (const char* flag : {"input", "output"}) {
+    if (auto path = args.get_path(flag); !path.ok()) {
+      return verb.usage_error(path.status().message());
     }
-    if (graph_ && args_.has("print-graph")) {
-      std::fputs(graph_->c_str(), stdout);
-      return 0;
-    }
-    std::vector<std::string> missing;
-    for (const char* required : {"input", "output"}) {
-      if (!args_.has(required)) missing.push_back(std::string("--") + required);
-    }
-    if (!missing.empty()) return usage_error(fmt::format("missing {}", fmt::join(missing, ", ")));
-    for (const char* flag : {"input", "output"}) {
-      if (auto path = args_.get_path(flag); !path.ok()) return usage_error(path.status().message());
-    }
-    if (Status s = check_output_is_not_input(*args_.get("output"), {*args_.get("input")});
-        !s.ok()) {
-      return usage_error(s.message());
-    }
-    return std::nullopt;
   }
-
-  int usage_error(const std::string& why) const {
-    std::fprintf(stderr, "chakraflow %s: %s\n%s", verb_, why.c_str(),
-                 cli::usage("chakraflow", synopsis_, specs_).c_str());
-    return 2;
+  if (Status s = check_output_is_not_input(*args.get("output"), {*args.get("input")}); !s.ok()) {
+    return verb.usage_error(s.message());
   }
-  int failure(const Status& status) const {
-    std::fprintf(stderr, "chakraflow %s: error: %s\n", verb_, status.message().c_str());
-    return 1;
-  }
-  void note(const std::string& text) const {
-    std::fprintf(stderr, "chakraflow %s: note: %s\n", verb_, text.c_str());
-  }
-  const cli::Args& args() const { return args_; }
-  // The verb's flow graph (Graphviz dot), printed by --print-graph.
-  void set_graph(std::string dot) { graph_ = std::move(dot); }
-
- private:
-  const char* verb_;
-  const char* synopsis_;
-  const std::vector<cli::FlagSpec>& specs_;
-  cli::Args args_;
-  std::optional<std::string> graph_;
-};
-
+  return std::nullopt;
+}
 
 // What `chakraflow convert` was asked to do.
 struct ConvertRequest {
@@ -252,23 +207,24 @@ Status write_groups(const ConvertRequest& req, RankCommGroups groups) {
 }  // namespace
 
 int run_convert_command(int argc, char** argv, int first) {
-  Command cmd("convert",
-              "convert [PyTorch] --input ET_PLUS.json[.gz] --output TRACE.et[.gz] "
-              "[--compat default|chakra] [--keep-optimizer-step-duration] "
-              "[--metadata-node keep|compute] [--renumber-groups] [--comm-groups FILE] "
-              "[--print-graph]",
-              convert_flags());
-  cmd.set_graph(rank_graph_dot(convert_plan()));
-  if (auto done = cmd.parse(argc, argv, first)) return *done;
-  auto req = parse_convert_request(cmd.args());
-  if (!req.ok()) return cmd.usage_error(req.status().message());
-  if (!req->quiet && cmd.args().has("log-filename")) {
-    cmd.note(
+  cli::Verb verb("convert",
+                 "convert [PyTorch] --input ET_PLUS.json[.gz] --output TRACE.et[.gz] "
+                 "[--compat default|chakra] [--keep-optimizer-step-duration] "
+                 "[--metadata-node keep|compute] [--renumber-groups] [--comm-groups FILE] "
+                 "[--print-graph]",
+                 convert_flags());
+  if (auto exit = verb.parse(argc, argv, first)) return *exit;
+  if (auto exit = verb.print_graph([] { return rank_graph_dot(convert_plan()); })) return *exit;
+  if (auto exit = require_input_and_output(verb)) return *exit;
+  auto req = parse_convert_request(verb.args());
+  if (!req.ok()) return verb.usage_error(req.status().message());
+  if (!req->quiet && verb.args().has("log-filename")) {
+    verb.note(
         "--log-filename is accepted for compatibility with Chakra; no log file is written "
         "(messages go to stderr)");
   }
-  if (!req->quiet && cmd.args().has("simulate")) {
-    cmd.note(
+  if (!req->quiet && verb.args().has("simulate")) {
+    verb.note(
         "--simulate is accepted for compatibility with Chakra and ignored (Chakra's simulation "
         "only logs)");
   }
@@ -278,42 +234,42 @@ int run_convert_command(int argc, char** argv, int first) {
   job.convert = req->options;
   const auto start = std::chrono::steady_clock::now();
   RankJobResult result = std::move(run_rank_graph(convert_plan(), {job}, 1).front());
-  if (!result.status.ok()) return cmd.failure(result.status);
+  if (!result.status.ok()) return verb.failure(result.status);
   if (!req->quiet) {
     std::fputs(convert_summary(*req, result.convert, seconds_since(start)).c_str(), stderr);
   }
   if (req->comm_groups) {
-    if (Status s = write_groups(*req, result.convert.comm_groups); !s.ok()) return cmd.failure(s);
+    if (Status s = write_groups(*req, result.convert.comm_groups); !s.ok()) return verb.failure(s);
   }
   return 0;
 }
 
 int run_jsonize_command(int argc, char** argv, int first) {
-  Command cmd("jsonize", "jsonize --input TRACE.et --output TRACE.json [--concatenated]",
-              jsonize_flags());
-  if (auto done = cmd.parse(argc, argv, first)) return *done;
-  const cli::Args& args = cmd.args();
-  if (!args.positionals().empty()) {
-    return cmd.usage_error(fmt::format("unexpected argument '{}'", args.positionals().front()));
-  }
+  cli::Verb verb("jsonize", "jsonize --input TRACE.et --output TRACE.json [--concatenated]",
+                 jsonize_flags());
+  if (auto exit = verb.parse(argc, argv, first)) return *exit;
+  if (auto exit = require_input_and_output(verb)) return *exit;
+  if (auto exit = verb.no_positionals()) return *exit;
+  const cli::Args& args = verb.args();
   JsonizeOptions options;
   options.concatenated = args.has("concatenated");
   const std::string compat = args.get_or("compat", "default");
   if (compat == "chakra") {
     options.concatenated = true;
   } else if (compat != "default") {
-    return cmd.usage_error(fmt::format("--compat: unknown value '{}' (default, chakra)", compat));
+    return verb.usage_error(fmt::format("--compat: unknown value '{}' (default, chakra)", compat));
   }
   const std::string input = *args.get("input");
   const std::string output = *args.get("output");
   const auto start = std::chrono::steady_clock::now();
   JsonizeReport report;
-  if (Status s = jsonize_file(input, output, options, &report); !s.ok()) return cmd.failure(s);
+  if (Status s = jsonize_file(input, output, options, &report); !s.ok()) return verb.failure(s);
   if (report.metadata_missing) {
     // Counted like the feeder's note, printed even with --quiet: the output lacks a part.
-    cmd.note(fmt::format("{}: 1 x the file has no GlobalMetadata record (every record written as "
-                         "a node; no \"globalMetadata\" in the output)",
-                         input));
+    verb.note(
+        fmt::format("{}: 1 x the file has no GlobalMetadata record (every record written "
+                    "as a node; no \"globalMetadata\" in the output)",
+                    input));
   }
   if (!args.has("quiet")) {
     std::fprintf(stderr, "chakraflow jsonize: %s -> %s: %llu nodes, %.1f MB in %.3f s\n",

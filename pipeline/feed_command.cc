@@ -57,13 +57,11 @@ void print_stats(const FeederStats& s, const FeederOptions& options) {
   if (s.metadata_missing) std::printf("  note:          the file has no GlobalMetadata record\n");
 }
 
-int feed_one(const std::string& path, const FeederOptions& options, bool quiet) {
+int feed_one(const cli::Verb& verb, const std::string& path, const FeederOptions& options,
+             bool quiet) {
   auto t0 = std::chrono::steady_clock::now();
   auto opened = EtFeeder::open(path, options);
-  if (!opened.ok()) {
-    std::fprintf(stderr, "chakraflow feed: error: %s\n", opened.status().message().c_str());
-    return 1;
-  }
+  if (!opened.ok()) return verb.failure(opened.status());
   EtFeeder& feeder = **opened;
   IssueChecksum checksum;
   uint64_t issued = 0;
@@ -74,10 +72,7 @@ int feed_one(const std::string& path, const FeederOptions& options, bool quiet) 
     if (first.size() < 8) first.push_back(id);
     ++issued;
     Status done = feeder.complete(id);
-    if (!done.ok()) {  // cannot happen: the node was just issued
-      std::fprintf(stderr, "chakraflow feed: error: %s\n", done.message().c_str());
-      return 1;
-    }
+    if (!done.ok()) return verb.failure(done);  // cannot happen: the node was just issued
   }
   const FeedState state = feeder.state();
   const double seconds =
@@ -103,24 +98,20 @@ int feed_one(const std::string& path, const FeederOptions& options, bool quiet) 
                 rate(issued, seconds).c_str());
   }
   if (state == FeedState::kStalled) {
-    std::fprintf(stderr, "chakraflow feed: %s: stalled: %s\n", path.c_str(),
-                 feeder.stall_report().to_string().c_str());
+    verb.message(path + ": stalled: " + feeder.stall_report().to_string());
     return 1;
   }
   if (state == FeedState::kError) {
-    std::fprintf(stderr, "chakraflow feed: error: %s\n", feeder.error().message().c_str());
-    return 1;
+    return verb.failure(feeder.error());
   }
   return 0;
 }
 
-int feed_many(const std::vector<std::string>& paths, const FeederOptions& options, bool quiet) {
+int feed_many(const cli::Verb& verb, const std::vector<std::string>& paths,
+              const FeederOptions& options, bool quiet) {
   auto t0 = std::chrono::steady_clock::now();
   auto opened = MultiFeeder::open(paths, options);
-  if (!opened.ok()) {
-    std::fprintf(stderr, "chakraflow feed: error: %s\n", opened.status().message().c_str());
-    return 1;
-  }
+  if (!opened.ok()) return verb.failure(opened.status());
   MultiFeeder& feeder = **opened;
   std::vector<IssueChecksum> checksums(paths.size());
   std::vector<uint64_t> issued(paths.size(), 0);
@@ -141,10 +132,7 @@ int feed_many(const std::vector<std::string>& paths, const FeederOptions& option
     if (batch.empty()) break;
     ++rounds;
     Status done = feeder.complete_all(batch);
-    if (!done.ok()) {
-      std::fprintf(stderr, "chakraflow feed: error: %s\n", done.message().c_str());
-      return 1;
-    }
+    if (!done.ok()) return verb.failure(done);
   }
   const FeedState state = feeder.state();
   const double seconds =
@@ -169,8 +157,7 @@ int feed_many(const std::vector<std::string>& paths, const FeederOptions& option
       print_stats(s.stats, options);
     }
     if (!s.problem.empty()) {
-      std::fprintf(stderr, "chakraflow feed: rank %zu: %s: %s: %s\n", r, s.path.c_str(),
-                   to_string(s.state), s.problem.c_str());
+      verb.message(fmt::format("rank {}: {}: {}: {}", r, s.path, to_string(s.state), s.problem));
       rc = 1;
     }
   }
@@ -191,22 +178,21 @@ int run_feed_command(int argc, char** argv, int first) {
   cli::Verb verb("feed", synopsis, specs);
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
   const cli::Args& args = verb.args();
-  auto usage_error = [&](const std::string& why) { return verb.usage_error(why); };
-  if (args.positionals().empty()) return usage_error("missing the trace (.et or .et.gz)");
+  if (args.positionals().empty()) return verb.usage_error("missing the trace (.et or .et.gz)");
   FeederOptions options;
   auto window = args.get_int("window", static_cast<int64_t>(options.window));
   auto refill = args.get_int("refill", static_cast<int64_t>(options.refill_below));
-  if (!window.ok()) return usage_error(window.status().message());
-  if (!refill.ok()) return usage_error(refill.status().message());
-  if (*window < 1) return usage_error("--window must be at least 1");
-  if (*refill < 0) return usage_error("--refill must be 0 or more");
+  if (!window.ok()) return verb.usage_error(window.status().message());
+  if (!refill.ok()) return verb.usage_error(refill.status().message());
+  if (*window < 1) return verb.usage_error("--window must be at least 1");
+  if (*refill < 0) return verb.usage_error("--refill must be 0 or more");
   options.window = static_cast<uint64_t>(*window);
   options.refill_below = static_cast<uint64_t>(*refill);
   options.ctrl_deps = args.has("ctrl-deps");
   const bool quiet = args.has("quiet");
   const auto& paths = args.positionals();
-  return paths.size() == 1 ? feed_one(paths.front(), options, quiet)
-                           : feed_many(paths, options, quiet);
+  return paths.size() == 1 ? feed_one(verb, paths.front(), options, quiet)
+                           : feed_many(verb, paths, options, quiet);
 }
 
 }  // namespace chakraflow

@@ -146,54 +146,39 @@ std::string link_report(const RankJob& job, const RankJobResult& r, LogLevel lev
 }  // namespace
 
 int run_link_command(int argc, char** argv, int first) {
-  const auto& specs = link_flags();
   const char* synopsis =
       "link --chakra-host-trace H (--chakra-device-trace D | --timing-trace T) --output-file O "
       "[--step-time step_time.json] [--profiler-overhead auto|off|default] [--rank N] "
       "[--gap-threshold-us 1000] [--mode auto|rf_id|sequence] [--compat default|chakra] "
       "[--format chakra|legacy] [--annotation NAME] [--min-match-rate PERCENT] [--log-level LEVEL] "
       "[--print-graph]";
-  auto fail_usage = [&](const std::string& why, bool usage) {
-    std::fprintf(stderr, "chakraflow link: %s\n%s", why.c_str(),
-                 usage ? cli::usage("chakraflow", synopsis, specs).c_str() : "");
-    return 2;
-  };
-  auto parsed = cli::Args::parse(argc, argv, first, specs);
-  if (!parsed.ok()) return fail_usage(parsed.status().message(), false);
-  const cli::Args& args = *parsed;
-  if (args.has("help")) {
-    std::fputs(cli::usage("chakraflow", synopsis, specs).c_str(), stdout);
-    return 0;
+  cli::Verb verb("link", synopsis, link_flags(), cli::Verb::ParseErrors::kMessageOnly);
+  if (auto exit = verb.parse(argc, argv, first)) return *exit;
+  const cli::Args& args = verb.args();
+  if (auto exit = verb.print_graph([&args] {
+        RankPlan plan;
+        plan.format = args.get_or("format", "chakra") == "legacy" ? OutputFormat::kLegacy
+                                                                  : OutputFormat::kChakra;
+        return rank_graph_dot(plan);
+      })) {
+    return *exit;
   }
-  if (args.has("print-graph")) {
-    RankPlan plan;
-    plan.format =
-        args.get_or("format", "chakra") == "legacy" ? OutputFormat::kLegacy : OutputFormat::kChakra;
-    std::fputs(rank_graph_dot(plan).c_str(), stdout);
-    return 0;
+  const bool timing = args.has("timing-trace");
+  if (timing && args.has("chakra-device-trace")) {
+    verb.note(
+        "--timing-trace gives the timings; the ET step's own device trace "
+        "(--chakra-device-trace) is not read");
   }
-  std::vector<std::string> missing;
-  const char* device = args.has("timing-trace") ? "timing-trace" : "chakra-device-trace";
-  for (const char* required : {"chakra-host-trace", device, "output-file"}) {
-    if (!args.has(required)) missing.push_back(std::string("--") + required);
-  }
-  if (args.has("timing-trace") && args.has("chakra-device-trace")) {
-    std::fprintf(
-        stderr,
-        "chakraflow link: note: --timing-trace gives the timings; the ET step's own device "
-        "trace (--chakra-device-trace) is not read\n");
-  }
-  if (!missing.empty())
-    return fail_usage(fmt::format("missing {}", fmt::join(missing, ", ")), true);
-  if (!args.positionals().empty()) {
-    return fail_usage(fmt::format("unexpected argument '{}'", args.positionals().front()), true);
-  }
+  const char* device = timing ? "timing-trace" : "chakra-device-trace";
+  if (auto exit = verb.require({"chakra-host-trace", device, "output-file"})) return *exit;
+  if (auto exit = verb.no_positionals()) return *exit;
+  // A flag's value that is wrong is reported without the usage.
   auto job = parse_link_job(args);
-  if (!job.ok()) return fail_usage(job.status().message(), false);
+  if (!job.ok()) return verb.value_error(job.status().message());
   auto level = parse_log_level(args.get_or("log-level", "INFO"));
-  if (!level.ok()) return fail_usage(level.status().message(), false);
+  if (!level.ok()) return verb.value_error(level.status().message());
   auto threads = args.get_int_in("threads", 0, 0, cli::kMaxThreads);
-  if (!threads.ok()) return fail_usage(threads.status().message(), false);
+  if (!threads.ok()) return verb.value_error(threads.status().message());
   std::unique_ptr<oneapi::tbb::global_control> limit;
   if (*threads > 0) {
     limit = std::make_unique<oneapi::tbb::global_control>(
@@ -201,10 +186,7 @@ int run_link_command(int argc, char** argv, int first) {
   }
 
   const RankJobResult r = run_link_job(*job);
-  if (!r.status.ok()) {
-    std::fprintf(stderr, "chakraflow link: error: %s\n", r.status.message().c_str());
-    return 1;
-  }
+  if (!r.status.ok()) return verb.failure(r.status);
   std::fputs(link_report(*job, r, *level).c_str(), stderr);
   return 0;
 }

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "pipeline/commands.h"
+#include "pipeline/run_command.h"
 #include "pipeline/run_config.h"
 #include "stages/common/file_io.h"
 #include "stages/common/json_util.h"
@@ -72,17 +73,14 @@ off_t file_size(const std::string& path) {
 // largest file among the arguments.
 off_t largest_input(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "run") {
-    for (int i = 2; i < argc; ++i) {
-      if (argv[i][0] == '-') continue;  // run's flags take no value
-      auto cfg = chakraflow::load_run_config(argv[i]);
-      if (!cfg.ok() || !chakraflow::discover_ranks(*cfg).ok() || cfg->ranks.empty()) return 0;
-      const int rank = cfg->ranks.front();
-      const off_t size =
-          std::max(file_size(cfg->host_path(rank)), file_size(cfg->device_path(rank)));
-      chakraflow::keep_loaded_run_config(std::move(*cfg));  // for `run`, if no re-execution
-      return size;
-    }
-    return 0;
+    const auto path = chakraflow::run_config_argument(argc, argv, 2);
+    if (!path) return 0;
+    auto cfg = chakraflow::load_run_config(*path);
+    if (!cfg.ok() || !chakraflow::discover_ranks(*cfg).ok() || cfg->ranks.empty()) return 0;
+    const int rank = cfg->ranks.front();
+    const off_t size = std::max(file_size(cfg->host_path(rank)), file_size(cfg->device_path(rank)));
+    chakraflow::keep_loaded_run_config(std::move(*cfg));  // for `run`, if no re-execution
+    return size;
   }
   off_t largest = 0;
   for (int i = 1; i < argc; ++i) largest = std::max(largest, file_size(argv[i]));

@@ -550,37 +550,45 @@ StatusOr<std::string> run_graph_dot(const std::string& config_path) {
   return rank_graph_dot(plan_of(cfg));
 }
 
-int run_run_command(int argc, char** argv, int first) {
+namespace {
+
+const std::vector<cli::FlagSpec>& run_flags() {
   static const std::vector<cli::FlagSpec> specs = {
       {"resume", false, "skip ranks whose outputs are newer than their inputs", {}},
       {"quiet", false, "print only errors and the final summary", {"q"}},
       {"print-graph", false, "print the configuration's flow graph (Graphviz dot) and exit", {}},
       {"help", false, "show this help", {"h"}},
   };
+  return specs;
+}
+
+}  // namespace
+
+std::optional<std::string> run_config_argument(int argc, char** argv, int first) {
+  auto args = cli::Args::parse(argc, argv, first, run_flags());
+  if (!args.ok() || args->positionals().empty() || args->positionals().front() == "-") {
+    return std::nullopt;
+  }
+  return args->positionals().front();
+}
+
+int run_run_command(int argc, char** argv, int first) {
   const char* synopsis =
       "run CONFIG.yaml [--resume] [--quiet] [--print-graph]   (configs/README.md documents "
       "CONFIG)";
-  cli::Verb verb("run", synopsis, specs);
+  cli::Verb verb("run", synopsis, run_flags());
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
   const cli::Args& args = verb.args();
   if (args.positionals().size() != 1) return verb.usage_error("expected one CONFIG.yaml");
-  if (args.has("print-graph")) {
-    auto dot = run_graph_dot(args.positionals().front());
-    if (!dot.ok()) {
-      std::fprintf(stderr, "chakraflow run: %s\n", dot.status().message().c_str());
-      return 2;
-    }
-    std::fputs(dot->c_str(), stdout);
-    return 0;
+  if (auto exit = verb.print_graph([&args] { return run_graph_dot(args.positionals().front()); })) {
+    return *exit;
   }
   RunRequest request;
   request.config_path = args.positionals().front();
   request.resume = args.has("resume");
   request.quiet = args.has("quiet");
   const RunOutcome outcome = run_batch(request);
-  if (!outcome.error.ok()) {
-    std::fprintf(stderr, "chakraflow run: %s\n", outcome.error.message().c_str());
-  }
+  if (!outcome.error.ok()) verb.message(outcome.error.message());
   return outcome.exit_code;
 }
 

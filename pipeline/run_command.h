@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <optional>
 #include <string>
 
 #include "stages/common/status.h"
@@ -27,6 +28,11 @@ struct RunOutcome {
 };
 
 RunOutcome run_batch(const RunRequest& request);
+
+// The configuration file a `run` command line (argv[first..argc)) names, as the verb parses it;
+// nullopt when it names none or does not parse (the verb reports that). `main` sizes malloc from
+// the inputs it lists.
+std::optional<std::string> run_config_argument(int argc, char** argv, int first);
 
 // The flow graph the configuration would run, as Graphviz dot (`run --print-graph`).
 StatusOr<std::string> run_graph_dot(const std::string& config_path);

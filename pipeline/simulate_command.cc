@@ -111,14 +111,10 @@ int run_simulate_command(int argc, char** argv, int first) {
   cli::Verb verb("simulate", synopsis, specs);
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
   if (auto exit = verb.no_positionals()) return *exit;
-  auto fail = [](const Status& s) {
-    std::fprintf(stderr, "chakraflow simulate: error: %s\n", s.message().c_str());
-    return 1;
-  };
   Status config_error;
   auto req = parse_simulate_request(verb.args(), &config_error);
   if (!req.ok()) return verb.usage_error(req.status().message());
-  if (!config_error.ok()) return fail(config_error);
+  if (!config_error.ok()) return verb.failure(config_error);
   std::unique_ptr<oneapi::tbb::global_control> limit;
   if (req->threads > 0) {
     limit = std::make_unique<oneapi::tbb::global_control>(
@@ -127,24 +123,24 @@ int run_simulate_command(int argc, char** argv, int first) {
 
   const auto t0 = std::chrono::steady_clock::now();
   auto sim = Simulation::open(req->traces, req->options);
-  if (!sim.ok()) return fail(sim.status());
-  if (Status ran = (*sim)->run(); !ran.ok()) return fail(ran);
+  if (!sim.ok()) return verb.failure(sim.status());
+  if (Status ran = (*sim)->run(); !ran.ok()) return verb.failure(ran);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const SimResult& result = (*sim)->result();
   if (req->timeline) {
-    if (Status s = write_timeline((*sim)->ranks(), *req->timeline); !s.ok()) return fail(s);
+    if (Status s = write_timeline((*sim)->ranks(), *req->timeline); !s.ok()) return verb.failure(s);
   }
   if (req->report_path) {
     Status s = write_file_atomically(*req->report_path, report_json(result, req->options.config));
-    if (!s.ok()) return fail(s);
+    if (!s.ok()) return verb.failure(s);
   }
   if (!req->quiet) std::fputs(report_text(result, req->options.config).c_str(), stdout);
   std::fputs(summary_line(*req, result, seconds).c_str(), stdout);
   if (!result.completed) {
     if (req->quiet) {  // the table was not printed: still say what blocks
       for (const std::string& line : result.stall) {
-        std::fprintf(stderr, "chakraflow simulate: stalled: %s\n", line.c_str());
+        verb.message("stalled: " + line);
       }
     }
     return 1;

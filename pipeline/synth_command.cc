@@ -65,21 +65,21 @@ int run_synth_command(int argc, char** argv, int first) {
       "synth --out DIR [--ranks N] [--iterations K] [--scale S] [--seed N] [--legacy] [--gzip]";
   cli::Verb verb("synth", synopsis, specs);
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
+  if (auto exit = verb.require({"out"})) return *exit;
   const cli::Args& args = verb.args();
-  auto usage_error = [&](const std::string& why) { return verb.usage_error(why); };
-  if (!args.has("out")) return usage_error("missing --out");
   SynthOptions opt;
   auto ranks = args.get_int("ranks", 2);
   auto iterations = args.get_int("iterations", 2);
   auto scale = args.get_double("scale", 1.0);
   auto seed = args.get_int("seed", 1);
   for (const Status& s : {ranks.status(), iterations.status(), scale.status(), seed.status()}) {
-    if (!s.ok()) return usage_error(s.message());
+    if (!s.ok()) return verb.usage_error(s.message());
   }
-  if (*ranks < 1 || *ranks > 1000000) return usage_error("--ranks must be between 1 and 1000000");
+  if (*ranks < 1 || *ranks > 1000000)
+    return verb.usage_error("--ranks must be between 1 and 1000000");
   if (*iterations < 1 || *iterations > 100000)
-    return usage_error("--iterations must be between 1 and 100000");
-  if (!(*scale > 0) || *scale > 100000) return usage_error("--scale must be > 0");
+    return verb.usage_error("--iterations must be between 1 and 100000");
+  if (!(*scale > 0) || *scale > 100000) return verb.usage_error("--scale must be > 0");
   opt.ranks = static_cast<int>(*ranks);
   opt.iterations = static_cast<int>(*iterations);
   opt.scale = *scale;
@@ -90,8 +90,7 @@ int run_synth_command(int argc, char** argv, int first) {
   auto t0 = std::chrono::steady_clock::now();
   uint64_t bytes = 0;
   if (Status s = write_synth_set(opt, *args.get("out"), args.has("gzip"), &bytes); !s.ok()) {
-    std::fprintf(stderr, "chakraflow synth: error: %s\n", s.message().c_str());
-    return 1;
+    return verb.failure(s);
   }
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr,

@@ -28,50 +28,47 @@ int run_tile_command(int argc, char** argv, int first) {
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
   if (auto exit = verb.no_positionals()) return *exit;
   const cli::Args& args = verb.args();
-  auto usage_error = [&](const std::string& why) { return verb.usage_error(why); };
+  // One missing flag at a time, in this order.
   for (const char* required : {"host", "device", "out"}) {
-    if (!args.has(required)) return usage_error(std::string("missing --") + required);
+    if (auto exit = verb.require({required})) return *exit;
   }
   auto times = args.get_int("times", 2);
-  if (!times.ok()) return usage_error(times.status().message());
-  if (*times < 1 || *times > 1000000) return usage_error("--times must be between 1 and 1000000");
+  if (!times.ok()) return verb.usage_error(times.status().message());
+  if (*times < 1 || *times > 1000000)
+    return verb.usage_error("--times must be between 1 and 1000000");
   auto period_us = args.get_double("period-us", 0);
-  if (!period_us.ok()) return usage_error(period_us.status().message());
-  if (!(*period_us >= 0) || *period_us > 1e15) return usage_error("--period-us must be >= 0");
+  if (!period_us.ok()) return verb.usage_error(period_us.status().message());
+  if (!(*period_us >= 0) || *period_us > 1e15) return verb.usage_error("--period-us must be >= 0");
   const auto period = static_cast<TimeNs>(*period_us * 1000.0 + 0.5);
   const std::string ext = args.has("gzip") ? ".json.gz" : ".json";
   const std::filesystem::path out_dir = *args.get("out");
-  auto error = [](const Status& s) {
-    std::fprintf(stderr, "chakraflow tile: error: %s\n", s.message().c_str());
-    return 1;
-  };
 
   auto t0 = std::chrono::steady_clock::now();
   const std::string host_path = *args.get("host");
   const std::string device_path = *args.get("device");
   auto host_text = read_input_file(host_path);
-  if (!host_text.ok()) return error(host_text.status());
+  if (!host_text.ok()) return verb.failure(host_text.status());
   auto device_text = read_input_file(device_path);
-  if (!device_text.ok()) return error(device_text.status());
+  if (!device_text.ok()) return verb.failure(device_text.status());
   std::error_code ec;
   std::filesystem::create_directories(out_dir, ec);
   if (ec) {
-    return error(Status::errorf("{}: cannot create the output directory: {}", out_dir.string(),
-                                ec.message()));
+    return verb.failure(Status::errorf("{}: cannot create the output directory: {}",
+                                       out_dir.string(), ec.message()));
   }
   for (const std::string& name : {"host_et" + ext, "kineto" + ext}) {
     Status s = check_output_is_not_input((out_dir / name).string(), {host_path, device_path});
-    if (!s.ok()) return usage_error(s.message());
+    if (!s.ok()) return verb.usage_error(s.message());
   }
   auto host_out = OutputFile::open((out_dir / ("host_et" + ext)).string());
-  if (!host_out.ok()) return error(host_out.status());
+  if (!host_out.ok()) return verb.failure(host_out.status());
   auto device_out = OutputFile::open((out_dir / ("kineto" + ext)).string());
-  if (!device_out.ok()) return error(device_out.status());
+  if (!device_out.ok()) return verb.failure(device_out.status());
   auto summary = tile_trace_pair(
       host_path, std::move(*host_text), device_path, std::move(*device_text),
       static_cast<uint32_t>(*times), period, [&](std::string_view b) { host_out->write(b); },
       [&](std::string_view b) { device_out->write(b); });
-  if (!summary.ok()) return error(summary.status());  // the temporary files are discarded
+  if (!summary.ok()) return verb.failure(summary.status());  // the temporary files are discarded
   // Both are committed or neither is visible as a new pair (a failed second commit removes the
   // first output too, so that DIR never holds a mismatched pair).
   Status committed = host_out->commit();
@@ -79,7 +76,7 @@ int run_tile_command(int argc, char** argv, int first) {
     committed = device_out->commit();
     if (!committed.ok()) std::filesystem::remove(host_out->path(), ec);
   }
-  if (!committed.ok()) return error(committed);
+  if (!committed.ok()) return verb.failure(committed);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::fprintf(stderr, "%s\n", format_tile_summary(*summary).c_str());
   std::fprintf(stderr, "tile: wrote %s and %s: %.1f MB of JSON in %.2f s\n",
