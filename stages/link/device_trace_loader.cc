@@ -157,6 +157,14 @@ class DeviceParser {
       t_.flow_events = 0;
       t_.arena.clear();
     }
+    CF_RETURN_IF_ERROR(parse_document(parser));
+    build_indices();
+    return Status();
+  }
+
+ private:
+  // The whole document in one parse: the top level, its one "traceEvents" array.
+  Status parse_document(od::parser& parser) {
     od::document doc;
     auto err = json::iterate_document(parser, t_.text, &doc, &t_.invalid_utf8_bytes);
     if (err) {
@@ -181,28 +189,7 @@ class DeviceParser {
       }
       saw_events = true;
       events_key_at = key_at;
-      od::value events_value = field.value();
-      const char* at = nullptr;
-      if (events_value.current_location().get(at) == simdjson::SUCCESS) {
-        last_offset_ = json::offset_in(text_, at);
-      }
-      od::array events;
-      if ((err = events_value.get_array().get(events))) {
-        return fail(doc, err, "\"traceEvents\" is not an array");
-      }
-      size_t index = 0;
-      for (auto element : events) {
-        od::value value;
-        if ((err = std::move(element).get(value)))
-          return fail(doc, err, fmt::format("traceEvents[{}]", index));
-        const char* start = nullptr;
-        if ((err = value.current_location().get(start))) {
-          return fail(doc, err, fmt::format("traceEvents[{}]", index));
-        }
-        last_offset_ = json::offset_in(text_, start);
-        CF_RETURN_IF_ERROR(read_event(doc, value, index));
-        ++index;
-      }
+      CF_RETURN_IF_ERROR(read_events(doc, field.value()));
     }
     if (!saw_events) {
       return Status::errorf("{}: no \"traceEvents\" array: not a Kineto device trace", t_.path);
@@ -212,11 +199,35 @@ class DeviceParser {
       return Status::errorf("{}: byte {}: unexpected content after the top-level object", t_.path,
                             json::current_offset(doc, text_));
     }
-    build_indices();
     return Status();
   }
 
- private:
+  // The "traceEvents" array of the whole document, every event.
+  Status read_events(od::document& doc, od::value events_value) {
+    const char* at = nullptr;
+    if (events_value.current_location().get(at) == simdjson::SUCCESS) {
+      last_offset_ = json::offset_in(text_, at);
+    }
+    od::array events;
+    if (auto err = events_value.get_array().get(events)) {
+      return fail(doc, err, "\"traceEvents\" is not an array");
+    }
+    size_t index = 0;
+    for (auto element : events) {
+      od::value value;
+      if (auto err = std::move(element).get(value))
+        return fail(doc, err, fmt::format("traceEvents[{}]", index));
+      const char* start = nullptr;
+      if (auto err = value.current_location().get(start)) {
+        return fail(doc, err, fmt::format("traceEvents[{}]", index));
+      }
+      last_offset_ = json::offset_in(text_, start);
+      CF_RETURN_IF_ERROR(read_event(doc, value, index));
+      ++index;
+    }
+    return Status();
+  }
+
   // traceEvents read a window at a time (the whole document's parse reports what they refuse).
   class EventWindows final : public json::ArrayWindowReader {
    public:
@@ -408,6 +419,11 @@ class DeviceParser {
             &e.args));
       }
     }
+    return check_event(e, index, cat, has_ts);
+  }
+
+  // An event's times, category and ProfilerStep flag, once its fields are read.
+  Status check_event(DeviceEvent& e, size_t index, std::string_view cat, bool has_ts) {
     // Times are int64 nanoseconds: bounding ts, dur and their sum to ±2^62 ns (146 years) keeps
     // every end time, and every difference of two times that the stages take, within int64.
     constexpr TimeNs kTimeLimit = TimeNs{1} << 62;

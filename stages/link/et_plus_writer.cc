@@ -122,100 +122,107 @@ class Writer {
 
   void write_nodes() {
     buf_.append("[\n");
-    bool first = true;
-    std::string id_text, parent_text, cpu_id_text;
-    size_t gpu_sync_next = 0;  // cursor in linked_.gpu_sync_deps
-    size_t exec_next = 0;      // cursor in linked_.exec_tids
     for (uint32_t i = 0; i < host_.nodes.size(); ++i) {
-      const HostNode& n = host_.nodes[i];
-      const LinkedHostOp& op = linked_.ops[i];
-      if (!first) buf_.append(",\n");
-      first = false;
-      // The host node.
-      Splice splices[3];
-      size_t ns = 0;
-      splices[ns++] = {n.id_value, number(id_text, op.new_id)};
-      if (op.parent_state != ParentState::kNone && remap_parent_key(n)) {
-        splices[ns++] = {n.parent_value, number(parent_text, op.new_parent)};
-      }
-      write_spliced(n.raw, splices, ns);
-      if (op.device_event.valid()) {
-        const PyNumber* chakra_exclusive =
-            linked_.chakra_exclusive.empty() ? nullptr : &linked_.chakra_exclusive[i];
-        append_timing(dev_[op.device_event], op.exclusive, chakra_exclusive, op);
-        // The thread it ran on, where the host trace names another (LinkedTrace::exec_tids).
-        if (exec_next < linked_.exec_tids.size() && linked_.exec_tids[exec_next].first == i) {
-          buf_.append(",\"exec_tid\":");
-          append_int(linked_.exec_tids[exec_next++].second);
-        }
-      }
-      const std::span<const uint64_t> sync = linked_.sync_deps[i];
-      if (!sync.empty()) {
-        buf_.append(",\"sync_dep\":[");
-        for (size_t k = 0; k < sync.size(); ++k) {
-          if (k) buf_.push_back(',');
-          append_uint(sync[k]);
-        }
-        buf_.push_back(']');
-      }
-      buf_.push_back('}');
+      if (i > 0) buf_.append(",\n");
+      write_host_node(i);
       maybe_flush();
-      // Its GPU ops.
-      number(cpu_id_text, op.new_id);
+      const LinkedHostOp& op = linked_.ops[i];
+      number(cpu_id_text_, op.new_id);
       for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
-        const DeviceEvent& g = dev_[linked_.gpu_events[k]];
         buf_.append(",\n");
-        size_t ng = 0;
-        splices[ng++] = {n.id_value, number(id_text, linked_.gpu_new_id(op, k - op.gpu_begin))};
-        splices[ng++] = {n.name_value, dev_.name_raw(g)};
-        bool ctrl_in_place = n.parent_key == ParentKey::kCtrlDeps;
-        if (ctrl_in_place ||
-            (n.parent_key == ParentKey::kParent && opt_.compat == Compat::kDefault)) {
-          splices[ng++] = {n.parent_value, cpu_id_text};
-        }
-        write_spliced(n.raw, splices, ng);
-        append_timing(g, g.dur, nullptr, op);
-        if (!ctrl_in_place) {
-          buf_.append(",\"ctrl_deps\":");
-          buf_.append(cpu_id_text);
-        }
-        buf_.append(",\"cat\":\"");
-        buf_.append(category_name(g.cat));
-        buf_.append("\",\"ph\":");
-        if (g.ph) {
-          buf_.push_back('"');
-          buf_.push_back(g.ph);
-          buf_.push_back('"');
-        } else {
-          buf_.append("null");
-        }
-        buf_.append(",\"stream\":");
-        if (g.has(kHasStream))
-          append_int(g.stream);
-        else
-          buf_.append("null");
-        if (const std::string_view pg_name = dev_.pg_name(g);
-            !pg_name.empty() && g.name.find("ncclDevKernel") != std::string_view::npos) {
-          buf_.append(",\"pg_name\":");
-          json::append_escaped(buf_, pg_name);
-        }
-        // GPU-to-GPU sync dependencies (sorted by position, so one cursor serves all nodes).
-        const auto& gpu_sync = linked_.gpu_sync_deps;
-        if (gpu_sync_next < gpu_sync.size() && gpu_sync[gpu_sync_next].gpu_position == k) {
-          buf_.append(",\"sync_dep\":[");
-          for (bool first_dep = true;
-               gpu_sync_next < gpu_sync.size() && gpu_sync[gpu_sync_next].gpu_position == k;
-               ++gpu_sync_next, first_dep = false) {
-            if (!first_dep) buf_.push_back(',');
-            append_uint(gpu_sync[gpu_sync_next].dep_id);
-          }
-          buf_.push_back(']');
-        }
-        buf_.push_back('}');
+        write_gpu_node(host_.nodes[i], op, k);
         maybe_flush();
       }
     }
     buf_.append("\n]");
+  }
+
+  // Host node i: its text with the new id and parent, its timing from the matched event, the
+  // thread it ran on and its sync dependencies.
+  void write_host_node(uint32_t i) {
+    const HostNode& n = host_.nodes[i];
+    const LinkedHostOp& op = linked_.ops[i];
+    Splice splices[3];
+    size_t ns = 0;
+    splices[ns++] = {n.id_value, number(id_text_, op.new_id)};
+    if (op.parent_state != ParentState::kNone && remap_parent_key(n)) {
+      splices[ns++] = {n.parent_value, number(parent_text_, op.new_parent)};
+    }
+    write_spliced(n.raw, splices, ns);
+    if (op.device_event.valid()) {
+      const PyNumber* chakra_exclusive =
+          linked_.chakra_exclusive.empty() ? nullptr : &linked_.chakra_exclusive[i];
+      append_timing(dev_[op.device_event], op.exclusive, chakra_exclusive, op);
+      // The thread it ran on, where the host trace names another (LinkedTrace::exec_tids).
+      if (exec_next_ < linked_.exec_tids.size() && linked_.exec_tids[exec_next_].first == i) {
+        buf_.append(",\"exec_tid\":");
+        append_int(linked_.exec_tids[exec_next_++].second);
+      }
+    }
+    const std::span<const uint64_t> sync = linked_.sync_deps[i];
+    if (!sync.empty()) {
+      buf_.append(",\"sync_dep\":[");
+      for (size_t k = 0; k < sync.size(); ++k) {
+        if (k) buf_.push_back(',');
+        append_uint(sync[k]);
+      }
+      buf_.push_back(']');
+    }
+    buf_.push_back('}');
+  }
+
+  // The GPU op at gpu_events[k], of host op `op` (node `n`, its id in cpu_id_text_): a copy of
+  // the host node's text with the GPU op's id, name and timing, its launcher as parent, and its
+  // device fields.
+  void write_gpu_node(const HostNode& n, const LinkedHostOp& op, uint32_t k) {
+    const DeviceEvent& g = dev_[linked_.gpu_events[k]];
+    Splice splices[3];
+    size_t ng = 0;
+    splices[ng++] = {n.id_value, number(id_text_, linked_.gpu_new_id(op, k - op.gpu_begin))};
+    splices[ng++] = {n.name_value, dev_.name_raw(g)};
+    const bool ctrl_in_place = n.parent_key == ParentKey::kCtrlDeps;
+    if (ctrl_in_place || (n.parent_key == ParentKey::kParent && opt_.compat == Compat::kDefault)) {
+      splices[ng++] = {n.parent_value, cpu_id_text_};
+    }
+    write_spliced(n.raw, splices, ng);
+    append_timing(g, g.dur, nullptr, op);
+    if (!ctrl_in_place) {
+      buf_.append(",\"ctrl_deps\":");
+      buf_.append(cpu_id_text_);
+    }
+    buf_.append(",\"cat\":\"");
+    buf_.append(category_name(g.cat));
+    buf_.append("\",\"ph\":");
+    if (g.ph) {
+      buf_.push_back('"');
+      buf_.push_back(g.ph);
+      buf_.push_back('"');
+    } else {
+      buf_.append("null");
+    }
+    buf_.append(",\"stream\":");
+    if (g.has(kHasStream))
+      append_int(g.stream);
+    else
+      buf_.append("null");
+    if (const std::string_view pg_name = dev_.pg_name(g);
+        !pg_name.empty() && g.name.find("ncclDevKernel") != std::string_view::npos) {
+      buf_.append(",\"pg_name\":");
+      json::append_escaped(buf_, pg_name);
+    }
+    // GPU-to-GPU sync dependencies (sorted by position, so one cursor serves all nodes).
+    const auto& gpu_sync = linked_.gpu_sync_deps;
+    if (gpu_sync_next_ < gpu_sync.size() && gpu_sync[gpu_sync_next_].gpu_position == k) {
+      buf_.append(",\"sync_dep\":[");
+      for (bool first_dep = true;
+           gpu_sync_next_ < gpu_sync.size() && gpu_sync[gpu_sync_next_].gpu_position == k;
+           ++gpu_sync_next_, first_dep = false) {
+        if (!first_dep) buf_.push_back(',');
+        append_uint(gpu_sync[gpu_sync_next_].dep_id);
+      }
+      buf_.push_back(']');
+    }
+    buf_.push_back('}');
   }
 
   static std::string_view category_name(DeviceCategory c) {
@@ -237,6 +244,11 @@ class Writer {
   const LinkOptions& opt_;
   const ByteSink& sink_;
   std::string buf_;
+  // write_nodes' state: the numbers spliced in, and its cursors in linked_.gpu_sync_deps and
+  // linked_.exec_tids.
+  std::string id_text_, parent_text_, cpu_id_text_;
+  size_t gpu_sync_next_ = 0;
+  size_t exec_next_ = 0;
 };
 
 }  // namespace

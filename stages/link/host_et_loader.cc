@@ -280,19 +280,7 @@ class HostParser {
       } else if (json::equals(key, "attrs")) {
         CF_RETURN_IF_ERROR(read_attrs(v, n, index));
       } else if (json::equals(key, "ctrl_deps") || json::equals(key, "parent")) {
-        if (is_null(v)) continue;
-        const std::string_view token = json::token(v);
-        uint64_t id = 0;
-        if (!json::get_uint64(v, &id)) {
-          return node_error(n, index, fmt::format("\"{}\" is not a non-negative integer", key));
-        }
-        if (json::equals(key, "ctrl_deps")) {
-          parents.ctrl_deps = id;
-          parents.ctrl_deps_value = span_of(start, token);
-        } else {
-          parents.parent = id;
-          parents.parent_value = span_of(start, token);
-        }
+        CF_RETURN_IF_ERROR(read_parent_key(key, v, start, n, index, parents));
       } else if (int attr = int_attr_of(key); attr >= 0) {
         // Schema 1.0.1: the attributes at node level.
         if (is_null(v)) continue;
@@ -306,6 +294,31 @@ class HostParser {
     }
     if (!has_id) return node_error(n, index, "missing required field \"id\"");
     if (!has_name) return node_error(n, index, "missing required field \"name\"");
+    return finish_node(doc, start, parents, n);
+  }
+
+  // "ctrl_deps" or "parent" (`key`): a node id, or null.
+  Status read_parent_key(std::string_view key, od::value& v, const char* start, const HostNode& n,
+                         size_t index, ParentKeys& parents) {
+    if (is_null(v)) return Status();
+    const std::string_view token = json::token(v);
+    uint64_t id = 0;
+    if (!json::get_uint64(v, &id)) {
+      return node_error(n, index, fmt::format("\"{}\" is not a non-negative integer", key));
+    }
+    if (json::equals(key, "ctrl_deps")) {
+      parents.ctrl_deps = id;
+      parents.ctrl_deps_value = span_of(start, token);
+    } else {
+      parents.parent = id;
+      parents.parent_value = span_of(start, token);
+    }
+    return Status();
+  }
+
+  // Once its fields are read: the node's text, its parent, rf_id and tid; handed to the sink.
+  Status finish_node(od::document& doc, const char* start, const ParentKeys& parents, HostNode& n) {
+    const HostNodeDetail& d = detail_;
     const char* after = nullptr;
     if (doc.current_location().get(after)) after = end();
     // current_location() points at the structural character that follows the object.
@@ -325,8 +338,8 @@ class HostParser {
     n.rf_id = id_value(d.int_attr[kRfId]);
     n.tid = id_value(d.int_attr[kTid]);
     if (sink_ == nullptr) return Status();
-    d.sync_deps = sync_deps_;
-    return sink_->node(n, d);
+    detail_.sync_deps = sync_deps_;
+    return sink_->node(n, detail_);
   }
 
   // A negative id (some traces write -1 for "none") is none.
@@ -355,34 +368,7 @@ class HostParser {
       return node_error(n, index, fmt::format("\"{}\" {}", key, what));
     };
     if (json::equals(key, "inputs") || json::equals(key, "outputs")) {
-      const int base = json::equals(key, "inputs") ? 0 : 3;
-      od::json_type type;
-      if (v.type().get(type)) return bad("is malformed");
-      if (type != od::json_type::object) {
-        // Schema 1.0.1: the values list itself.
-        std::string_view raw;
-        if (json::raw_value(v, &raw)) return bad("is malformed");
-        d.io[base] = span_of(start, raw);
-        return Status();
-      }
-      od::object io;
-      if (v.get_object().get(io)) return bad("is malformed");
-      for (auto io_field_result : io) {
-        if (io_field_result.error()) return bad("is malformed");
-        od::field& io_field = io_field_result.value_unsafe();
-        std::string_view io_key = json::raw_key(io_field);  // as for attrs' keys
-        if (!json::equals(io_key, "values") && !json::equals(io_key, "shapes") &&
-            !json::equals(io_key, "types") && json::unescaped_key(io_field, &io_key))
-          return bad("is malformed");
-        const int f = json::equals(io_key, "values")   ? 0
-                      : json::equals(io_key, "shapes") ? 1
-                      : json::equals(io_key, "types")  ? 2
-                                                       : -1;
-        if (f < 0) continue;  // "strides" (schema 1.1.1) is not converted, as in Chakra
-        std::string_view raw;
-        if (json::raw_value(io_field.value(), &raw)) return bad("is malformed");
-        d.io[base + f] = span_of(start, raw);
-      }
+      return read_io(json::equals(key, "inputs") ? 0 : 3, v, start, bad);
     } else if (json::equals(key, "input_shapes") || json::equals(key, "input_types") ||
                json::equals(key, "output_shapes") || json::equals(key, "output_types")) {
       const int f = json::equals(key, "input_shapes")    ? 1
@@ -437,6 +423,42 @@ class HostParser {
       return read_string(v, n, index, "pg_name", &d.pg_name, nullptr);
     } else if (json::equals(key, "op_schema")) {
       return read_string(v, n, index, "op_schema", &d.op_schema, nullptr);
+    }
+    return Status();
+  }
+
+  // "inputs" (`base` 0) or "outputs" (3): an object of values, shapes and types lists (their
+  // text kept in HostNodeDetail::io), or, in schema 1.0.1, the values list itself. `bad` makes
+  // the error naming the key.
+  template <typename Bad>
+  Status read_io(int base, od::value& v, const char* start, const Bad& bad) {
+    HostNodeDetail& d = detail_;
+    od::json_type type;
+    if (v.type().get(type)) return bad("is malformed");
+    if (type != od::json_type::object) {
+      // Schema 1.0.1: the values list itself.
+      std::string_view raw;
+      if (json::raw_value(v, &raw)) return bad("is malformed");
+      d.io[base] = span_of(start, raw);
+      return Status();
+    }
+    od::object io;
+    if (v.get_object().get(io)) return bad("is malformed");
+    for (auto io_field_result : io) {
+      if (io_field_result.error()) return bad("is malformed");
+      od::field& io_field = io_field_result.value_unsafe();
+      std::string_view io_key = json::raw_key(io_field);  // as for attrs' keys
+      if (!json::equals(io_key, "values") && !json::equals(io_key, "shapes") &&
+          !json::equals(io_key, "types") && json::unescaped_key(io_field, &io_key))
+        return bad("is malformed");
+      const int f = json::equals(io_key, "values")   ? 0
+                    : json::equals(io_key, "shapes") ? 1
+                    : json::equals(io_key, "types")  ? 2
+                                                     : -1;
+      if (f < 0) continue;  // "strides" (schema 1.1.1) is not converted, as in Chakra
+      std::string_view raw;
+      if (json::raw_value(io_field.value(), &raw)) return bad("is malformed");
+      d.io[base + f] = span_of(start, raw);
     }
     return Status();
   }

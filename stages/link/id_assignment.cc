@@ -191,6 +191,161 @@ int64_t find_id_near(const std::vector<uint64_t>& ids, uint64_t id, size_t hint)
   return it != ids.begin() + static_cast<ptrdiff_t>(hi) && *it == id ? it - ids.begin() : -1;
 }
 
+// GPU ops grouped by the host op that owns their launching CPU event (HostDeviceMap::host_of: the
+// first host op paired with it), in the trace order of gpu_ops ((ts, file order)): the ops of host
+// op h are ops[begin[h] .. begin[h + 1]). A launch whose CPU event no host op owns is not
+// attached.
+struct GpuOpsByHost {
+  std::vector<uint32_t> begin;
+  std::vector<DeviceEventIdx> ops;
+
+  // A counting sort over the host ops, not over every device event.
+  GpuOpsByHost(const LinkInputs& in, size_t host_ops) : begin(host_ops + 2, 0) {
+    auto owner_of = [&in](DeviceEventIdx g) {
+      const DeviceEventIdx cpu = in.launchers.cpu_op_of[g.value];
+      return cpu.valid() ? in.mapping.host_of[cpu.value] : HostNodeIdx();
+    };
+    // Counts sit two places up, so that placing the ops moves each host op's start to its end,
+    // which is the next one's start.
+    for (DeviceEventIdx g : in.launchers.gpu_ops) {
+      if (const HostNodeIdx h = owner_of(g); h.valid()) ++begin[h.value + 2];
+    }
+    for (size_t h = 2; h < begin.size(); ++h) begin[h] += begin[h - 1];
+    ops.resize(begin.back());
+    for (DeviceEventIdx g : in.launchers.gpu_ops) {
+      if (const HostNodeIdx h = owner_of(g); h.valid()) ops[begin[h.value + 1]++] = g;
+    }
+  }
+};
+
+// rf_id -> host op paired with it (the first by id), for inter-thread dependencies: (rf_id, host
+// op) pairs sorted by rf_id, each rf_id's first host op first.
+class HostByRfId {
+ public:
+  explicit HostByRfId(const LinkInputs& in) {
+    for (uint32_t i = 0; i < in.host.nodes.size(); ++i) {
+      DeviceEventIdx e = in.mapping.device_of[i];
+      if (e.valid() && in.device[e].rf_id != 0) pairs_.emplace_back(in.device[e].rf_id, i);
+    }
+    std::sort(pairs_.begin(), pairs_.end());
+  }
+  HostNodeIdx find(uint64_t rf) const {
+    auto it = std::lower_bound(pairs_.begin(), pairs_.end(), std::pair<uint64_t, uint32_t>(rf, 0));
+    return it != pairs_.end() && it->first == rf ? HostNodeIdx{it->second} : HostNodeIdx();
+  }
+
+ private:
+  std::vector<std::pair<uint64_t, uint32_t>> pairs_;
+};
+
+// Host op i's inter-thread dependency, from the dependency event its matched `event` has. Chakra
+// goes through the rf_id of the op found before the gap, and keeps it only if that op's host op
+// was linked earlier (lower original id). Events of a trace without rf_ids (sequence mode) are
+// paired with host ops directly.
+HostNodeIdx inter_thread_dep(const LinkInputs& in, const LinkOptions& options,
+                             const HostByRfId& host_by_rf, DeviceEventIdx event, uint32_t i) {
+  const DeviceEventIdx dep_event = in.gaps[event];
+  if (!dep_event.valid()) return {};
+  HostNodeIdx dep_host;
+  if (options.mode != MatchMode::kSequence) {
+    const uint64_t rf = in.device[dep_event].rf_id;
+    if (rf != 0) dep_host = host_by_rf.find(rf);
+  } else {
+    dep_host = in.mapping.host_of[dep_event.value];
+  }
+  return dep_host.valid() && dep_host.value < i ? dep_host : HostNodeIdx();
+}
+
+// Host op i's exclusive duration as Chakra computed it, clamped at 0 (counted).
+void copy_chakra_exclusive(const LinkInputs& in, uint32_t i, DeviceEventIdx event,
+                           LinkedTrace& out) {
+  PyNumber& x = out.chakra_exclusive[i];
+  x = in.exclusive.chakra[event.value];
+  if (x.value < 0) {
+    out.stats.add(StatKind::kChakraExclusiveBelowZero,
+                  fmt::format("host node {}", in.host.nodes[i].id));
+    x.value = 0;
+  }
+}
+
+// The ids: host nodes in original id order get dense ids from 0, each followed by its GPU ops,
+// which are attached to it. Returns the next free id; counts the GPU ops attached.
+uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrace& out,
+                    uint64_t* attached_gpu) {
+  const GpuOpsByHost gpu(in, in.host.nodes.size());
+  const HostByRfId host_by_rf(in);
+  uint64_t next_id = 0;
+  for (uint32_t i = 0; i < in.host.nodes.size(); ++i) {
+    LinkedHostOp& op = out.ops[i];
+    op.new_id = next_id++;
+    op.device_event = in.mapping.device_of[i];
+    op.gpu_begin = static_cast<uint32_t>(out.gpu_events.size());
+    if (op.device_event.valid()) {
+      op.exclusive = in.exclusive[op.device_event];
+      if (!in.exclusive.chakra.empty()) copy_chakra_exclusive(in, i, op.device_event, out);
+      // Chakra attaches a CPU event's GPU ops to every host op paired with it (the owner's
+      // group); in default mode only one host op is paired with an event (see map_by_rf_id).
+      const HostNodeIdx owner = in.mapping.host_of[op.device_event.value];
+      const uint32_t first = owner.valid() ? gpu.begin[owner.value] : 0;
+      const uint32_t last = owner.valid() ? gpu.begin[owner.value + 1] : 0;
+      out.gpu_events.insert(out.gpu_events.end(), gpu.ops.begin() + first, gpu.ops.begin() + last);
+      next_id += last - first;
+      *attached_gpu += last - first;
+      op.inter_thread_dep = inter_thread_dep(in, options, host_by_rf, op.device_event, i);
+    }
+    op.gpu_end = static_cast<uint32_t>(out.gpu_events.size());
+  }
+  return next_id;
+}
+
+// Parents remapped to new ids. The ids are copied out (a binary search over the whole nodes
+// missed the cache at every step), and a parent is looked for from its child outwards: it usually
+// lies shortly before it. A missing parent gets a fresh dangling id (Chakra mode, from
+// `*next_id`) or is reattached to its thread's root, else the process root (default).
+void assign_parents(const LinkInputs& in, const LinkOptions& options, LinkedTrace& out,
+                    uint64_t* next_id) {
+  const auto& nodes = in.host.nodes;
+  std::vector<uint64_t> ids(nodes.size());
+  std::unordered_map<uint64_t, uint64_t> thread_root_by_tid;  // tid -> new id
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    ids[i] = nodes[i].id;
+    if (nodes[i].name == kThreadRoot || nodes[i].name == kThreadRootLegacy) {
+      thread_root_by_tid.try_emplace(nodes[i].tid, out.ops[i].new_id);
+    }
+  }
+  const int64_t process_root = find_id_near(ids, 1, 0);
+  std::unordered_map<uint64_t, uint64_t> dangling;  // Chakra mode: missing parent -> fresh id
+  for (uint32_t i = 0; i < nodes.size(); ++i) {
+    const HostNode& n = nodes[i];
+    LinkedHostOp& op = out.ops[i];
+    if (n.parent_key == ParentKey::kNone) continue;
+    const int64_t p = find_id_near(ids, n.parent, i);
+    if (p >= 0) {
+      op.new_parent = out.ops[static_cast<size_t>(p)].new_id;
+      op.parent_state = static_cast<uint32_t>(p) == i ? ParentState::kSelf : ParentState::kFound;
+      continue;
+    }
+    if (options.compat == Compat::kChakra) {
+      auto [it, inserted] = dangling.try_emplace(n.parent, 0);
+      if (inserted) it->second = (*next_id)++;
+      op.new_parent = it->second;
+      op.parent_state = ParentState::kDangling;
+      continue;
+    }
+    auto root = thread_root_by_tid.find(n.tid);
+    if (root != thread_root_by_tid.end() && root->second != op.new_id) {
+      op.new_parent = root->second;
+    } else if (process_root >= 0) {
+      op.new_parent = out.ops[static_cast<size_t>(process_root)].new_id;
+    } else {
+      op.new_parent = op.new_id;
+    }
+    op.parent_state = ParentState::kReattached;
+    out.stats.add(StatKind::kHostParentMissingReattached,
+                  fmt::format("node {} (parent {}) at byte {}", n.id, n.parent, n.byte_offset));
+  }
+}
+
 }  // namespace
 
 // LinkedTrace::exec_tids. Each host tid's home is the device thread most of its matched ops ran
@@ -244,91 +399,12 @@ std::vector<std::pair<uint32_t, int64_t>> exec_tids(const LinkInputs& in,
 }
 
 LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkStats stats) {
-  const auto& nodes = in.host.nodes;
-  const DeviceTrace& dev = in.device;
   LinkedTrace out;
   out.stats = std::move(stats);
-  out.ops.resize(nodes.size());
-  if (!in.exclusive.chakra.empty()) out.chakra_exclusive.resize(nodes.size());
-
-  // GPU ops grouped by the host op that owns their launching CPU event (HostDeviceMap::host_of:
-  // the first host op paired with it), in the trace order of gpu_ops ((ts, file order)): the ops
-  // of host op h are gpu_of_host[gpu_begin[h] .. gpu_begin[h + 1]). A counting sort over the host
-  // ops, not over every device event: a launch whose CPU event no host op owns is not attached.
-  std::vector<uint32_t> gpu_begin(nodes.size() + 2, 0);
-  auto owner_of = [&](DeviceEventIdx g) {
-    const DeviceEventIdx cpu = in.launchers.cpu_op_of[g.value];
-    return cpu.valid() ? in.mapping.host_of[cpu.value] : HostNodeIdx();
-  };
-  // Counts sit two places up, so that placing the ops moves each host op's start to its end,
-  // which is the next one's start.
-  for (DeviceEventIdx g : in.launchers.gpu_ops) {
-    if (const HostNodeIdx h = owner_of(g); h.valid()) ++gpu_begin[h.value + 2];
-  }
-  for (size_t h = 2; h < gpu_begin.size(); ++h) gpu_begin[h] += gpu_begin[h - 1];
-  std::vector<DeviceEventIdx> gpu_of_host(gpu_begin.back());
-  for (DeviceEventIdx g : in.launchers.gpu_ops) {
-    if (const HostNodeIdx h = owner_of(g); h.valid()) gpu_of_host[gpu_begin[h.value + 1]++] = g;
-  }
-
-  // rf_id -> host op paired with it (the first by id), for inter-thread dependencies: (rf_id,
-  // host op) pairs sorted by rf_id, each rf_id's first host op first.
-  std::vector<std::pair<uint64_t, uint32_t>> host_by_rf;
-  for (uint32_t i = 0; i < nodes.size(); ++i) {
-    DeviceEventIdx e = in.mapping.device_of[i];
-    if (e.valid() && dev[e].rf_id != 0) host_by_rf.emplace_back(dev[e].rf_id, i);
-  }
-  std::sort(host_by_rf.begin(), host_by_rf.end());
-  auto host_of_rf = [&host_by_rf](uint64_t rf) {
-    auto it = std::lower_bound(host_by_rf.begin(), host_by_rf.end(),
-                               std::pair<uint64_t, uint32_t>(rf, 0));
-    return it != host_by_rf.end() && it->first == rf ? HostNodeIdx{it->second} : HostNodeIdx();
-  };
-
-  uint64_t next_id = 0;
+  out.ops.resize(in.host.nodes.size());
+  if (!in.exclusive.chakra.empty()) out.chakra_exclusive.resize(in.host.nodes.size());
   uint64_t attached_gpu = 0;
-  for (uint32_t i = 0; i < nodes.size(); ++i) {
-    LinkedHostOp& op = out.ops[i];
-    op.new_id = next_id++;
-    op.device_event = in.mapping.device_of[i];
-    op.gpu_begin = static_cast<uint32_t>(out.gpu_events.size());
-    if (op.device_event.valid()) {
-      op.exclusive = in.exclusive[op.device_event];
-      if (!in.exclusive.chakra.empty()) {
-        PyNumber& x = out.chakra_exclusive[i];
-        x = in.exclusive.chakra[op.device_event.value];
-        if (x.value < 0) {
-          out.stats.add(StatKind::kChakraExclusiveBelowZero,
-                        fmt::format("host node {}", nodes[i].id));
-          x.value = 0;
-        }
-      }
-      // Chakra attaches a CPU event's GPU ops to every host op paired with it (the owner's
-      // group); in default mode only one host op is paired with an event (see map_by_rf_id).
-      const HostNodeIdx owner = in.mapping.host_of[op.device_event.value];
-      const uint32_t first = owner.valid() ? gpu_begin[owner.value] : 0;
-      const uint32_t last = owner.valid() ? gpu_begin[owner.value + 1] : 0;
-      out.gpu_events.insert(out.gpu_events.end(), gpu_of_host.begin() + first,
-                            gpu_of_host.begin() + last);
-      next_id += last - first;
-      attached_gpu += last - first;
-      // Inter-thread dependency: Chakra goes through the rf_id of the op found before the gap,
-      // and keeps it only if that op's host op was linked earlier (lower original id). Events of
-      // a trace without rf_ids (sequence mode) are paired with host ops directly.
-      DeviceEventIdx dep_event = in.gaps[op.device_event];
-      if (dep_event.valid()) {
-        HostNodeIdx dep_host;
-        if (options.mode != MatchMode::kSequence) {
-          const uint64_t rf = dev[dep_event].rf_id;
-          if (rf != 0) dep_host = host_of_rf(rf);
-        } else {
-          dep_host = in.mapping.host_of[dep_event.value];
-        }
-        if (dep_host.valid() && dep_host.value < i) op.inter_thread_dep = dep_host;
-      }
-    }
-    op.gpu_end = static_cast<uint32_t>(out.gpu_events.size());
-  }
+  uint64_t next_id = number_ops(in, options, out, &attached_gpu);
   out.node_count = next_id;
 
   // Unlinked GPU ops: their launching CPU op has no host op.
@@ -338,49 +414,7 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkSta
     out.stats.add_count(StatKind::kGpuOpCpuOpWithoutHostOp, launched - attached_gpu);
   }
 
-  // Parents. The ids are copied out (a binary search over the whole nodes missed the cache at
-  // every step), and a parent is looked for from its child outwards: it usually lies shortly
-  // before it.
-  std::vector<uint64_t> ids(nodes.size());
-  std::unordered_map<uint64_t, uint64_t> thread_root_by_tid;  // tid -> new id
-  for (uint32_t i = 0; i < nodes.size(); ++i) {
-    ids[i] = nodes[i].id;
-    if (nodes[i].name == kThreadRoot || nodes[i].name == kThreadRootLegacy) {
-      thread_root_by_tid.try_emplace(nodes[i].tid, out.ops[i].new_id);
-    }
-  }
-  auto index_of = [&ids](uint64_t id, size_t hint) { return find_id_near(ids, id, hint); };
-  int64_t process_root = index_of(1, 0);
-  std::unordered_map<uint64_t, uint64_t> dangling;  // Chakra mode: missing parent -> fresh id
-  for (uint32_t i = 0; i < nodes.size(); ++i) {
-    const HostNode& n = nodes[i];
-    LinkedHostOp& op = out.ops[i];
-    if (n.parent_key == ParentKey::kNone) continue;
-    int64_t p = index_of(n.parent, i);
-    if (p >= 0) {
-      op.new_parent = out.ops[static_cast<size_t>(p)].new_id;
-      op.parent_state = static_cast<uint32_t>(p) == i ? ParentState::kSelf : ParentState::kFound;
-      continue;
-    }
-    if (options.compat == Compat::kChakra) {
-      auto [it, inserted] = dangling.try_emplace(n.parent, 0);
-      if (inserted) it->second = next_id++;
-      op.new_parent = it->second;
-      op.parent_state = ParentState::kDangling;
-      continue;
-    }
-    auto root = thread_root_by_tid.find(n.tid);
-    if (root != thread_root_by_tid.end() && root->second != op.new_id) {
-      op.new_parent = root->second;
-    } else if (process_root >= 0) {
-      op.new_parent = out.ops[static_cast<size_t>(process_root)].new_id;
-    } else {
-      op.new_parent = op.new_id;
-    }
-    op.parent_state = ParentState::kReattached;
-    out.stats.add(StatKind::kHostParentMissingReattached,
-                  fmt::format("node {} (parent {}) at byte {}", n.id, n.parent, n.byte_offset));
-  }
+  assign_parents(in, options, out, &next_id);
   if (in.sync != nullptr && options.compat == Compat::kDefault) add_sync_dependencies(in, out);
   if (options.compat == Compat::kDefault) out.exec_tids = exec_tids(in, out.ops);
   // What the loaders repaired is reported with the link's data problems.

@@ -78,10 +78,144 @@ struct ThreadIndex {
   }
 };
 
-struct PairHash {
-  size_t operator()(const std::pair<int64_t, int64_t>& p) const {
-    return std::hash<int64_t>()(p.first) * 31 + std::hash<int64_t>()(p.second);
+// One thread's index over its CPU ops `ops` (as cpu_ops_by_thread gives them), with the nesting
+// forest for the default rule.
+ThreadIndex index_thread(const DeviceTrace& trace, Compat compat,
+                         std::vector<DeviceEventIdx>&& ops) {
+  ThreadIndex t;
+  t.ops = std::move(ops);
+  // Nesting order (parents before the ops they contain); Chakra's rule keeps file order.
+  if (compat == Compat::kDefault) sort_in_nesting_order(trace, t.ops);
+  t.ts.reserve(t.ops.size());
+  for (DeviceEventIdx i : t.ops) t.ts.push_back(trace[i].ts);
+  t.by_external_id.reserve(t.ops.size());
+  for (uint32_t p = 0; p < t.ops.size(); ++p)
+    t.by_external_id.emplace_back(trace[t.ops[p]].external_id, p);
+  // External ids count up with time: usually sorted already.
+  if (!std::is_sorted(t.by_external_id.begin(), t.by_external_id.end())) {
+    std::sort(t.by_external_id.begin(), t.by_external_id.end());
   }
+  t.parent.assign(t.ops.size(), -1);
+  // Ops are in ts order; an op's enclosing op is the innermost open op that contains it.
+  std::vector<uint32_t> open;
+  for (uint32_t p = 0; p < t.ops.size(); ++p) {
+    const DeviceEvent& e = trace[t.ops[p]];
+    while (!open.empty()) {
+      const DeviceEvent& top = trace[t.ops[open.back()]];
+      if (e.ts >= top.ts && e.end() <= top.end()) break;
+      open.pop_back();
+    }
+    if (!open.empty()) t.parent[p] = static_cast<int32_t>(open.back());
+    open.push_back(p);
+  }
+  return t;
+}
+
+// Before the lookup of order[k]'s correlation: the table line of the key kAhead further, and the
+// event twice as far ahead (the key is read from it).
+void prefetch_ahead(const DeviceTrace& trace, const KeyIndex& by_correlation,
+                    const std::vector<DeviceEventIdx>& order, size_t k) {
+  constexpr size_t kAhead = 8;
+  if (k + 2 * kAhead < order.size()) __builtin_prefetch(&trace[order[k + 2 * kAhead]].correlation);
+  if (k + kAhead < order.size()) {
+    by_correlation.prefetch(static_cast<uint64_t>(trace[order[k + kAhead]].correlation));
+  }
+}
+
+// correlation -> launch event (the first one wins; later duplicates are counted).
+KeyIndex index_launches(const DeviceTrace& trace, Compat compat, LauncherLinks& out,
+                        LinkStats& stats) {
+  KeyIndex launch_by_correlation(trace.launches.size());
+  for (size_t k = 0; k < trace.launches.size(); ++k) {
+    prefetch_ahead(trace, launch_by_correlation, trace.launches, k);
+    const DeviceEventIdx idx = trace.launches[k];
+    const DeviceEvent& e = trace[idx];
+    if (!is_launch_name(e.name, compat)) continue;
+    auto [first, inserted] =
+        launch_by_correlation.try_emplace(static_cast<uint64_t>(e.correlation), idx.value);
+    if (!inserted) {
+      ++out.duplicate_correlations;
+      stats.add(StatKind::kDuplicateCorrelationId,
+                fmt::format("correlation {} on '{}' at byte {} (first at byte {})", e.correlation,
+                            e.name, e.byte_offset, trace[DeviceEventIdx{*first}].byte_offset));
+    }
+  }
+  return launch_by_correlation;
+}
+
+// The search for the CPU op of one thread that launched a GPU op (header comment: the rules).
+class LauncherSearch {
+ public:
+  LauncherSearch(const DeviceTrace& trace, const ThreadIndex& thread, const DeviceEvent& gpu,
+                 const DeviceEvent& launch)
+      : trace_(trace), t_(thread), gpu_(gpu), launch_(launch) {}
+
+  // Chakra 1.0.0's rule: ops starting strictly before the launch, the last with the GPU op's
+  // External id (positions ascending), else the nearest one.
+  DeviceEventIdx chakra() {
+    const uint32_t upper = static_cast<uint32_t>(
+        std::lower_bound(t_.ts.begin(), t_.ts.end(), launch_.ts) - t_.ts.begin());
+    auto [first, last] = t_.with_external_id(gpu_.external_id);
+    for (auto it = last; it != first;) {
+      --it;
+      if (it->second < upper && usable(it->second)) return t_.ops[it->second];
+    }
+    return nearest_before(upper);
+  }
+
+  // The default rule: ops starting at or before the launch, the last with the GPU op's External
+  // id that encloses the launch, else the innermost enclosing op, else (`*outside` set) the
+  // nearest one.
+  DeviceEventIdx by_default(bool* outside) {
+    const uint32_t upper = static_cast<uint32_t>(
+        std::upper_bound(t_.ts.begin(), t_.ts.end(), launch_.ts) - t_.ts.begin());
+    if (gpu_.has(kHasExternalId)) {
+      auto [first, last] = t_.with_external_id(gpu_.external_id);
+      for (auto it = last; it != first;) {
+        --it;
+        if (it->second < upper && usable(it->second) && encloses(it->second)) {
+          return t_.ops[it->second];
+        }
+      }
+    }
+    if (upper == 0) return {};
+    // Innermost enclosing op: walk up the nesting forest from the last op starting before.
+    for (int32_t p = static_cast<int32_t>(upper - 1); p >= 0;
+         p = t_.parent[static_cast<size_t>(p)]) {
+      if (encloses(static_cast<uint32_t>(p)) && usable(static_cast<uint32_t>(p))) {
+        return t_.ops[static_cast<size_t>(p)];
+      }
+    }
+    const DeviceEventIdx nearest = nearest_before(upper);
+    *outside = nearest.valid();
+    return nearest;
+  }
+
+ private:
+  // NCCL kernels skip `nccl:coalesced` ops; the (long) kernel name is only scanned when such an
+  // op is a candidate.
+  bool usable(uint32_t p) {
+    if (trace_[t_.ops[p]].name != "nccl:coalesced") return true;
+    if (nccl_ < 0) nccl_ = contains_nccl_ci(gpu_.name) ? 1 : 0;
+    return nccl_ == 0;
+  }
+  bool encloses(uint32_t p) const {
+    const DeviceEvent& c = trace_[t_.ops[p]];
+    return c.ts <= launch_.ts && c.end() >= launch_.ts;
+  }
+  // The last usable op before position `upper`.
+  DeviceEventIdx nearest_before(uint32_t upper) {
+    for (uint32_t p = upper; p-- > 0;) {
+      if (usable(p)) return t_.ops[p];
+    }
+    return {};
+  }
+
+  const DeviceTrace& trace_;
+  const ThreadIndex& t_;
+  const DeviceEvent& gpu_;
+  const DeviceEvent& launch_;
+  int nccl_ = -1;
 };
 
 }  // namespace
@@ -101,67 +235,15 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
   LauncherLinks out;
   out.launch_of.assign(trace.events.size(), DeviceEventIdx{});
   out.cpu_op_of.assign(trace.events.size(), DeviceEventIdx{});
-
-  // correlation -> launch event (the first one wins; later duplicates are counted).
-  KeyIndex launch_by_correlation(trace.launches.size());
-  // Before the lookup of order[k]'s correlation: the table line of the key kAhead further, and
-  // the event twice as far ahead (the key is read from it).
-  constexpr size_t kAhead = 8;
-  auto prefetch_ahead = [&](const std::vector<DeviceEventIdx>& order, size_t k) {
-    if (k + 2 * kAhead < order.size())
-      __builtin_prefetch(&trace[order[k + 2 * kAhead]].correlation);
-    if (k + kAhead < order.size()) {
-      launch_by_correlation.prefetch(static_cast<uint64_t>(trace[order[k + kAhead]].correlation));
-    }
-  };
-  for (size_t k = 0; k < trace.launches.size(); ++k) {
-    prefetch_ahead(trace.launches, k);
-    const DeviceEventIdx idx = trace.launches[k];
-    const DeviceEvent& e = trace[idx];
-    if (!is_launch_name(e.name, compat)) continue;
-    auto [first, inserted] =
-        launch_by_correlation.try_emplace(static_cast<uint64_t>(e.correlation), idx.value);
-    if (!inserted) {
-      ++out.duplicate_correlations;
-      stats.add(StatKind::kDuplicateCorrelationId,
-                fmt::format("correlation {} on '{}' at byte {} (first at byte {})", e.correlation,
-                            e.name, e.byte_offset, trace[DeviceEventIdx{*first}].byte_offset));
-    }
-  }
-
-  // Per-thread index of CPU ops, with the nesting forest for the default rule.
+  const KeyIndex launch_by_correlation = index_launches(trace, compat, out, stats);
   std::unordered_map<int64_t, ThreadIndex> threads;
   for (auto& ops : cpu_ops_by_thread(trace)) {
-    ThreadIndex& t = threads[trace[ops.front()].tid];
-    t.ops = std::move(ops);
-    // Nesting order (parents before the ops they contain); Chakra's rule keeps file order.
-    if (compat == Compat::kDefault) sort_in_nesting_order(trace, t.ops);
-    t.ts.reserve(t.ops.size());
-    for (DeviceEventIdx i : t.ops) t.ts.push_back(trace[i].ts);
-    t.by_external_id.reserve(t.ops.size());
-    for (uint32_t p = 0; p < t.ops.size(); ++p)
-      t.by_external_id.emplace_back(trace[t.ops[p]].external_id, p);
-    // External ids count up with time: usually sorted already.
-    if (!std::is_sorted(t.by_external_id.begin(), t.by_external_id.end())) {
-      std::sort(t.by_external_id.begin(), t.by_external_id.end());
-    }
-    t.parent.assign(t.ops.size(), -1);
-    // Ops are in ts order; an op's enclosing op is the innermost open op that contains it.
-    std::vector<uint32_t> open;
-    for (uint32_t p = 0; p < t.ops.size(); ++p) {
-      const DeviceEvent& e = trace[t.ops[p]];
-      while (!open.empty()) {
-        const DeviceEvent& top = trace[t.ops[open.back()]];
-        if (e.ts >= top.ts && e.end() <= top.end()) break;
-        open.pop_back();
-      }
-      if (!open.empty()) t.parent[p] = static_cast<int32_t>(open.back());
-      open.push_back(p);
-    }
+    const int64_t tid = trace[ops.front()].tid;
+    threads[tid] = index_thread(trace, compat, std::move(ops));
   }
 
   for (size_t k = 0; k < trace.gpu_ops.size(); ++k) {
-    prefetch_ahead(trace.gpu_ops, k);
+    prefetch_ahead(trace, launch_by_correlation, trace.gpu_ops, k);
     const DeviceEventIdx idx = trace.gpu_ops[k];
     const DeviceEvent& g = trace[idx];
     if (compat == Compat::kChakra && g.cat == DeviceCategory::kGpuMemset) {
@@ -180,78 +262,15 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkS
     }
     const DeviceEvent& launch = trace[launch_idx];
     out.launch_of[idx.value] = launch_idx;
-    auto tit = threads.find(launch.tid);
     DeviceEventIdx parent;
-    if (tit != threads.end()) {
-      const ThreadIndex& t = tit->second;
-      // NCCL kernels skip `nccl:coalesced` ops; the (long) kernel name is only scanned when such
-      // an op is a candidate.
-      int nccl = -1;
-      auto usable = [&](uint32_t p) {
-        if (trace[t.ops[p]].name != "nccl:coalesced") return true;
-        if (nccl < 0) nccl = contains_nccl_ci(g.name) ? 1 : 0;
-        return nccl == 0;
-      };
-      if (compat == Compat::kChakra) {
-        // Ops starting strictly before the launch.
-        uint32_t upper = static_cast<uint32_t>(
-            std::lower_bound(t.ts.begin(), t.ts.end(), launch.ts) - t.ts.begin());
-        auto [first, last] = t.with_external_id(g.external_id);
-        // The last op with this External id starting before the launch (positions ascending).
-        for (auto it = last; it != first;) {
-          --it;
-          if (it->second < upper && usable(it->second)) {
-            parent = t.ops[it->second];
-            break;
-          }
-        }
-        if (!parent.valid()) {
-          for (uint32_t p = upper; p-- > 0;) {
-            if (usable(p)) {
-              parent = t.ops[p];
-              break;
-            }
-          }
-        }
-      } else {
-        // Ops starting at or before the launch.
-        uint32_t upper = static_cast<uint32_t>(
-            std::upper_bound(t.ts.begin(), t.ts.end(), launch.ts) - t.ts.begin());
-        auto encloses = [&](uint32_t p) {
-          const DeviceEvent& c = trace[t.ops[p]];
-          return c.ts <= launch.ts && c.end() >= launch.ts;
-        };
-        if (g.has(kHasExternalId)) {
-          auto [first, last] = t.with_external_id(g.external_id);
-          for (auto it = last; it != first;) {
-            --it;
-            if (it->second < upper && usable(it->second) && encloses(it->second)) {
-              parent = t.ops[it->second];
-              break;
-            }
-          }
-        }
-        if (!parent.valid() && upper > 0) {
-          // Innermost enclosing op: walk up the nesting forest from the last op starting before.
-          for (int32_t p = static_cast<int32_t>(upper - 1); p >= 0;
-               p = t.parent[static_cast<size_t>(p)]) {
-            if (encloses(static_cast<uint32_t>(p)) && usable(static_cast<uint32_t>(p))) {
-              parent = t.ops[static_cast<size_t>(p)];
-              break;
-            }
-          }
-          if (!parent.valid()) {
-            for (uint32_t p = upper; p-- > 0;) {
-              if (usable(p)) {
-                parent = t.ops[p];
-                stats.add(StatKind::kGpuOpLaunchedOutsideCpuOp,
-                          fmt::format("'{}' launched at byte {}; nearest preceding CPU op used",
-                                      g.name, launch.byte_offset));
-                break;
-              }
-            }
-          }
-        }
+    if (auto tit = threads.find(launch.tid); tit != threads.end()) {
+      LauncherSearch search(trace, tit->second, g, launch);
+      bool outside = false;
+      parent = compat == Compat::kChakra ? search.chakra() : search.by_default(&outside);
+      if (outside) {
+        stats.add(StatKind::kGpuOpLaunchedOutsideCpuOp,
+                  fmt::format("'{}' launched at byte {}; nearest preceding CPU op used", g.name,
+                              launch.byte_offset));
       }
     }
     if (!parent.valid()) {

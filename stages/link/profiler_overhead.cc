@@ -82,6 +82,142 @@ struct Boundary {
   }
 };
 
+// The start and end boundaries of every host event that has a cost, by time (and the threads
+// they are on, by (pid, tid) in order of first appearance); counts those events.
+std::vector<Boundary> host_boundaries(const std::vector<DeviceEvent>& ev,
+                                      const ProfilerCosts& costs, size_t* threads,
+                                      uint64_t* host_events) {
+  std::unordered_map<uint64_t, uint32_t> thread_slot;
+  std::vector<Boundary> bounds;
+  for (uint32_t i = 0; i < ev.size(); ++i) {
+    const DeviceEvent& e = ev[i];
+    if (!is_host_event(e)) continue;
+    const uint64_t key = (static_cast<uint64_t>(e.pid) << 32) ^ static_cast<uint64_t>(e.tid);
+    const uint32_t thread =
+        thread_slot.try_emplace(key, static_cast<uint32_t>(thread_slot.size())).first->second;
+    bounds.push_back({e.ts, thread, 1, i});
+    bounds.push_back({e.end(), thread, 0, i});
+    *host_events += cost_of(e, costs) > 0;
+  }
+  std::sort(bounds.begin(), bounds.end());
+  *threads = thread_slot.size();
+  return bounds;
+}
+
+// The sweep over the boundaries in time order, one instant of one thread at a time: the host
+// events' new starts and ends, with their costs taken out.
+class HostWarp {
+ public:
+  HostWarp(const std::vector<DeviceEvent>& ev, const ProfilerCosts& costs, TimeNs gap_threshold,
+           size_t threads, TimeNs first)
+      : new_ts(ev.size()),
+        new_end(ev.size()),
+        ev_(ev),
+        costs_(costs),
+        gap_threshold_(gap_threshold),
+        warp_(threads) {
+    for (ThreadWarp& w : warp_) w.first = first;
+  }
+
+  void run(const std::vector<Boundary>& bounds) {
+    for (size_t k = 0; k < bounds.size();) {
+      const TimeNs t = bounds[k].t;
+      const uint32_t th = bounds[k].thread;
+      size_t end_of_ends = k;
+      while (end_of_ends < bounds.size() && bounds[end_of_ends].t == t &&
+             bounds[end_of_ends].thread == th && !bounds[end_of_ends].is_start) {
+        ++end_of_ends;
+      }
+      if (end_of_ends > k) place_ends(bounds, k, end_of_ends);
+      size_t end_of_starts = end_of_ends;
+      while (end_of_starts < bounds.size() && bounds[end_of_starts].t == t &&
+             bounds[end_of_starts].thread == th) {
+        ++end_of_starts;
+      }
+      if (end_of_starts > end_of_ends) place_starts(bounds, end_of_ends, end_of_starts);
+      k = end_of_starts;
+    }
+  }
+
+  std::vector<TimeNs> new_ts, new_end;  // by event
+
+ private:
+  // bounds[from, to): ends at one instant of one thread; their exit costs come after them.
+  void place_ends(const std::vector<Boundary>& bounds, size_t from, size_t to) {
+    const TimeNs t = bounds[from].t;
+    ThreadWarp& w = warp_[bounds[from].thread];
+    const TimeNs at = w.place(t, 0);
+    TimeNs exit = 0;
+    for (size_t j = from; j < to; ++j) {
+      new_end[bounds[j].event] = at;
+      exit += cost_of(ev_[bounds[j].event], costs_) / 2;
+    }
+    w.removed += exit;
+    for (size_t j = from; j < to; ++j) w.open -= !ev_[bounds[j].event].has(kProfilerStep);
+    w.last_end = t;
+  }
+
+  // bounds[from, to): starts at one instant of one thread; their entry costs come before them.
+  // A thread that wakes up (nothing open, after a gap) has lost at least what the thread that
+  // started an op last had.
+  void place_starts(const std::vector<Boundary>& bounds, size_t from, size_t to) {
+    const TimeNs t = bounds[from].t;
+    const uint32_t th = bounds[from].thread;
+    ThreadWarp& w = warp_[th];
+    const bool idle_long =
+        w.last_end == std::numeric_limits<TimeNs>::min() || t - w.last_end > gap_threshold_;
+    const bool woken = w.open == 0 && (!w.started || idle_long);
+    if (woken) {
+      const LastStart& by = latest_.thread != th ? latest_ : previous_;
+      if (by.thread != UINT32_MAX && by.t < t)
+        w.removed = std::max(w.removed, warp_[by.thread].removed);
+    }
+    TimeNs entry = 0;
+    for (size_t j = from; j < to; ++j) entry += cost_of(ev_[bounds[j].event], costs_) / 2;
+    const TimeNs at = w.place(t, entry);
+    for (size_t j = from; j < to; ++j) new_ts[bounds[j].event] = at;
+    // A ProfilerStep annotation spans the step: it leaves its thread idle for the wake-up rule.
+    for (size_t j = from; j < to; ++j) w.open += !ev_[bounds[j].event].has(kProfilerStep);
+    w.started = true;
+    if (latest_.thread != th) previous_ = latest_;
+    latest_ = {th, t};
+  }
+
+  // The last two starts on distinct threads: the thread that started an op last before an
+  // instant (other than a given one) is one of them.
+  struct LastStart {
+    uint32_t thread = UINT32_MAX;
+    TimeNs t = 0;
+  };
+
+  const std::vector<DeviceEvent>& ev_;
+  const ProfilerCosts& costs_;
+  const TimeNs gap_threshold_;
+  std::vector<ThreadWarp> warp_;
+  LastStart latest_, previous_;
+};
+
+// The host events' new times; what a runtime call launched moves with it.
+void apply_warp(std::vector<DeviceEvent>& ev, const HostWarp& warp) {
+  std::unordered_map<int64_t, TimeNs> shift_of_correlation;
+  for (uint32_t i = 0; i < ev.size(); ++i) {
+    DeviceEvent& e = ev[i];
+    if (!is_host_event(e)) continue;
+    if (e.has(kHasCorrelation) &&
+        (e.cat == DeviceCategory::kCudaRuntime || e.cat == DeviceCategory::kCudaDriver)) {
+      shift_of_correlation.emplace(e.correlation, e.ts - warp.new_ts[i]);
+    }
+    e.dur = warp.new_end[i] - warp.new_ts[i];
+    e.ts = warp.new_ts[i];
+  }
+  for (DeviceEvent& e : ev) {
+    if (is_host_event(e) || !e.has(kHasCorrelation)) continue;
+    if (auto it = shift_of_correlation.find(e.correlation); it != shift_of_correlation.end()) {
+      e.ts -= it->second;
+    }
+  }
+}
+
 TimeNs step_of(const DeviceTrace& trace) {
   TimeNs first = std::numeric_limits<TimeNs>::max(), last = std::numeric_limits<TimeNs>::min();
   for (const DeviceEvent& e : trace.events) {
@@ -118,98 +254,12 @@ OverheadRemoval remove_profiler_overhead(DeviceTrace& trace, const ProfilerCosts
     out.step = out.recorded_step;
     return out;
   }
-  auto& ev = trace.events;
-  // Host threads, by (pid, tid) in order of first appearance.
-  std::unordered_map<uint64_t, uint32_t> thread_slot;
-  std::vector<Boundary> bounds;
-  for (uint32_t i = 0; i < ev.size(); ++i) {
-    const DeviceEvent& e = ev[i];
-    if (!is_host_event(e)) continue;
-    const uint64_t key = (static_cast<uint64_t>(e.pid) << 32) ^ static_cast<uint64_t>(e.tid);
-    const uint32_t thread =
-        thread_slot.try_emplace(key, static_cast<uint32_t>(thread_slot.size())).first->second;
-    bounds.push_back({e.ts, thread, 1, i});
-    bounds.push_back({e.end(), thread, 0, i});
-    out.host_events += cost_of(e, costs) > 0;
-  }
-  std::sort(bounds.begin(), bounds.end());
-  std::vector<ThreadWarp> warp(thread_slot.size());
-  for (ThreadWarp& w : warp) w.first = bounds.empty() ? 0 : bounds.front().t;
-  std::vector<TimeNs> new_ts(ev.size()), new_end(ev.size());
-  // The last two starts on distinct threads: the thread that started an op last before an instant
-  // (other than a given one) is one of them.
-  struct LastStart {
-    uint32_t thread = UINT32_MAX;
-    TimeNs t = 0;
-  } latest, previous;
-  for (size_t k = 0; k < bounds.size();) {
-    const TimeNs t = bounds[k].t;
-    const uint32_t th = bounds[k].thread;
-    ThreadWarp& w = warp[th];
-    size_t end_of_ends = k;
-    while (end_of_ends < bounds.size() && bounds[end_of_ends].t == t &&
-           bounds[end_of_ends].thread == th && !bounds[end_of_ends].is_start) {
-      ++end_of_ends;
-    }
-    if (end_of_ends > k) {  // ends: their exit costs come after them
-      const TimeNs at = w.place(t, 0);
-      TimeNs exit = 0;
-      for (size_t j = k; j < end_of_ends; ++j) {
-        new_end[bounds[j].event] = at;
-        exit += cost_of(ev[bounds[j].event], costs) / 2;
-      }
-      w.removed += exit;
-      for (size_t j = k; j < end_of_ends; ++j) w.open -= !ev[bounds[j].event].has(kProfilerStep);
-      w.last_end = t;
-    }
-    size_t end_of_starts = end_of_ends;
-    while (end_of_starts < bounds.size() && bounds[end_of_starts].t == t &&
-           bounds[end_of_starts].thread == th) {
-      ++end_of_starts;
-    }
-    if (end_of_starts > end_of_ends) {  // starts: their entry costs come before them
-      const bool idle_long = w.last_end == std::numeric_limits<TimeNs>::min() ||
-                             t - w.last_end > gap_threshold;
-      const bool woken = w.open == 0 && (!w.started || idle_long);
-      if (woken) {
-        const LastStart& by = latest.thread != th ? latest : previous;
-        if (by.thread != UINT32_MAX && by.t < t)
-          w.removed = std::max(w.removed, warp[by.thread].removed);
-      }
-      TimeNs entry = 0;
-      for (size_t j = end_of_ends; j < end_of_starts; ++j) {
-        entry += cost_of(ev[bounds[j].event], costs) / 2;
-      }
-      const TimeNs at = w.place(t, entry);
-      for (size_t j = end_of_ends; j < end_of_starts; ++j) new_ts[bounds[j].event] = at;
-      // A ProfilerStep annotation spans the step: it leaves its thread idle for the wake-up rule.
-      for (size_t j = end_of_ends; j < end_of_starts; ++j) {
-        w.open += !ev[bounds[j].event].has(kProfilerStep);
-      }
-      w.started = true;
-      if (latest.thread != th) previous = latest;
-      latest = {th, t};
-    }
-    k = end_of_starts;
-  }
-  // The host events' new times; what a runtime call launched moves with it.
-  std::unordered_map<int64_t, TimeNs> shift_of_correlation;
-  for (uint32_t i = 0; i < ev.size(); ++i) {
-    DeviceEvent& e = ev[i];
-    if (!is_host_event(e)) continue;
-    if (e.has(kHasCorrelation) &&
-        (e.cat == DeviceCategory::kCudaRuntime || e.cat == DeviceCategory::kCudaDriver)) {
-      shift_of_correlation.emplace(e.correlation, e.ts - new_ts[i]);
-    }
-    e.dur = new_end[i] - new_ts[i];
-    e.ts = new_ts[i];
-  }
-  for (DeviceEvent& e : ev) {
-    if (is_host_event(e) || !e.has(kHasCorrelation)) continue;
-    if (auto it = shift_of_correlation.find(e.correlation); it != shift_of_correlation.end()) {
-      e.ts -= it->second;
-    }
-  }
+  size_t threads = 0;
+  const std::vector<Boundary> bounds =
+      host_boundaries(trace.events, costs, &threads, &out.host_events);
+  HostWarp warp(trace.events, costs, gap_threshold, threads, bounds.empty() ? 0 : bounds.front().t);
+  warp.run(bounds);
+  apply_warp(trace.events, warp);
   build_device_indices(trace);
   out.step = step_of(trace);
   return out;

@@ -465,27 +465,28 @@ class SequenceMatcher {
     return {{0, static_cast<uint32_t>(m), 0}};
   }
 
-  // Diagonal votes of the host k-grams occurring at most kMaxSeedOccurrences times.
-  static std::vector<Candidate> vote(const std::vector<uint32_t>& h, const DeviceThread& dt,
-                                     size_t k, uint32_t slack, std::pair<TimeNs, TimeNs> bounds) {
-    const std::vector<uint32_t>& d = dt.names;
-    const size_t n = h.size(), m = d.size();
-    if (k == 0 || n < k || m < k) return {};
+  // Visits (start, hash) of every k-gram of `s`, a rolling polynomial hash.
+  template <typename Visit>
+  static void for_each_gram(const std::vector<uint32_t>& s, size_t k, Visit&& visit) {
     constexpr uint64_t kBase = 0x100000001b3ull;
     uint64_t top = 1;  // kBase^(k-1)
     for (size_t t = 1; t < k; ++t) top *= kBase;
-    auto rolling = [&](const std::vector<uint32_t>& s, auto&& visit) {
-      uint64_t hash = 0;
-      for (size_t t = 0; t < s.size(); ++t) {
-        if (t >= k) hash -= (s[t - k] + 1ull) * top;
-        hash = hash * kBase + (s[t] + 1ull);
-        if (t + 1 >= k) visit(t + 1 - k, hash);
-      }
-    };
+    uint64_t hash = 0;
+    for (size_t t = 0; t < s.size(); ++t) {
+      if (t >= k) hash -= (s[t - k] + 1ull) * top;
+      hash = hash * kBase + (s[t] + 1ull);
+      if (t + 1 >= k) visit(t + 1 - k, hash);
+    }
+  }
+
+  // The host k-grams occurring at most kMaxSeedOccurrences times, as (hash, host position)
+  // sorted.
+  static std::vector<std::pair<uint64_t, uint32_t>> seed_grams(const std::vector<uint32_t>& h,
+                                                               size_t k) {
     std::vector<std::pair<uint64_t, uint32_t>> grams;  // (hash, host position)
-    grams.reserve(n);
-    rolling(h,
-            [&](size_t i, uint64_t hash) { grams.emplace_back(hash, static_cast<uint32_t>(i)); });
+    grams.reserve(h.size());
+    for_each_gram(
+        h, k, [&](size_t i, uint64_t hash) { grams.emplace_back(hash, static_cast<uint32_t>(i)); });
     std::sort(grams.begin(), grams.end());
     std::vector<std::pair<uint64_t, uint32_t>> seeds;
     for (size_t s = 0; s < grams.size();) {
@@ -495,11 +496,21 @@ class SequenceMatcher {
         seeds.insert(seeds.end(), grams.begin() + s, grams.begin() + e);
       s = e;
     }
+    return seeds;
+  }
+
+  // Diagonal votes of the host k-grams occurring at most kMaxSeedOccurrences times.
+  static std::vector<Candidate> vote(const std::vector<uint32_t>& h, const DeviceThread& dt,
+                                     size_t k, uint32_t slack, std::pair<TimeNs, TimeNs> bounds) {
+    const std::vector<uint32_t>& d = dt.names;
+    const size_t n = h.size(), m = d.size();
+    if (k == 0 || n < k || m < k) return {};
+    const std::vector<std::pair<uint64_t, uint32_t>> seeds = seed_grams(h, k);
     if (seeds.empty()) return {};
     // votes[j - i + n]: device position j of host position i.
     std::vector<uint32_t> votes(n + m + 1, 0);
     bool any = false;
-    rolling(d, [&](size_t j, uint64_t hash) {
+    for_each_gram(d, k, [&](size_t j, uint64_t hash) {
       auto it = std::lower_bound(seeds.begin(), seeds.end(), std::make_pair(hash, uint32_t{0}));
       for (; it != seeds.end() && it->first == hash; ++it) {
         ++votes[j + n - it->second];
@@ -507,7 +518,16 @@ class SequenceMatcher {
       }
     });
     if (!any) return {};
-    // Smooth over +-slack (insertions and deletions move the diagonal), then keep the peaks.
+    return peaks_of(votes, dt, n, slack, bounds);
+  }
+
+  // The candidates the votes (vote()) make: smoothed over +-slack (insertions and deletions move
+  // the diagonal), the peaks within a quarter of the best, apart from each other, whose window
+  // overlaps `bounds` in time.
+  static std::vector<Candidate> peaks_of(const std::vector<uint32_t>& votes, const DeviceThread& dt,
+                                         size_t n, uint32_t slack,
+                                         std::pair<TimeNs, TimeNs> bounds) {
+    const size_t m = dt.names.size();
     std::vector<uint64_t> prefix(votes.size() + 1, 0);
     for (size_t o = 0; o < votes.size(); ++o) prefix[o + 1] = prefix[o] + votes[o];
     auto smoothed = [&](size_t o) {
@@ -656,39 +676,11 @@ class SequenceMatcher {
     uint64_t considered = 0, skipped_device = 0;
     for (size_t h = 0; h < host_threads_.size(); ++h) {
       const HostThread& ht = host_threads_[h];
-      ThreadMatch tm;
-      tm.host_tid = ht.tid;
-      tm.host_ops = ht.ops.size();
-      tm.windows_considered = windows_considered_[h];
       considered += ht.ops.size();
       for (HostNodeIdx i : ht.ops) map.host_ops_with_rf_id += host_.nodes[i.value].rf_id != 0;
-      if (device_of_thread_[h] != kNoThread) {
-        const DeviceThread& dt = device_threads_[device_of_thread_[h]];
-        tm.paired = true;
-        tm.device_pid = dt.pid;
-        tm.device_tid = dt.tid;
-        tm.device_ops = dt.ops.size();
-        const Placement& p = placements[h];
-        if (p.valid && p.lo < p.hi) {
-          tm.window_begin = p.lo;
-          tm.window_end = p.hi;
-          tm.window_ts_begin = dt.ts[p.lo];
-          for (uint32_t j = p.lo; j < p.hi; ++j)
-            tm.window_ts_end = std::max(tm.window_ts_end, dev_[dt.ops[j]].end());
-        }
-        skipped_device += p.skipped;
-        for (const Pair& pr : p.pairs) {
-          const HostNodeIdx hi = ht.ops[pr.first];
-          const DeviceEventIdx di = dt.ops[pr.second];
-          if (!reach.empty() && !reach[hi.value]) {
-            ++map.unreachable;
-            continue;
-          }
-          map.device_of[hi.value] = di;
-          map.host_of[di.value] = hi;
-          ++tm.matched;
-          all.add(host_.nodes[hi.value].id, dev_[di].ts);
-        }
+      ThreadMatch tm = match_thread(h, placements[h], reach, map, all);
+      if (tm.paired) {
+        skipped_device += placements[h].skipped;
       } else if (!ht.ops.empty()) {
         stats_.add(StatKind::kSeqHostThreadWithoutDeviceThread,
                    fmt::format("host tid {} ({} ops)", ht.tid, ht.ops.size()));
@@ -697,8 +689,61 @@ class SequenceMatcher {
       map.threads.push_back(tm);
     }
     map.candidates = considered;
+    count_unmatched(map, reach);
+    stats_.add_count(StatKind::kSeqDeviceOpSkipped, skipped_device);
+    all.sort();
+    uint64_t out_of_order = 0;  // ops matched out of time order across threads
+    for (uint32_t i = 0; i < host_.nodes.size(); ++i) {
+      DeviceEventIdx e = map.device_of[i];
+      if (e.valid() && !all.consistent(host_.nodes[i].id, dev_[e].ts)) ++out_of_order;
+    }
+    stats_.add_count(StatKind::kSeqOutOfStartOrder, out_of_order);
+    if (iterations_ > 0) {
+      stats_.add_count(StatKind::kSeqAnnotationIterations, iterations_);
+    }
+    CF_RETURN_IF_ERROR(check_rates(map, considered - map.unreachable));
+    return map;
+  }
 
-    // Unmatched host ops, with examples; ops matched out of time order across threads.
+  // Host thread h's pairs, placed by `p`, into the map (and `all`), but for ops the root does not
+  // reach (Chakra mode: counted); its line of the report.
+  ThreadMatch match_thread(size_t h, const Placement& p, const std::vector<bool>& reach,
+                           HostDeviceMap& map, PlacedOps& all) const {
+    const HostThread& ht = host_threads_[h];
+    ThreadMatch tm;
+    tm.host_tid = ht.tid;
+    tm.host_ops = ht.ops.size();
+    tm.windows_considered = windows_considered_[h];
+    if (device_of_thread_[h] == kNoThread) return tm;
+    const DeviceThread& dt = device_threads_[device_of_thread_[h]];
+    tm.paired = true;
+    tm.device_pid = dt.pid;
+    tm.device_tid = dt.tid;
+    tm.device_ops = dt.ops.size();
+    if (p.valid && p.lo < p.hi) {
+      tm.window_begin = p.lo;
+      tm.window_end = p.hi;
+      tm.window_ts_begin = dt.ts[p.lo];
+      for (uint32_t j = p.lo; j < p.hi; ++j)
+        tm.window_ts_end = std::max(tm.window_ts_end, dev_[dt.ops[j]].end());
+    }
+    for (const Pair& pr : p.pairs) {
+      const HostNodeIdx hi = ht.ops[pr.first];
+      const DeviceEventIdx di = dt.ops[pr.second];
+      if (!reach.empty() && !reach[hi.value]) {
+        ++map.unreachable;
+        continue;
+      }
+      map.device_of[hi.value] = di;
+      map.host_of[di.value] = hi;
+      ++tm.matched;
+      all.add(host_.nodes[hi.value].id, dev_[di].ts);
+    }
+    return tm;
+  }
+
+  // Unmatched host ops (that the root reaches), counted, with examples.
+  void count_unmatched(const HostDeviceMap& map, const std::vector<bool>& reach) {
     uint64_t unmatched = 0;
     for (const HostThread& ht : host_threads_) {
       for (HostNodeIdx i : ht.ops) {
@@ -715,19 +760,6 @@ class SequenceMatcher {
     if (unmatched > LinkStats::kMaxExamples) {
       stats_.add_count(StatKind::kSeqHostOpWithoutDeviceOp, unmatched - LinkStats::kMaxExamples);
     }
-    stats_.add_count(StatKind::kSeqDeviceOpSkipped, skipped_device);
-    all.sort();
-    uint64_t out_of_order = 0;
-    for (uint32_t i = 0; i < host_.nodes.size(); ++i) {
-      DeviceEventIdx e = map.device_of[i];
-      if (e.valid() && !all.consistent(host_.nodes[i].id, dev_[e].ts)) ++out_of_order;
-    }
-    stats_.add_count(StatKind::kSeqOutOfStartOrder, out_of_order);
-    if (iterations_ > 0) {
-      stats_.add_count(StatKind::kSeqAnnotationIterations, iterations_);
-    }
-    CF_RETURN_IF_ERROR(check_rates(map, considered - map.unreachable));
-    return map;
   }
 
   Status check_rates(const HostDeviceMap& map, uint64_t considered) const {

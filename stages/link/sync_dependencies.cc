@@ -270,97 +270,26 @@ class SyncResolver {
     call.call = idx;
     call.kind = kind;
     call.targets_begin = static_cast<uint32_t>(out.targets.size());
-    const SyncRecord* rec = nullptr;
-    if (c.has(kHasCorrelation)) {
-      auto it = records_.find(c.correlation);
-      if (it != records_.end() && it->second.kind == kind) rec = &it->second;
-    }
+    const SyncRecord* rec = record_of(c, kind);
     if (rec) call.record = rec->event;
 
     std::vector<DeviceEventIdx> targets;
     switch (kind) {
-      case SyncKind::kDevice: {
-        std::optional<int64_t> device;
-        if (rec) {
-          device = rec->device;
-        } else if (devices_.size() <= 1) {
-          device = devices_.empty() ? 0 : *devices_.begin();
-        } else if (const Launched* last = thread_last_launch(c, idx)) {
-          device = trace_[last->gpu].device;
-          call.inferred = true;
-        } else {
-          call.problem = SyncProblem::kUnknownStream;
-        }
-        if (device) {
-          for (const auto& [key, ops] : by_stream_) {
-            if (key.first != *device) continue;
-            if (const Launched* l = last_launched_before(ops, c, idx)) targets.push_back(l->gpu);
-          }
-        }
+      case SyncKind::kDevice:
+        device_targets(c, idx, rec, call, targets);
         break;
-      }
-      case SyncKind::kStream: {
-        std::optional<StreamKey> key;
-        if (rec) {
-          key = StreamKey{rec->device, rec->stream};
-        } else if (const Launched* last = thread_last_launch(c, idx)) {
-          key = stream_of(trace_[last->gpu]);
-          call.inferred = true;
-        } else {
-          call.problem = SyncProblem::kUnknownStream;
-        }
-        if (key) {
-          auto it = by_stream_.find(*key);
-          if (it != by_stream_.end()) {
-            if (const Launched* l = last_launched_before(it->second, c, idx))
-              targets.push_back(l->gpu);
-          }
-        }
+      case SyncKind::kStream:
+        stream_targets(c, idx, rec, call, targets);
         break;
-      }
       case SyncKind::kEvent:
-      case SyncKind::kStreamWait: {
-        if (!rec) {
-          call.problem = SyncProblem::kNoSyncRecord;
-          break;
-        }
-        if (rec->record_correlation < 0) break;  // the event was never recorded
-        auto rit = event_records_.find(rec->record_correlation);
-        if (rit == event_records_.end()) {
-          call.problem = SyncProblem::kRecordNotInTrace;
-          break;
-        }
-        StreamKey source{rec->device, rec->wait_on_stream};
-        if (kind == SyncKind::kStreamWait && rec->stream == rec->wait_on_stream) {
-          call.problem = SyncProblem::kSameStream;
-          break;
-        }
-        auto it = by_stream_.find(source);
-        if (it != by_stream_.end()) {
-          if (const Launched* l =
-                  last_launched_before(it->second, trace_[rit->second], rit->second))
-            targets.push_back(l->gpu);
-        }
+      case SyncKind::kStreamWait:
+        event_targets(kind, rec, call, targets);
         break;
-      }
     }
-
-    // The waiter.
-    if (!targets.empty()) {
-      if (kind == SyncKind::kStreamWait) {
-        auto it = by_stream_.find(StreamKey{rec->device, rec->stream});
-        if (it != by_stream_.end()) {
-          if (const Launched* l = first_launched_after(it->second, c, idx)) call.waiter = l->gpu;
-        }
-      } else {
-        auto it = cpu_by_thread_.find(c.tid);
-        if (it != cpu_by_thread_.end())
-          call.waiter = first_op_starting_at_or_after(trace_, it->second, c.end());
-      }
-    }
+    if (!targets.empty()) call.waiter = waiter_of(c, idx, kind, rec);
 
     // Never a dependency on a later op: drop the targets the timestamps contradict.
-    size_t before = targets.size();
+    const size_t before = targets.size();
     std::erase_if(targets, [&](DeviceEventIdx t) {
       const DeviceEvent& g = trace_[t];
       if (kind != SyncKind::kStreamWait && g.end() > c.end()) return true;
@@ -393,6 +322,95 @@ class SyncResolver {
   }
 
  private:
+  // The call's cuda_sync record, when it has one of its kind.
+  const SyncRecord* record_of(const DeviceEvent& c, SyncKind kind) const {
+    if (!c.has(kHasCorrelation)) return nullptr;
+    auto it = records_.find(c.correlation);
+    return it != records_.end() && it->second.kind == kind ? &it->second : nullptr;
+  }
+
+  // A device sync waits on the last op launched before it on every stream of its device: the
+  // record's, else the only device, else the device of the thread's last launch (inferred).
+  void device_targets(const DeviceEvent& c, DeviceEventIdx idx, const SyncRecord* rec,
+                      SyncCall& call, std::vector<DeviceEventIdx>& targets) const {
+    std::optional<int64_t> device;
+    if (rec) {
+      device = rec->device;
+    } else if (devices_.size() <= 1) {
+      device = devices_.empty() ? 0 : *devices_.begin();
+    } else if (const Launched* last = thread_last_launch(c, idx)) {
+      device = trace_[last->gpu].device;
+      call.inferred = true;
+    } else {
+      call.problem = SyncProblem::kUnknownStream;
+    }
+    if (!device) return;
+    for (const auto& [key, ops] : by_stream_) {
+      if (key.first != *device) continue;
+      if (const Launched* l = last_launched_before(ops, c, idx)) targets.push_back(l->gpu);
+    }
+  }
+
+  // A stream sync waits on the last op launched before it on the record's stream, else on the
+  // stream of the thread's last launch (inferred).
+  void stream_targets(const DeviceEvent& c, DeviceEventIdx idx, const SyncRecord* rec,
+                      SyncCall& call, std::vector<DeviceEventIdx>& targets) const {
+    std::optional<StreamKey> key;
+    if (rec) {
+      key = StreamKey{rec->device, rec->stream};
+    } else if (const Launched* last = thread_last_launch(c, idx)) {
+      key = stream_of(trace_[last->gpu]);
+      call.inferred = true;
+    } else {
+      call.problem = SyncProblem::kUnknownStream;
+    }
+    if (!key) return;
+    auto it = by_stream_.find(*key);
+    if (it == by_stream_.end()) return;
+    if (const Launched* l = last_launched_before(it->second, c, idx)) targets.push_back(l->gpu);
+  }
+
+  // An event sync or a stream wait waits on the last op launched before the event's record, on
+  // the stream it was recorded on.
+  void event_targets(SyncKind kind, const SyncRecord* rec, SyncCall& call,
+                     std::vector<DeviceEventIdx>& targets) const {
+    if (!rec) {
+      call.problem = SyncProblem::kNoSyncRecord;
+      return;
+    }
+    if (rec->record_correlation < 0) return;  // the event was never recorded
+    auto rit = event_records_.find(rec->record_correlation);
+    if (rit == event_records_.end()) {
+      call.problem = SyncProblem::kRecordNotInTrace;
+      return;
+    }
+    StreamKey source{rec->device, rec->wait_on_stream};
+    if (kind == SyncKind::kStreamWait && rec->stream == rec->wait_on_stream) {
+      call.problem = SyncProblem::kSameStream;
+      return;
+    }
+    auto it = by_stream_.find(source);
+    if (it == by_stream_.end()) return;
+    if (const Launched* l = last_launched_before(it->second, trace_[rit->second], rit->second)) {
+      targets.push_back(l->gpu);
+    }
+  }
+
+  // The op that waits: for a stream wait, the first op launched after it on the waiting stream;
+  // otherwise the first CPU op of the call's thread once it has returned.
+  DeviceEventIdx waiter_of(const DeviceEvent& c, DeviceEventIdx idx, SyncKind kind,
+                           const SyncRecord* rec) const {
+    if (kind == SyncKind::kStreamWait) {
+      auto it = by_stream_.find(StreamKey{rec->device, rec->stream});
+      if (it == by_stream_.end()) return {};
+      const Launched* l = first_launched_after(it->second, c, idx);
+      return l ? l->gpu : DeviceEventIdx{};
+    }
+    auto it = cpu_by_thread_.find(c.tid);
+    if (it == cpu_by_thread_.end()) return {};
+    return first_op_starting_at_or_after(trace_, it->second, c.end());
+  }
+
   // The last GPU op the call's thread launched before it.
   const Launched* thread_last_launch(const DeviceEvent& c, DeviceEventIdx idx) const {
     auto it = by_thread_.find(c.tid);
