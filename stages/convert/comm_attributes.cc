@@ -257,6 +257,106 @@ void CommTyper::assign_cpu_collective(uint32_t index, ChakraNodeRecord& record,
   }
 }
 
+namespace {
+
+// How a GPU kernel communicates, as its name and its launcher say.
+struct KernelComm {
+  ChakraNodeType type = ChakraNodeType::kCommColl;
+  std::optional<CollectiveType> coll;
+  const EtPlusNode* rpc = nullptr;  // the launching record_param_comms node
+  std::string_view pg_name;
+};
+
+// The collective of a kernel typed kCommColl: from its name (Chakra's rules first in Chakra
+// mode), else from its launching op, which may say it is a send or a recv (k.type changes).
+// False when it stays unknown (counted).
+bool type_collective(const EtPlusTrace& t, const EtPlusNode& n, const EtPlusNode* parent,
+                     bool chakra, bool sendrecv, KernelComm& k, LinkStats& stats) {
+  if (chakra) {
+    k.coll = chakra_collective_type(n.name);
+    if (!k.coll) stats.add(StatKind::kCommCollectiveChakraUntyped, std::string(n.name));
+  }
+  if (!k.coll) k.coll = collective_type_from_name(n.name);
+  if (!k.coll && sendrecv) k.coll = CollectiveType::kAllToAll;
+  if (!k.coll && parent != nullptr) {
+    // The kernel name says nothing: ask the launching op (record_param_comms' collective_name,
+    // the op's name, or the op above record_param_comms).
+    std::string_view candidates[3] = {t.collective_name(*parent), parent->name, {}};
+    if (parent->name == "record_param_comms" && parent->parent != kNoNode) {
+      candidates[2] = t.nodes[parent->parent].name;
+    }
+    for (std::string_view c : candidates) {
+      if (c.empty() || k.coll) continue;
+      k.coll = collective_type_from_name(c);
+      if (!k.coll) {
+        P2pDirection d = p2p_direction_from_name(c);
+        if (d != P2pDirection::kNone) {
+          k.type = d == P2pDirection::kSend ? ChakraNodeType::kCommSend : ChakraNodeType::kCommRecv;
+          break;
+        }
+      }
+    }
+    if (k.coll || k.type != ChakraNodeType::kCommColl) {
+      stats.add(StatKind::kCommCollectiveTypedFromLauncher, std::string(n.name));
+    }
+  }
+  if (!k.coll && k.type == ChakraNodeType::kCommColl) {
+    stats.add(StatKind::kCommCollectiveUnknown, std::string(n.name));
+    return false;
+  }
+  return true;
+}
+
+// A GPU kernel's communication, nullopt for a compute kernel (or an unknown collective,
+// counted): NCCL SendRecv kernels are typed by the op that launched them (through
+// record_param_comms), every other NCCL kernel is a collective.
+std::optional<KernelComm> kernel_comm(const EtPlusTrace& t, const EtPlusNode& n, bool chakra,
+                                      LinkStats& stats) {
+  const EtPlusNode* parent = n.parent != kNoNode ? &t.nodes[n.parent] : nullptr;
+  KernelComm k;
+  k.pg_name = t.pg_name(n);
+  // Every name below contains "nccl": one scan rules the four out for the other kernels.
+  const bool nccl = contains(n.name, "nccl");
+  const bool sendrecv = nccl && (contains(n.name, "ncclDevKernel_SendRecv") ||
+                                 (!chakra && contains(n.name, "ncclKernel_SendRecv")));
+  const bool comm_kernel =
+      nccl && (contains(n.name, "ncclKernel") || contains(n.name, "ncclDevKernel"));
+  std::optional<ChakraNodeType> type;
+  if (sendrecv && parent != nullptr) {
+    std::string_view keyword = parent->name;
+    if (parent->name == "record_param_comms") {
+      k.rpc = parent;
+      if (parent->parent != kNoNode) {
+        keyword = t.nodes[parent->parent].name;
+      } else if (chakra) {
+        stats.add(StatKind::kCommSendRecvChakraUntyped, fmt::format("node {}", n.id));
+      }
+      // Chakra copies the record_param_comms' pg_name onto the kernel (a side effect of typing).
+      if (!t.pg_name(*parent).empty()) k.pg_name = t.pg_name(*parent);
+    }
+    if (contains(keyword, "send")) {
+      type = ChakraNodeType::kCommSend;
+    } else if (contains(keyword, "recv")) {
+      type = ChakraNodeType::kCommRecv;
+    } else if (contains(keyword, "nccl:all_to_all")) {
+      type = ChakraNodeType::kCommColl;
+    }
+  }
+  if (!type && (comm_kernel || sendrecv)) type = ChakraNodeType::kCommColl;
+  if (!type) return std::nullopt;  // COMP_NODE
+  k.type = *type;
+  if (!chakra && parent != nullptr && k.rpc == nullptr &&
+      contains(parent->name, "record_param_comms"))
+    k.rpc = parent;
+  if (k.type == ChakraNodeType::kCommColl &&
+      !type_collective(t, n, parent, chakra, sendrecv, k, stats)) {
+    return std::nullopt;
+  }
+  return k;
+}
+
+}  // namespace
+
 void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<CommAttrs>& comm) {
   const EtPlusNode& n = t_.nodes[index];
   const bool chakra = options_.compat == Compat::kChakra;
@@ -271,84 +371,12 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
     return;
   }
   if (n.kind != OpKind::kGpu) return;
-
-  const EtPlusNode* parent = n.parent != kNoNode ? &t_.nodes[n.parent] : nullptr;
-  std::string_view pg_name = t_.pg_name(n);
-  // Every name below contains "nccl": one scan rules the four out for the other kernels.
-  const bool nccl = contains(n.name, "nccl");
-  const bool sendrecv = nccl && (contains(n.name, "ncclDevKernel_SendRecv") ||
-                                 (!chakra && contains(n.name, "ncclKernel_SendRecv")));
-  const bool comm_kernel =
-      nccl && (contains(n.name, "ncclKernel") || contains(n.name, "ncclDevKernel"));
-  const EtPlusNode* rpc = nullptr;  // the launching record_param_comms node
-  std::optional<ChakraNodeType> type;
-  if (sendrecv && parent != nullptr) {
-    std::string_view keyword = parent->name;
-    if (parent->name == "record_param_comms") {
-      rpc = parent;
-      if (parent->parent != kNoNode) {
-        keyword = t_.nodes[parent->parent].name;
-      } else if (chakra) {
-        stats_.add(StatKind::kCommSendRecvChakraUntyped, fmt::format("node {}", n.id));
-      }
-      // Chakra copies the record_param_comms' pg_name onto the kernel (a side effect of typing).
-      if (!t_.pg_name(*parent).empty()) pg_name = t_.pg_name(*parent);
-    }
-    if (contains(keyword, "send")) {
-      type = ChakraNodeType::kCommSend;
-    } else if (contains(keyword, "recv")) {
-      type = ChakraNodeType::kCommRecv;
-    } else if (contains(keyword, "nccl:all_to_all")) {
-      type = ChakraNodeType::kCommColl;
-    }
-  }
-  if (!type && (comm_kernel || sendrecv)) type = ChakraNodeType::kCommColl;
-  if (!type) return;  // COMP_NODE
-
-  if (!chakra && parent != nullptr && rpc == nullptr &&
-      contains(parent->name, "record_param_comms"))
-    rpc = parent;
-  std::optional<CollectiveType> coll;
-  if (*type == ChakraNodeType::kCommColl) {
-    if (chakra) {
-      coll = chakra_collective_type(n.name);
-      if (!coll) {
-        stats_.add(StatKind::kCommCollectiveChakraUntyped, std::string(n.name));
-      }
-    }
-    if (!coll) coll = collective_type_from_name(n.name);
-    if (!coll && sendrecv) coll = CollectiveType::kAllToAll;
-    if (!coll && parent != nullptr) {
-      // The kernel name says nothing: ask the launching op (record_param_comms' collective_name,
-      // the op's name, or the op above record_param_comms).
-      std::string_view candidates[3] = {t_.collective_name(*parent), parent->name, {}};
-      if (parent->name == "record_param_comms" && parent->parent != kNoNode) {
-        candidates[2] = t_.nodes[parent->parent].name;
-      }
-      for (std::string_view c : candidates) {
-        if (c.empty() || coll) continue;
-        coll = collective_type_from_name(c);
-        if (!coll) {
-          P2pDirection d = p2p_direction_from_name(c);
-          if (d != P2pDirection::kNone) {
-            type = d == P2pDirection::kSend ? ChakraNodeType::kCommSend : ChakraNodeType::kCommRecv;
-            break;
-          }
-        }
-      }
-      if (coll || *type != ChakraNodeType::kCommColl) {
-        stats_.add(StatKind::kCommCollectiveTypedFromLauncher, std::string(n.name));
-      }
-    }
-    if (!coll && *type == ChakraNodeType::kCommColl) {
-      stats_.add(StatKind::kCommCollectiveUnknown, std::string(n.name));
-      return;
-    }
-  }
-  record.type = *type;
+  const std::optional<KernelComm> k = kernel_comm(t_, n, chakra, stats_);
+  if (!k) return;
+  record.type = k->type;
   record.comm = static_cast<uint32_t>(comm.size());
   CommAttrs& attrs = comm.emplace_back();
-  attrs.comm_type = coll;
+  attrs.comm_type = k->coll;
 
   std::optional<int64_t> size;
   if (chakra) {
@@ -359,12 +387,12 @@ void CommTyper::assign(uint32_t index, ChakraNodeRecord& record, std::vector<Com
   }
   if (!size) size = comm_size(t_.raw_io(n, kInValues), t_.raw_io(n, kInTypes), false);
   attrs.comm_size = size.value_or(0);
-  if (!pg_name.empty()) attrs.pg_name = pg_name;
+  if (!k->pg_name.empty()) attrs.pg_name = k->pg_name;
 
   const bool p2p =
       record.type == ChakraNodeType::kCommSend || record.type == ChakraNodeType::kCommRecv;
   if (!chakra && p2p) {
-    if (std::optional<int64_t> peer = rpc ? p2p_peer(*rpc) : std::nullopt;
+    if (std::optional<int64_t> peer = k->rpc ? p2p_peer(*k->rpc) : std::nullopt;
         peer && *peer >= INT32_MIN && *peer <= INT32_MAX) {
       if (record.type == ChakraNodeType::kCommSend) {
         attrs.comm_dst = static_cast<int32_t>(*peer);

@@ -42,46 +42,75 @@ int first_open(const RankState& r, const Group* g) {
   return -1;
 }
 
-}  // namespace
-
-CollectivePlacement place_cpu_collectives(const std::vector<RankCommGroups>& ranks,
-                                          const std::vector<int>& world) {
-  static const Group kNoGroup;
-  CollectivePlacement out;
-  // Every group any rank declares, by name (the first declaration's ranks; an empty list: world).
+// Every group any rank declares, by name (the first declaration's ranks; an empty list: world).
+std::map<std::string, Group> declared_groups(const std::vector<RankCommGroups>& ranks,
+                                             const std::vector<int>& world) {
   std::map<std::string, Group> groups;
   for (const RankCommGroups& r : ranks) {
     for (const auto& [name, members] : r.declared) {
       groups.try_emplace(name, Group{name, members.empty() ? world : members});
     }
   }
-  std::map<int, RankState> state;
-  for (const RankCommGroups& r : ranks) {
-    RankState& s = state[r.rank];
-    s.rank = r.rank;
-    s.collectives = &r.cpu_collectives;
-    for (const auto& [name, g] : groups) {
-      if (r.declared.count(name) &&
-          std::binary_search(g.members.begin(), g.members.end(), r.rank)) {
-        s.groups.push_back(&g);
-      }
+  return groups;
+}
+
+// Rank r's state: its groups, the collectives whose group is fixed, none placed yet (but those of
+// a rank without groups, which have nothing to be placed on).
+RankState rank_state(const RankCommGroups& r, const std::map<std::string, Group>& groups) {
+  static const Group kNoGroup;
+  RankState s;
+  s.rank = r.rank;
+  s.collectives = &r.cpu_collectives;
+  for (const auto& [name, g] : groups) {
+    if (r.declared.count(name) && std::binary_search(g.members.begin(), g.members.end(), r.rank)) {
+      s.groups.push_back(&g);
     }
-    std::stable_sort(s.groups.begin(), s.groups.end(), [](const Group* a, const Group* b) {
-      return a->members.size() > b->members.size();
-    });
-    s.fixed.assign(r.cpu_collectives.size(), nullptr);
-    s.placed.assign(r.cpu_collectives.size(), nullptr);
-    for (size_t k = 0; k < r.cpu_collectives.size(); ++k) {
-      const std::string& written = r.cpu_collectives[k].pg_name;
-      for (const Group* g : s.groups) {
-        if (g->name == written && (g != s.groups.front() || s.groups.size() == 1)) s.fixed[k] = g;
-      }
-      // No group to run on (a rank without process groups): nothing to place.
-      if (s.groups.empty()) s.placed[k] = &kNoGroup;
-    }
-    if (s.groups.size() > 1) out.considered += r.cpu_collectives.size();
   }
-  // The collectives to place, in the order they end.
+  std::stable_sort(s.groups.begin(), s.groups.end(), [](const Group* a, const Group* b) {
+    return a->members.size() > b->members.size();
+  });
+  s.fixed.assign(r.cpu_collectives.size(), nullptr);
+  s.placed.assign(r.cpu_collectives.size(), nullptr);
+  for (size_t k = 0; k < r.cpu_collectives.size(); ++k) {
+    const std::string& written = r.cpu_collectives[k].pg_name;
+    for (const Group* g : s.groups) {
+      if (g->name == written && (g != s.groups.front() || s.groups.size() == 1)) s.fixed[k] = g;
+    }
+    // No group to run on (a rank without process groups): nothing to place.
+    if (s.groups.empty()) s.placed[k] = &kNoGroup;
+  }
+  return s;
+}
+
+// Places collective k of `self` on `g` with the first open collective of every other member,
+// when they all may run on it, agree on type and size, and (timed) overlap in time.
+bool try_group(std::map<int, RankState>& state, const RankState& self, size_t k, const Group* g) {
+  const CpuCollective& c = (*self.collectives)[k];
+  std::vector<std::pair<RankState*, size_t>> members;
+  uint64_t latest_start = 0, earliest_end = UINT64_MAX;
+  bool timed = true;
+  for (int m : g->members) {
+    auto it = state.find(m);
+    if (it == state.end()) return false;  // a member without a trace
+    const int j = first_open(it->second, g);
+    if (j < 0 || (it->second.rank == self.rank && static_cast<size_t>(j) != k)) return false;
+    const CpuCollective& p = (*it->second.collectives)[static_cast<size_t>(j)];
+    if (p.type != c.type || p.comm_type != c.comm_type || p.comm_size != c.comm_size) {
+      return false;
+    }
+    timed &= has_times(p);
+    latest_start = std::max(latest_start, p.start_us);
+    earliest_end = std::min(earliest_end, p.start_us + p.duration_us);
+    members.emplace_back(&it->second, static_cast<size_t>(j));
+  }
+  if (timed && latest_start > earliest_end) return false;
+  for (auto& [member, j] : members) member->placed[j] = g;
+  return true;
+}
+
+// The collectives to place, in the order they end.
+std::vector<std::tuple<uint64_t, int, size_t>> placement_order(
+    const std::map<int, RankState>& state) {
   std::vector<std::tuple<uint64_t, int, size_t>> order;
   for (const auto& [rank, s] : state) {
     for (size_t k = 0; k < s.placed.size(); ++k) {
@@ -91,38 +120,28 @@ CollectivePlacement place_cpu_collectives(const std::vector<RankCommGroups>& ran
     }
   }
   std::sort(order.begin(), order.end());
+  return order;
+}
 
-  auto try_group = [&](RankState& self, size_t k, const Group* g) {
-    const CpuCollective& c = (*self.collectives)[k];
-    std::vector<std::pair<RankState*, size_t>> members;
-    uint64_t latest_start = 0, earliest_end = UINT64_MAX;
-    bool timed = true;
-    for (int m : g->members) {
-      auto it = state.find(m);
-      if (it == state.end()) return false;  // a member without a trace
-      const int j = first_open(it->second, g);
-      if (j < 0 || (it->second.rank == self.rank && static_cast<size_t>(j) != k)) return false;
-      const CpuCollective& p = (*it->second.collectives)[static_cast<size_t>(j)];
-      if (p.type != c.type || p.comm_type != c.comm_type || p.comm_size != c.comm_size) {
-        return false;
-      }
-      timed &= has_times(p);
-      latest_start = std::max(latest_start, p.start_us);
-      earliest_end = std::min(earliest_end, p.start_us + p.duration_us);
-      members.emplace_back(&it->second, static_cast<size_t>(j));
-    }
-    if (timed && latest_start > earliest_end) return false;
-    for (auto& [member, j] : members) member->placed[j] = g;
-    return true;
-  };
+}  // namespace
 
+CollectivePlacement place_cpu_collectives(const std::vector<RankCommGroups>& ranks,
+                                          const std::vector<int>& world) {
+  CollectivePlacement out;
+  const std::map<std::string, Group> groups = declared_groups(ranks, world);
+  std::map<int, RankState> state;
+  for (const RankCommGroups& r : ranks) {
+    RankState& s = state[r.rank] = rank_state(r, groups);
+    if (s.groups.size() > 1) out.considered += r.cpu_collectives.size();
+  }
+  const auto order = placement_order(state);
   for (bool progress = true; progress;) {
     progress = false;
     for (const auto& [end, rank, k] : order) {
       RankState& s = state[rank];
       if (s.placed[k] != nullptr) continue;
       for (const Group* g : s.groups) {
-        if (may_run_on(s, k, g) && try_group(s, k, g)) {
+        if (may_run_on(s, k, g) && try_group(state, s, k, g)) {
           progress = true;
           break;
         }

@@ -128,6 +128,133 @@ void order_off_thread_nodes(const EtPlusTrace& t, ConversionGraph& graph,
   }
 }
 
+// A CPU node's inter-thread dependency (note_walk_facts found its index), unless it is on itself
+// or on a node not converted (counted).
+void add_inter_thread_dep(const EtPlusTrace& t, const ConversionGraph& graph, uint32_t i,
+                          ChakraNodeRecord& rec, LinkStats& stats) {
+  const uint32_t dep = graph.inter_thread_dep[i];
+  const EtPlusNode& node = t.nodes[i];  // read for a message only
+  if (dep == i) {
+    stats.add(StatKind::kConvertInterThreadDepOnSelf, fmt::format("node {}", node.id));
+  } else if (dep == kNoNode || graph.slot[dep] == kNoNode) {
+    stats.add(StatKind::kConvertInterThreadDepNotConverted,
+              fmt::format("node {} -> {}", node.id, node.inter_thread_dep));
+  } else {
+    add_dep(rec, dep);
+  }
+}
+
+// Chakra's convert_ctrl_dep_to_data_dep, once per root (the thread roots, then the extra roots)
+// with fresh state: each CPU node depends on the CPU node before it in the walk, each GPU node
+// (or node like one) on the node before the last CPU node. Returns which nodes the walks reached.
+// What the walks ask of the nodes was copied out as they were converted (note_walk_facts): the
+// walks read a node only for a message.
+std::vector<uint8_t> walk_from_roots(const EtPlusTrace& t, ConversionGraph& graph,
+                                     LinkStats& stats) {
+  const size_t n = t.nodes.size();
+  std::vector<uint32_t> roots = graph.thread_roots;
+  roots.insert(roots.end(), graph.extra_roots.begin(), graph.extra_roots.end());
+  // `visited` holds the walk number, so that it needs no clearing between walks.
+  std::vector<uint32_t> visited(n, 0);
+  std::vector<uint8_t> reached(n, 0);
+  std::vector<uint32_t> stack;
+  uint32_t walk = 0;
+  for (uint32_t root : roots) {
+    ++walk;
+    stack.assign(1, root);
+    uint32_t last_cpu = kNoNode, last_any = kNoNode;
+    while (!stack.empty()) {
+      const uint32_t i = stack.back();
+      stack.pop_back();
+      if (visited[i] == walk) continue;
+      visited[i] = walk;
+      reached[i] = 1;
+      ChakraNodeRecord& rec = *graph.record_of(i);
+      if (!rec.is_cpu_op || rec.has(ChakraNodeRecord::kOffThread)) {  // a GPU node, or like one
+        if (last_any != kNoNode) add_dep(rec, last_any);
+        last_any = last_cpu;
+      } else {
+        if (rec.has(ChakraNodeRecord::kInterThreadDep)) {
+          add_inter_thread_dep(t, graph, i, rec, stats);
+        }
+        if (last_cpu != kNoNode) add_dep(rec, last_cpu);
+        last_cpu = last_any = i;
+      }
+      // Children, largest id first, so that the smallest is visited next.
+      for (uint32_t k = graph.child_begin[i + 1]; k-- > graph.child_begin[i];) {
+        const uint32_t c = graph.children[k];
+        if (graph.slot[c] != kNoNode && visited[c] != walk) stack.push_back(c);
+      }
+    }
+  }
+  return reached;
+}
+
+// Sync dependencies: the node waited for these GPU ops (trace_link's sync_dep). Returns the edges
+// added.
+template <typename CanDepend>
+uint64_t add_sync_deps(const EtPlusTrace& t, ConversionGraph& graph,
+                       const std::vector<uint8_t>& reached, const CanDepend& can_depend,
+                       LinkStats& stats) {
+  uint64_t edges = 0;
+  for (uint32_t i : graph.with_sync) {
+    if (!reached[i]) continue;
+    ChakraNodeRecord& rec = *graph.record_of(i);
+    const EtPlusNode& node = t.nodes[i];
+    const uint64_t* ids = t.sync_deps(node);
+    for (uint32_t k = 0; k < node.sync_dep_count; ++k) {
+      const uint32_t dep = t.index_of(ids[k]);
+      if (dep == kNoNode || graph.slot[dep] == kNoNode || !reached[dep] || dep == rec.source) {
+        stats.add(StatKind::kConvertSyncDepNotConverted,
+                  fmt::format("node {} -> {}", node.id, ids[k]));
+      } else if (!can_depend(rec.source, dep)) {
+        stats.add(StatKind::kConvertSyncDepAgainstOrder,
+                  fmt::format("node {} -> {}", node.id, ids[k]));
+      } else {
+        const size_t before = rec.data_deps.size();
+        add_dep(rec, dep);
+        edges += rec.data_deps.size() - before;
+      }
+    }
+  }
+  return edges;
+}
+
+// GPU ops chained per (device, stream) in start-time order. The keys were copied out of the
+// nodes as they were converted, so that the sort does not wander over them. Returns the edges
+// added.
+template <typename CanDepend>
+uint64_t chain_gpu_streams(const EtPlusTrace& t, ConversionGraph& graph,
+                           const std::vector<uint8_t>& reached, const CanDepend& can_depend,
+                           LinkStats& stats) {
+  using GpuKey = ConversionGraph::StreamKey;
+  std::vector<GpuKey>& keys = graph.stream_keys;
+  std::erase_if(keys, [&reached](const GpuKey& k) { return !reached[k.index]; });
+  std::stable_sort(keys.begin(), keys.end(), [](const GpuKey& x, const GpuKey& y) {
+    if (x.device != y.device) return x.device < y.device;
+    if (x.stream != y.stream) return x.stream < y.stream;
+    if (x.ts != y.ts) return x.ts < y.ts;
+    return x.index < y.index;
+  });
+  uint64_t edges = 0;
+  for (size_t k = 1; k < keys.size(); ++k) {
+    const GpuKey& prev_key = keys[k - 1];
+    const GpuKey& cur_key = keys[k];
+    if (prev_key.device != cur_key.device || prev_key.stream != cur_key.stream) continue;
+    if (!can_depend(cur_key.index, prev_key.index)) {
+      stats.add(
+          StatKind::kConvertStreamEdgeSkipped,
+          fmt::format("node {} after {}", t.nodes[cur_key.index].id, t.nodes[prev_key.index].id));
+      continue;
+    }
+    ChakraNodeRecord& rec = *graph.record_of(cur_key.index);
+    const size_t before = rec.data_deps.size();
+    add_dep(rec, prev_key.index);
+    edges += rec.data_deps.size() - before;
+  }
+  return edges;
+}
+
 }  // namespace
 
 void prepare_walk_facts(const ConvertOptions& options, size_t n, ConversionGraph& graph) {
@@ -158,56 +285,7 @@ void note_walk_facts(const EtPlusTrace& t, const ConvertOptions& options, uint32
 
 void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
                          ConversionGraph& graph, LinkStats& stats, DependencyStats* out) {
-  const size_t n = t.nodes.size();
-  // What the walks ask of the nodes was copied out as they were converted (note_walk_facts): the
-  // walks read a node only for a message.
-  std::vector<uint32_t> roots = graph.thread_roots;
-  roots.insert(roots.end(), graph.extra_roots.begin(), graph.extra_roots.end());
-
-  // Chakra's convert_ctrl_dep_to_data_dep, once per root with fresh state. `visited` holds the
-  // walk number, so that it needs no clearing between walks.
-  std::vector<uint32_t> visited(n, 0);
-  std::vector<uint8_t> reached(n, 0);
-  std::vector<uint32_t> stack;
-  uint32_t walk = 0;
-  for (uint32_t root : roots) {
-    ++walk;
-    stack.assign(1, root);
-    uint32_t last_cpu = kNoNode, last_any = kNoNode;
-    while (!stack.empty()) {
-      const uint32_t i = stack.back();
-      stack.pop_back();
-      if (visited[i] == walk) continue;
-      visited[i] = walk;
-      reached[i] = 1;
-      ChakraNodeRecord& rec = *graph.record_of(i);
-      if (!rec.is_cpu_op || rec.has(ChakraNodeRecord::kOffThread)) {  // a GPU node, or like one
-        if (last_any != kNoNode) add_dep(rec, last_any);
-        last_any = last_cpu;
-      } else {
-        if (rec.has(ChakraNodeRecord::kInterThreadDep)) {
-          const uint32_t dep = graph.inter_thread_dep[i];
-          const EtPlusNode& node = t.nodes[i];  // read for a message only
-          if (dep == i) {
-            stats.add(StatKind::kConvertInterThreadDepOnSelf, fmt::format("node {}", node.id));
-          } else if (dep == kNoNode || graph.slot[dep] == kNoNode) {
-            stats.add(StatKind::kConvertInterThreadDepNotConverted,
-                      fmt::format("node {} -> {}", node.id, node.inter_thread_dep));
-          } else {
-            add_dep(rec, dep);
-          }
-        }
-        if (last_cpu != kNoNode) add_dep(rec, last_cpu);
-        last_cpu = last_any = i;
-      }
-      // Children, largest id first, so that the smallest is visited next.
-      for (uint32_t k = graph.child_begin[i + 1]; k-- > graph.child_begin[i];) {
-        const uint32_t c = graph.children[k];
-        if (graph.slot[c] != kNoNode && visited[c] != walk) stack.push_back(c);
-      }
-    }
-  }
-
+  const std::vector<uint8_t> reached = walk_from_roots(t, graph, stats);
   DependencyStats result;
   if (options.compat == Compat::kChakra) {
     // Chakra keeps a sync dependency only if the target's start_time_micros is below the node's;
@@ -215,62 +293,13 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
     if (out != nullptr) *out = result;
     return;
   }
-
-  const std::vector<uint32_t> rank = dependency_ranks(graph, n);
+  const std::vector<uint32_t> rank = dependency_ranks(graph, t.nodes.size());
   auto can_depend = [&](uint32_t node, uint32_t dep) {
     if (rank.empty()) return start_key(graph, dep) < start_key(graph, node);  // the key order
     return rank[dep] != UINT32_MAX && rank[node] != UINT32_MAX && rank[dep] < rank[node];
   };
-
-  // Sync dependencies: the node waited for these GPU ops (trace_link's sync_dep).
-  for (uint32_t i : graph.with_sync) {
-    if (!reached[i]) continue;
-    ChakraNodeRecord& rec = *graph.record_of(i);
-    const EtPlusNode& node = t.nodes[i];
-    const uint64_t* ids = t.sync_deps(node);
-    for (uint32_t k = 0; k < node.sync_dep_count; ++k) {
-      const uint32_t dep = t.index_of(ids[k]);
-      if (dep == kNoNode || graph.slot[dep] == kNoNode || !reached[dep] || dep == rec.source) {
-        stats.add(StatKind::kConvertSyncDepNotConverted,
-                  fmt::format("node {} -> {}", node.id, ids[k]));
-      } else if (!can_depend(rec.source, dep)) {
-        stats.add(StatKind::kConvertSyncDepAgainstOrder,
-                  fmt::format("node {} -> {}", node.id, ids[k]));
-      } else {
-        const size_t before = rec.data_deps.size();
-        add_dep(rec, dep);
-        result.sync_edges += rec.data_deps.size() - before;
-      }
-    }
-  }
-
-  // GPU ops chained per (device, stream) in start-time order. The keys were copied out of the
-  // nodes as they were converted, so that the sort does not wander over them.
-  using GpuKey = ConversionGraph::StreamKey;
-  std::vector<GpuKey>& keys = graph.stream_keys;
-  std::erase_if(keys, [&reached](const GpuKey& k) { return !reached[k.index]; });
-  std::stable_sort(keys.begin(), keys.end(), [](const GpuKey& x, const GpuKey& y) {
-    if (x.device != y.device) return x.device < y.device;
-    if (x.stream != y.stream) return x.stream < y.stream;
-    if (x.ts != y.ts) return x.ts < y.ts;
-    return x.index < y.index;
-  });
-  for (size_t k = 1; k < keys.size(); ++k) {
-    const GpuKey& prev_key = keys[k - 1];
-    const GpuKey& cur_key = keys[k];
-    if (prev_key.device != cur_key.device || prev_key.stream != cur_key.stream) continue;
-    const EtPlusNode& prev = t.nodes[prev_key.index];
-    const EtPlusNode& cur = t.nodes[cur_key.index];
-    if (!can_depend(cur_key.index, prev_key.index)) {
-      stats.add(StatKind::kConvertStreamEdgeSkipped,
-                fmt::format("node {} after {}", cur.id, prev.id));
-      continue;
-    }
-    ChakraNodeRecord& rec = *graph.record_of(cur_key.index);
-    const size_t before = rec.data_deps.size();
-    add_dep(rec, prev_key.index);
-    result.gpu_stream_edges += rec.data_deps.size() - before;
-  }
+  result.sync_edges = add_sync_deps(t, graph, reached, can_depend, stats);
+  result.gpu_stream_edges = chain_gpu_streams(t, graph, reached, can_depend, stats);
   order_off_thread_nodes(t, graph, reached, can_depend);
   if (out != nullptr) *out = result;
 }

@@ -289,6 +289,143 @@ void place_nodes(const HostTrace& host, const std::vector<uint32_t>& slot, size_
   move_to_targets(nodes, target, total);
 }
 
+// read_linked_nodes' rewrite of the nodes as read, placed at their output positions: what the
+// ET+ writer would write into them (stages/link/et_plus_writer.h), node by node in its order.
+class NodeLinker {
+ public:
+  NodeLinker(const HostTrace& host, EtPlusTrace& t, const LinkedDeviceFacts& device,
+             const LinkedTrace& linked, const LinkOptions& link_options)
+      : host_(host),
+        t_(t),
+        device_(device),
+        linked_(linked),
+        default_mode_(link_options.compat == Compat::kDefault) {}
+
+  // Host node i (at `slot`) and its GPU ops' nodes after it.
+  void link(uint32_t i, uint32_t slot) {
+    const LinkedHostOp& op = linked_.ops[i];
+    // The GPU nodes are copies of the host node's text, before the host node's own changes.
+    if (op.gpu_begin < op.gpu_end) as_read_ = t_.nodes[slot];
+    link_host_node(i, t_.nodes[slot]);
+    for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
+      link_gpu_node(op, k, t_.nodes[slot + 1 + (k - op.gpu_begin)]);
+    }
+  }
+
+  // Whether the ids came out strictly ascending in position order (they do: dense in the
+  // writer's order), checked as they were set.
+  bool ids_ascending() const { return ids_ascending_; }
+
+ private:
+  void link_host_node(uint32_t i, EtPlusNode& n) {
+    const HostNode& h = host_.nodes[i];
+    const LinkedHostOp& op = linked_.ops[i];
+    n.id = op.new_id;
+    n.file_position = position_++;
+    in_id_order(n.id);
+    // The writer replaces the value of the key the loader took the parent from (`parent` only
+    // in the default mode).
+    const bool remapped = h.parent_key == ParentKey::kCtrlDeps ||
+                          (h.parent_key == ParentKey::kParent && default_mode_);
+    if (op.parent_state != ParentState::kNone && remapped) {
+      n.parent_id = op.new_parent;
+      n.has_parent_id = true;
+    }
+    if (op.device_event.valid()) {
+      const LinkedDeviceFacts::Timing& e = device_.host_op[i];
+      set_timing(n, e.dur, op.exclusive, e.ts, op);
+      if (exec_next_ < linked_.exec_tids.size() && linked_.exec_tids[exec_next_].first == i) {
+        t_.exec_tids.emplace_back(op.new_id, linked_.exec_tids[exec_next_++].second);
+      }
+      // Chakra mode: the value its ET+ holds, Chakra's arithmetic (the writer's).
+      if (!linked_.chakra_exclusive.empty()) n.exclusive_dur = linked_.chakra_exclusive[i].value;
+    }
+    const std::span<const uint64_t> sync = linked_.sync_deps[i];
+    if (!sync.empty()) {
+      begin_sync(n);
+      t_.sync_dep_ids.insert(t_.sync_dep_ids.end(), sync.begin(), sync.end());
+      end_sync(n);
+    }
+  }
+
+  // The GPU op at gpu_events[k] of host op `op`: a copy of the host node as read with the
+  // writer's keys: ctrl_deps (the host node), timing, cat, stream, pg_name, sync_dep.
+  void link_gpu_node(const LinkedHostOp& op, uint32_t k, EtPlusNode& n) {
+    const LinkedDeviceFacts::GpuOp& g = device_.gpu_op[k];
+    n = as_read_;
+    n.id = linked_.gpu_new_id(op, k - op.gpu_begin);
+    n.file_position = position_++;
+    in_id_order(n.id);
+    auto where = [&n] { return fmt::format("node {}", n.id); };
+    n.name = g.name_utf8 ? g.name : valid_utf8(g.name, t_.arena, t_.stats, where);
+    n.kind = n.name.find("process_group:init") != std::string_view::npos ? OpKind::kMetadata
+                                                                         : OpKind::kGpu;
+    if (n.op_schema_repaired) t_.stats.add(StatKind::kEtPlusStringNotUtf8, where());
+    n.parent_id = op.new_id;
+    n.has_parent_id = true;
+    n.parent_from_ctrl_deps = true;
+    set_timing(n, g.dur, g.dur, g.ts, op);
+    n.stream_given = true;
+    if (g.has_stream) {
+      n.stream = g.stream;
+    } else {
+      n.has_stream = false;
+    }
+    if (!n.pg_name_from_attr && !g.pg_name.empty()) {
+      t_.set_comm_names(
+          n, g.pg_name_utf8 ? g.pg_name : valid_utf8(g.pg_name, t_.arena, t_.stats, where),
+          t_.collective_name(n));
+    } else if (n.pg_name_repaired) {
+      t_.stats.add(StatKind::kEtPlusStringNotUtf8, where());
+    }
+    const auto& gpu_sync = linked_.gpu_sync_deps;  // sorted by GPU position
+    if (gpu_sync_next_ < gpu_sync.size() && gpu_sync[gpu_sync_next_].gpu_position == k) {
+      begin_sync(n);
+      for (; gpu_sync_next_ < gpu_sync.size() && gpu_sync[gpu_sync_next_].gpu_position == k;
+           ++gpu_sync_next_) {
+        t_.sync_dep_ids.push_back(gpu_sync[gpu_sync_next_].dep_id);
+      }
+      end_sync(n);
+    }
+    if (n.io_missing) t_.stats.add(StatKind::kEtPlusNodeWithoutIo, where());
+  }
+
+  // The keys the writer appends after the node's own: they replace what the node had.
+  void set_timing(EtPlusNode& n, TimeNs inclusive, TimeNs exclusive, TimeNs ts,
+                  const LinkedHostOp& owner) const {
+    n.inclusive_dur = json::micros_value(inclusive);
+    n.exclusive_dur = json::micros_value(exclusive);
+    n.ts = json::micros_value(ts);
+    n.has_ts = true;
+    // A null inter_thread_dep leaves the node's own value.
+    if (owner.inter_thread_dep.valid()) {
+      n.inter_thread_dep = linked_.ops[owner.inter_thread_dep.value].new_id;
+    }
+  }
+  void begin_sync(EtPlusNode& n) const {
+    n.sync_dep_begin = static_cast<uint32_t>(t_.sync_dep_ids.size());
+  }
+  void end_sync(EtPlusNode& n) const {
+    n.sync_dep_count = static_cast<uint32_t>(t_.sync_dep_ids.size()) - n.sync_dep_begin;
+  }
+  void in_id_order(uint64_t id) {
+    ids_ascending_ &= position_ == 1 || id > last_id_;
+    last_id_ = id;
+  }
+
+  const HostTrace& host_;
+  EtPlusTrace& t_;
+  const LinkedDeviceFacts& device_;
+  const LinkedTrace& linked_;
+  const bool default_mode_;
+  EtPlusNode as_read_;
+  uint32_t position_ = 0;     // in the ET+ the writer would write
+  size_t gpu_sync_next_ = 0;  // cursor in linked.gpu_sync_deps (sorted by GPU position)
+  size_t exec_next_ = 0;      // cursor in linked.exec_tids (by host op)
+  bool ids_ascending_ = true;
+  uint64_t last_id_ = 0;
+};
+
 // read_linked_nodes, from the nodes as read (`t.nodes`, with their sync deps, strings
 // and data problems in `t`).
 StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDeviceFacts device,
@@ -308,115 +445,11 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
     total += 1 + (linked.ops[i].gpu_end - linked.ops[i].gpu_begin);
   }
   place_nodes(host, slot, total, t.nodes);
-  const bool default_mode = link_options.compat == Compat::kDefault;
-  uint32_t position = 0;     // in the ET+ the writer would write
-  size_t gpu_sync_next = 0;  // cursor in linked.gpu_sync_deps (sorted by GPU position)
-  size_t exec_next = 0;      // cursor in linked.exec_tids (by host op)
-  // The keys the writer appends after the node's own: they replace what the node had.
-  auto set_timing = [&](EtPlusNode& n, TimeNs inclusive, TimeNs exclusive, TimeNs ts,
-                        const LinkedHostOp& owner) {
-    n.inclusive_dur = json::micros_value(inclusive);
-    n.exclusive_dur = json::micros_value(exclusive);
-    n.ts = json::micros_value(ts);
-    n.has_ts = true;
-    // A null inter_thread_dep leaves the node's own value.
-    if (owner.inter_thread_dep.valid()) {
-      n.inter_thread_dep = linked.ops[owner.inter_thread_dep.value].new_id;
-    }
-  };
-  auto begin_sync = [&](EtPlusNode& n) {
-    n.sync_dep_begin = static_cast<uint32_t>(t.sync_dep_ids.size());
-  };
-  auto end_sync = [&](EtPlusNode& n) {
-    n.sync_dep_count = static_cast<uint32_t>(t.sync_dep_ids.size()) - n.sync_dep_begin;
-  };
-  // Whether the ids come out strictly ascending in position order (they do: dense in the
-  // writer's order), as they are set.
-  bool ids_ascending = true;
-  uint64_t last_id = 0;
-  auto in_id_order = [&](uint64_t id) {
-    ids_ascending &= position == 1 || id > last_id;
-    last_id = id;
-  };
-  EtPlusNode as_read;
-  for (uint32_t i = 0; i < host.nodes.size(); ++i) {
-    const HostNode& h = host.nodes[i];
-    const LinkedHostOp& op = linked.ops[i];
-    // The GPU nodes are copies of the host node's text, before the host node's own changes.
-    if (op.gpu_begin < op.gpu_end) as_read = t.nodes[slot[i]];
-    {
-      EtPlusNode& n = t.nodes[slot[i]];
-      n.id = op.new_id;
-      n.file_position = position++;
-      in_id_order(n.id);
-      // The writer replaces the value of the key the loader took the parent from (`parent`
-      // only in the default mode).
-      const bool remapped = h.parent_key == ParentKey::kCtrlDeps ||
-                            (h.parent_key == ParentKey::kParent && default_mode);
-      if (op.parent_state != ParentState::kNone && remapped) {
-        n.parent_id = op.new_parent;
-        n.has_parent_id = true;
-      }
-      if (op.device_event.valid()) {
-        const LinkedDeviceFacts::Timing& e = device.host_op[i];
-        set_timing(n, e.dur, op.exclusive, e.ts, op);
-        if (exec_next < linked.exec_tids.size() && linked.exec_tids[exec_next].first == i) {
-          t.exec_tids.emplace_back(op.new_id, linked.exec_tids[exec_next++].second);
-        }
-        // Chakra mode: the value its ET+ holds, Chakra's arithmetic (the writer's).
-        if (!linked.chakra_exclusive.empty()) n.exclusive_dur = linked.chakra_exclusive[i].value;
-      }
-      const std::span<const uint64_t> sync = linked.sync_deps[i];
-      if (!sync.empty()) {
-        begin_sync(n);
-        t.sync_dep_ids.insert(t.sync_dep_ids.end(), sync.begin(), sync.end());
-        end_sync(n);
-      }
-    }
-    for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
-      const LinkedDeviceFacts::GpuOp& g = device.gpu_op[k];
-      EtPlusNode& n = t.nodes[slot[i] + 1 + (k - op.gpu_begin)];
-      n = as_read;
-      n.id = linked.gpu_new_id(op, k - op.gpu_begin);
-      n.file_position = position++;
-      in_id_order(n.id);
-      auto where = [&n] { return fmt::format("node {}", n.id); };
-      n.name = g.name_utf8 ? g.name : valid_utf8(g.name, t.arena, t.stats, where);
-      n.kind = n.name.find("process_group:init") != std::string_view::npos ? OpKind::kMetadata
-                                                                           : OpKind::kGpu;
-      if (n.op_schema_repaired) t.stats.add(StatKind::kEtPlusStringNotUtf8, where());
-      // The writer's keys: ctrl_deps (the host node), timing, cat, stream, pg_name, sync_dep.
-      n.parent_id = op.new_id;
-      n.has_parent_id = true;
-      n.parent_from_ctrl_deps = true;
-      set_timing(n, g.dur, g.dur, g.ts, op);
-      n.stream_given = true;
-      if (g.has_stream) {
-        n.stream = g.stream;
-      } else {
-        n.has_stream = false;
-      }
-      if (!n.pg_name_from_attr && !g.pg_name.empty()) {
-        t.set_comm_names(
-            n, g.pg_name_utf8 ? g.pg_name : valid_utf8(g.pg_name, t.arena, t.stats, where),
-            t.collective_name(n));
-      } else if (n.pg_name_repaired) {
-        t.stats.add(StatKind::kEtPlusStringNotUtf8, where());
-      }
-      const auto& gpu_sync = linked.gpu_sync_deps;
-      if (gpu_sync_next < gpu_sync.size() && gpu_sync[gpu_sync_next].gpu_position == k) {
-        begin_sync(n);
-        for (; gpu_sync_next < gpu_sync.size() && gpu_sync[gpu_sync_next].gpu_position == k;
-             ++gpu_sync_next) {
-          t.sync_dep_ids.push_back(gpu_sync[gpu_sync_next].dep_id);
-        }
-        end_sync(n);
-      }
-      if (n.io_missing) t.stats.add(StatKind::kEtPlusNodeWithoutIo, where());
-    }
-  }
-  // Ids are dense in the writer's order (stages/link/id_assignment.h): checked as they were set (no
-  // pass over the nodes for it); sorted if not.
+  NodeLinker linker(host, t, device, linked, link_options);
+  for (uint32_t i = 0; i < host.nodes.size(); ++i) linker.link(i, slot[i]);
+  // Ids are dense in the writer's order (stages/link/id_assignment.h): checked as they were set
+  // (no pass over the nodes for it); sorted if not.
+  const bool ids_ascending = linker.ids_ascending();
   if (!ids_ascending) std::sort(t.exec_tids.begin(), t.exec_tids.end());
   // The writer's top-level "profiler_overhead" (default mode).
   if (link_options.compat == Compat::kDefault) t.metadata.profiler = linked.profiler;

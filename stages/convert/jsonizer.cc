@@ -227,6 +227,129 @@ void write_list(PyJson& j, std::string_view key, const List& list, Fn each) {
   j.end_object();
 }
 
+// Writes the value of `a` when it is a single value; false when it is not (a list, or none).
+bool write_attr_scalar(PyJson& j, const pb::AttributeProto& a) {
+  using A = pb::AttributeProto;
+  switch (a.value_case()) {
+    case A::kDoubleVal:
+      j.key("doubleVal");
+      j.double_value(a.double_val());
+      return true;
+    case A::kFloatVal:
+      j.key("floatVal");
+      j.float_value(a.float_val());
+      return true;
+    case A::kInt32Val:
+      j.key("int32Val");
+      j.integer(a.int32_val());
+      return true;
+    case A::kInt64Val:
+      j.key("int64Val");
+      j.integer_string(a.int64_val());
+      return true;
+    case A::kUint32Val:
+      j.key("uint32Val");
+      j.integer(a.uint32_val());
+      return true;
+    case A::kUint64Val:
+      j.key("uint64Val");
+      j.integer_string(a.uint64_val());
+      return true;
+    case A::kSint32Val:
+      j.key("sint32Val");
+      j.integer(a.sint32_val());
+      return true;
+    case A::kSint64Val:
+      j.key("sint64Val");
+      j.integer_string(a.sint64_val());
+      return true;
+    case A::kFixed32Val:
+      j.key("fixed32Val");
+      j.integer(a.fixed32_val());
+      return true;
+    case A::kFixed64Val:
+      j.key("fixed64Val");
+      j.integer_string(a.fixed64_val());
+      return true;
+    case A::kSfixed32Val:
+      j.key("sfixed32Val");
+      j.integer(a.sfixed32_val());
+      return true;
+    case A::kSfixed64Val:
+      j.key("sfixed64Val");
+      j.integer_string(a.sfixed64_val());
+      return true;
+    case A::kBoolVal:
+      j.key("boolVal");
+      j.boolean(a.bool_val());
+      return true;
+    case A::kStringVal:
+      j.key("stringVal");
+      j.string(a.string_val());
+      return true;
+    case A::kBytesVal:
+      j.key("bytesVal");
+      j.bytes_base64(a.bytes_val());
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Writes the value of `a` when it is a list; false when it is not.
+bool write_attr_list(PyJson& j, const pb::AttributeProto& a) {
+  using A = pb::AttributeProto;
+  switch (a.value_case()) {
+    case A::kDoubleList:
+      write_list(j, "doubleList", a.double_list(), [&](double v) { j.double_value(v); });
+      return true;
+    case A::kFloatList:
+      write_list(j, "floatList", a.float_list(), [&](float v) { j.float_value(v); });
+      return true;
+    case A::kInt32List:
+      write_list(j, "int32List", a.int32_list(), [&](int32_t v) { j.integer(v); });
+      return true;
+    case A::kInt64List:
+      write_list(j, "int64List", a.int64_list(), [&](int64_t v) { j.integer_string(v); });
+      return true;
+    case A::kUint32List:
+      write_list(j, "uint32List", a.uint32_list(), [&](uint32_t v) { j.integer(v); });
+      return true;
+    case A::kUint64List:
+      write_list(j, "uint64List", a.uint64_list(), [&](uint64_t v) { j.integer_string(v); });
+      return true;
+    case A::kSint32List:
+      write_list(j, "sint32List", a.sint32_list(), [&](int32_t v) { j.integer(v); });
+      return true;
+    case A::kSint64List:
+      write_list(j, "sint64List", a.sint64_list(), [&](int64_t v) { j.integer_string(v); });
+      return true;
+    case A::kFixed32List:
+      write_list(j, "fixed32List", a.fixed32_list(), [&](uint32_t v) { j.integer(v); });
+      return true;
+    case A::kFixed64List:
+      write_list(j, "fixed64List", a.fixed64_list(), [&](uint64_t v) { j.integer_string(v); });
+      return true;
+    case A::kSfixed32List:
+      write_list(j, "sfixed32List", a.sfixed32_list(), [&](int32_t v) { j.integer(v); });
+      return true;
+    case A::kSfixed64List:
+      write_list(j, "sfixed64List", a.sfixed64_list(), [&](int64_t v) { j.integer_string(v); });
+      return true;
+    case A::kBoolList:
+      write_list(j, "boolList", a.bool_list(), [&](bool v) { j.boolean(v); });
+      return true;
+    case A::kStringList:
+      write_list(j, "stringList", a.string_list(), [&](const std::string& v) { j.string(v); });
+      return true;
+    case A::kBytesList:
+      write_list(j, "bytesList", a.bytes_list(), [&](const std::string& v) { j.bytes_base64(v); });
+      return true;
+    default:
+      return false;
+  }
+}
+
 void write_attr(PyJson& j, const pb::AttributeProto& a) {
   j.begin_object();
   if (!a.name().empty()) {
@@ -237,116 +360,7 @@ void write_attr(PyJson& j, const pb::AttributeProto& a) {
     j.key("docString");
     j.string(a.doc_string());
   }
-  using A = pb::AttributeProto;
-  switch (a.value_case()) {
-    case A::kDoubleVal:
-      j.key("doubleVal");
-      j.double_value(a.double_val());
-      break;
-    case A::kDoubleList:
-      write_list(j, "doubleList", a.double_list(), [&](double v) { j.double_value(v); });
-      break;
-    case A::kFloatVal:
-      j.key("floatVal");
-      j.float_value(a.float_val());
-      break;
-    case A::kFloatList:
-      write_list(j, "floatList", a.float_list(), [&](float v) { j.float_value(v); });
-      break;
-    case A::kInt32Val:
-      j.key("int32Val");
-      j.integer(a.int32_val());
-      break;
-    case A::kInt32List:
-      write_list(j, "int32List", a.int32_list(), [&](int32_t v) { j.integer(v); });
-      break;
-    case A::kInt64Val:
-      j.key("int64Val");
-      j.integer_string(a.int64_val());
-      break;
-    case A::kInt64List:
-      write_list(j, "int64List", a.int64_list(), [&](int64_t v) { j.integer_string(v); });
-      break;
-    case A::kUint32Val:
-      j.key("uint32Val");
-      j.integer(a.uint32_val());
-      break;
-    case A::kUint32List:
-      write_list(j, "uint32List", a.uint32_list(), [&](uint32_t v) { j.integer(v); });
-      break;
-    case A::kUint64Val:
-      j.key("uint64Val");
-      j.integer_string(a.uint64_val());
-      break;
-    case A::kUint64List:
-      write_list(j, "uint64List", a.uint64_list(), [&](uint64_t v) { j.integer_string(v); });
-      break;
-    case A::kSint32Val:
-      j.key("sint32Val");
-      j.integer(a.sint32_val());
-      break;
-    case A::kSint32List:
-      write_list(j, "sint32List", a.sint32_list(), [&](int32_t v) { j.integer(v); });
-      break;
-    case A::kSint64Val:
-      j.key("sint64Val");
-      j.integer_string(a.sint64_val());
-      break;
-    case A::kSint64List:
-      write_list(j, "sint64List", a.sint64_list(), [&](int64_t v) { j.integer_string(v); });
-      break;
-    case A::kFixed32Val:
-      j.key("fixed32Val");
-      j.integer(a.fixed32_val());
-      break;
-    case A::kFixed32List:
-      write_list(j, "fixed32List", a.fixed32_list(), [&](uint32_t v) { j.integer(v); });
-      break;
-    case A::kFixed64Val:
-      j.key("fixed64Val");
-      j.integer_string(a.fixed64_val());
-      break;
-    case A::kFixed64List:
-      write_list(j, "fixed64List", a.fixed64_list(), [&](uint64_t v) { j.integer_string(v); });
-      break;
-    case A::kSfixed32Val:
-      j.key("sfixed32Val");
-      j.integer(a.sfixed32_val());
-      break;
-    case A::kSfixed32List:
-      write_list(j, "sfixed32List", a.sfixed32_list(), [&](int32_t v) { j.integer(v); });
-      break;
-    case A::kSfixed64Val:
-      j.key("sfixed64Val");
-      j.integer_string(a.sfixed64_val());
-      break;
-    case A::kSfixed64List:
-      write_list(j, "sfixed64List", a.sfixed64_list(), [&](int64_t v) { j.integer_string(v); });
-      break;
-    case A::kBoolVal:
-      j.key("boolVal");
-      j.boolean(a.bool_val());
-      break;
-    case A::kBoolList:
-      write_list(j, "boolList", a.bool_list(), [&](bool v) { j.boolean(v); });
-      break;
-    case A::kStringVal:
-      j.key("stringVal");
-      j.string(a.string_val());
-      break;
-    case A::kStringList:
-      write_list(j, "stringList", a.string_list(), [&](const std::string& v) { j.string(v); });
-      break;
-    case A::kBytesVal:
-      j.key("bytesVal");
-      j.bytes_base64(a.bytes_val());
-      break;
-    case A::kBytesList:
-      write_list(j, "bytesList", a.bytes_list(), [&](const std::string& v) { j.bytes_base64(v); });
-      break;
-    case A::VALUE_NOT_SET:
-      break;
-  }
+  if (!write_attr_scalar(j, a)) write_attr_list(j, a);
   j.end_object();
 }
 

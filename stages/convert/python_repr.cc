@@ -344,16 +344,68 @@ size_t write_simple_string(Writer& w, std::string_view s, size_t i) {
   return k + 1;
 }
 
-}  // namespace
-
-Status append_json_value(std::string& out, std::string_view s) {
-  // An empty list, as most outputs lists are: no scan.
-  if (s.size() == 2 && s[0] == '[' && s[1] == ']') {
-    out += "[]";
-    return Status();
+// A JSON string at s[i] as Python's repr writes it; returns the position after it, or npos with
+// `*why` set.
+size_t write_string(Writer& w, std::string_view s, size_t i, std::string& scratch,
+                    const char** why) {
+  const size_t simple = write_simple_string(w, s, i);
+  if (simple != std::string_view::npos) return simple;
+  const size_t end = string_end(s, i);
+  if (end == std::string_view::npos) {
+    *why = "unterminated string";
+    return end;
   }
-  // An iterative scanner: the output is a token-by-token rewrite of the input, so only the
-  // container kinds need a stack (no recursion, whatever the nesting depth).
+  scratch.clear();
+  if (!append_json_string_literal(scratch, s.substr(i, end - i))) {
+    *why = "invalid string escape";
+    return std::string_view::npos;
+  }
+  w.put_keeping_room(scratch, s.size() - end);
+  return end;
+}
+
+// A number or a word (true, false, null, NaN, Infinity, -Infinity) at s[i], as Python prints it;
+// returns the position after it, or npos when there is none.
+size_t write_scalar(Writer& w, std::string_view s, size_t i, std::string& scratch) {
+  const char c = s[i];
+  // Numbers first (most values of IOInfo lists are): no word starts with a digit, and only
+  // -Infinity with a '-'.
+  const bool number = (c >= '0' && c <= '9') || (c == '-' && !starts_with_at(s, i, "-I"));
+  if (number) {
+    bool is_int = true;
+    const size_t end = number_end(s, i, &is_int);
+    if (end == i) return std::string_view::npos;
+    std::string_view token = s.substr(i, end - i);
+    if (is_int) {
+      // Python ints print as written; "-0" is 0.
+      if (token.size() == 2 && token[0] == '-' && token[1] == '0') {
+        w.put('0');
+      } else {
+        w.put(token);
+      }
+    } else {
+      scratch.clear();
+      append_float(scratch, parse_double(token));
+      w.put_keeping_room(scratch, s.size() - end);
+    }
+    return end;
+  }
+  static constexpr std::pair<std::string_view, std::string_view> kWords[] = {
+      {"true", "True"}, {"false", "False"},  {"null", "None"},
+      {"NaN", "nan"},   {"Infinity", "inf"}, {"-Infinity", "-inf"},
+  };
+  for (const auto& [json_word, python_word] : kWords) {
+    if (starts_with_at(s, i, json_word)) {
+      w.put(python_word);
+      return i + json_word.size();
+    }
+  }
+  return std::string_view::npos;
+}
+
+// An iterative scanner: the output is a token-by-token rewrite of the input, so only the container
+// kinds need a stack (no recursion, whatever the nesting depth).
+Status rewrite_value(std::string& out, std::string_view s) {
   enum class Expect { kValue, kValueOrClose, kKeyOrClose, kKey, kColon, kCommaOrClose, kDone };
   ContainerStack stack;
   Expect expect = Expect::kValue;
@@ -404,15 +456,9 @@ Status append_json_value(std::string& out, std::string_view s) {
       case '"': {
         bool is_key = expect == Expect::kKey || expect == Expect::kKeyOrClose;
         if (!is_key && !want_value) return error(i, "unexpected string");
-        size_t end = write_simple_string(w, s, i);
-        if (end == std::string_view::npos) {
-          end = string_end(s, i);
-          if (end == std::string_view::npos) return error(i, "unterminated string");
-          scratch.clear();
-          if (!append_json_string_literal(scratch, s.substr(i, end - i)))
-            return error(i, "invalid string escape");
-          w.put_keeping_room(scratch, s.size() - end);
-        }
+        const char* why = nullptr;
+        const size_t end = write_string(w, s, i, scratch, &why);
+        if (end == std::string_view::npos) return error(i, why);
         i = end;
         if (is_key) {
           expect = Expect::kColon;
@@ -423,48 +469,9 @@ Status append_json_value(std::string& out, std::string_view s) {
       }
       default: {
         if (!want_value) return error(i, "unexpected value");
-        // Numbers first (most values of IOInfo lists are): no word starts with a digit, and only
-        // -Infinity with a '-'.
-        const bool number = (c >= '0' && c <= '9') || (c == '-' && !starts_with_at(s, i, "-I"));
-        if (number) {
-          bool is_int = true;
-          size_t end = number_end(s, i, &is_int);
-          if (end == i) return error(i, "invalid value");
-          std::string_view token = s.substr(i, end - i);
-          if (is_int) {
-            // Python ints print as written; "-0" is 0.
-            if (token.size() == 2 && token[0] == '-' && token[1] == '0') {
-              w.put('0');
-            } else {
-              w.put(token);
-            }
-          } else {
-            scratch.clear();
-            append_float(scratch, parse_double(token));
-            w.put_keeping_room(scratch, s.size() - end);
-          }
-          i = end;
-        } else if (starts_with_at(s, i, "true")) {
-          w.put("True");
-          i += 4;
-        } else if (starts_with_at(s, i, "false")) {
-          w.put("False");
-          i += 5;
-        } else if (starts_with_at(s, i, "null")) {
-          w.put("None");
-          i += 4;
-        } else if (starts_with_at(s, i, "NaN")) {
-          w.put("nan");
-          i += 3;
-        } else if (starts_with_at(s, i, "Infinity")) {
-          w.put("inf");
-          i += 8;
-        } else if (starts_with_at(s, i, "-Infinity")) {
-          w.put("-inf");
-          i += 9;
-        } else {
-          return error(i, "invalid value");
-        }
+        const size_t end = write_scalar(w, s, i, scratch);
+        if (end == std::string_view::npos) return error(i, "invalid value");
+        i = end;
         after_value();
         break;
       }
@@ -473,6 +480,17 @@ Status append_json_value(std::string& out, std::string_view s) {
   }
   if (expect != Expect::kDone) return error(s.size(), "unexpected end of the value");
   return Status();
+}
+
+}  // namespace
+
+Status append_json_value(std::string& out, std::string_view s) {
+  // An empty list, as most outputs lists are: no scan.
+  if (s.size() == 2 && s[0] == '[' && s[1] == ']') {
+    out += "[]";
+    return Status();
+  }
+  return rewrite_value(out, s);
 }
 
 }  // namespace chakraflow::pyrepr

@@ -98,24 +98,18 @@ uint64_t chakra_exact_micros(const EtPlusTrace& t, const ConversionGraph& graph,
   return static_cast<uint64_t>(exclusive / 1000);
 }
 
-// The parents the walk follows. Chakra: the parents as read. Default mode: a CPU node whose
-// parent is missing is attached to the thread root of its tid (else walked as a root of its own).
-// A node whose parent chain never reaches a root -- its own parent (the process root aside), or on
-// a ctrl_deps cycle -- is never walked from a thread root, so Chakra drops it as dangling with
-// everything below it; default mode cuts each cycle at its smallest id and attaches that node like
-// one whose parent is missing. Every such node is counted in both modes.
-std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& options,
-                                   std::vector<uint32_t>* extra_roots, LinkStats& stats) {
-  const size_t n = t.nodes.size();
-  const bool chakra = options.compat == Compat::kChakra;
-  std::vector<uint32_t> parent(n);
-  for (uint32_t i = 0; i < n; ++i) parent[i] = t.nodes[i].parent;
+// A node with no parent to follow although its parent is not missing.
+struct Detached {
+  bool on_cycle;  // on a ctrl_deps cycle, else its own parent
+  std::string example;
+};
 
-  // Nodes with no parent to follow although their parent is not missing, in id order.
-  struct Detached {
-    bool on_cycle;  // on a ctrl_deps cycle, else its own parent
-    std::string example;
-  };
+// The detached nodes by index, in id order: nodes that are their own parent (the process root
+// aside), and the node of each ctrl_deps cycle with the smallest id, where the cycle is cut in
+// default mode (its `parent` set to none).
+std::map<uint32_t, Detached> find_detached(const EtPlusTrace& t, bool chakra,
+                                           std::vector<uint32_t>& parent) {
+  const size_t n = t.nodes.size();
   std::map<uint32_t, Detached> detached;
   for (uint32_t i = 0; i < n; ++i) {
     const EtPlusNode& node = t.nodes[i];
@@ -147,15 +141,16 @@ std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& o
     }
     for (uint32_t k : path) state[k] = kDone;
   }
-  if (chakra) {
-    for (const auto& [i, d] : detached) {
-      stats.add(
-          d.on_cycle ? StatKind::kConvertCtrlCycleDropped : StatKind::kConvertSelfParentDropped,
-          d.example);
-    }
-    return parent;
-  }
+  return detached;
+}
 
+// Default mode: every CPU node without a parent to follow (its parent missing, or detached) is
+// attached to the thread root of its tid, else walked as a root of its own (`extra_roots`);
+// counted by why and where it goes.
+void attach_orphans(const EtPlusTrace& t, const std::map<uint32_t, Detached>& detached,
+                    std::vector<uint32_t>& parent, std::vector<uint32_t>* extra_roots,
+                    LinkStats& stats) {
+  const size_t n = t.nodes.size();
   std::unordered_map<int64_t, uint32_t> thread_root_of_tid;
   for (uint32_t i = 0; i < n; ++i) {
     if (is_thread_root_name(t.nodes[i].name)) thread_root_of_tid.emplace(t.nodes[i].tid, i);
@@ -193,6 +188,29 @@ std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& o
                 std::move(example));
     }
   }
+}
+
+// The parents the walk follows. Chakra: the parents as read. Default mode: a CPU node whose
+// parent is missing is attached to the thread root of its tid (else walked as a root of its own).
+// A node whose parent chain never reaches a root -- its own parent (the process root aside), or on
+// a ctrl_deps cycle -- is never walked from a thread root, so Chakra drops it as dangling with
+// everything below it; default mode cuts each cycle at its smallest id and attaches that node like
+// one whose parent is missing. Every such node is counted in both modes.
+std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& options,
+                                   std::vector<uint32_t>* extra_roots, LinkStats& stats) {
+  const bool chakra = options.compat == Compat::kChakra;
+  std::vector<uint32_t> parent(t.nodes.size());
+  for (uint32_t i = 0; i < t.nodes.size(); ++i) parent[i] = t.nodes[i].parent;
+  const std::map<uint32_t, Detached> detached = find_detached(t, chakra, parent);
+  if (chakra) {
+    for (const auto& [i, d] : detached) {
+      stats.add(
+          d.on_cycle ? StatKind::kConvertCtrlCycleDropped : StatKind::kConvertSelfParentDropped,
+          d.example);
+    }
+    return parent;
+  }
+  attach_orphans(t, detached, parent, extra_roots, stats);
   return parent;
 }
 
@@ -265,17 +283,9 @@ void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent,
   }
 }
 
-}  // namespace
-
-StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions& options,
-                                      LinkStats& stats) {
-  const size_t n = t.nodes.size();
-  const bool chakra = options.compat == Compat::kChakra;
-  ConversionGraph graph;
-  std::vector<uint32_t> parent = walk_parents(t, options, &graph.extra_roots, stats);
-  if (!chakra) parent_cpu_collectives(t, parent, stats);
-
-  // The call tree as children lists (CSR), in ascending id order.
+// The call tree the walk follows as children lists (CSR), in ascending id order.
+void build_children(const std::vector<uint32_t>& parent, ConversionGraph& graph) {
+  const size_t n = parent.size();
   graph.child_begin.assign(n + 2, 0);
   for (uint32_t i = 0; i < n; ++i) {
     if (parent[i] != kNoNode) ++graph.child_begin[parent[i] + 2];
@@ -286,71 +296,97 @@ StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions
     if (parent[i] != kNoNode) graph.children[graph.child_begin[parent[i] + 1]++] = i;
   }
   graph.child_begin.pop_back();  // now child_begin[i] .. child_begin[i + 1]
+}
 
+// Node i converted: its record (duration, communication attributes, stream, start, what the
+// dependency walks ask of it) appended to the graph.
+void convert_node(const EtPlusTrace& t, const ConvertOptions& options,
+                  const std::vector<uint32_t>& parent, uint32_t i, CommTyper& typer,
+                  ConversionGraph& graph, LinkStats& stats) {
+  const bool chakra = options.compat == Compat::kChakra;
+  const EtPlusNode& node = t.nodes[i];
+  ChakraNodeRecord rec;
+  rec.source = i;
+  // Chakra: ctrl_deps only if the parent is already converted. Default: set_default_parents.
+  if (chakra && parent[i] != kNoNode && graph.slot[parent[i]] != kNoNode) rec.ctrl_dep = parent[i];
+  rec.duration_micros = duration_micros(node, options, stats);
+  if (chakra) rec.duration_micros = chakra_exact_micros(t, graph, i, rec.duration_micros);
+  typer.assign(i, rec, graph.comm);
+  const bool gpu_stream = node.kind == OpKind::kGpu && node.stream_given && node.has_stream;
+  if (chakra) {
+    if (node.has_stream) {  // CPU nodes: Chakra's default 0
+      rec.stream = node.stream;
+      rec.set(ChakraNodeRecord::kHasStream);
+    }
+  } else {
+    if (gpu_stream) {
+      rec.stream = node.stream;
+      rec.set(ChakraNodeRecord::kHasStream);
+    }
+    if (node.has_ts && node.ts >= 0 && node.ts < 1.8e19) {
+      rec.start_time_micros = static_cast<uint64_t>(std::llround(node.ts));
+      rec.set(ChakraNodeRecord::kHasStart);
+    }
+  }
+  // What the dependency walks ask of the node, while it is at hand.
+  note_walk_facts(t, options, i, rec, graph);
+  graph.slot[i] = static_cast<uint32_t>(graph.records.size());
+  graph.records.push_back(std::move(rec));
+}
+
+// Default mode: ctrl_deps = [parent] whenever the parent is converted; a GPU node whose launcher
+// is not converted is counted.
+void set_default_parents(const EtPlusTrace& t, const std::vector<uint32_t>& parent,
+                         ConversionGraph& graph, LinkStats& stats) {
+  for (ChakraNodeRecord& rec : graph.records) {
+    const uint32_t p = parent[rec.source];
+    if (p != kNoNode && graph.slot[p] != kNoNode) rec.ctrl_dep = p;
+  }
+  for (uint32_t i = 0; i < t.nodes.size(); ++i) {
+    const EtPlusNode& node = t.nodes[i];
+    if (node.kind == OpKind::kGpu && graph.slot[i] == kNoNode && node.parent != kNoNode) {
+      stats.add(StatKind::kConvertGpuLauncherNotConverted,
+                fmt::format("node {} (launcher {})", node.id, t.nodes[node.parent].id));
+    }
+  }
+}
+
+}  // namespace
+
+Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, LinkStats& stats) {
+  const size_t n = t.nodes.size();
+  const bool chakra = options.compat == Compat::kChakra;
+  Conversion conversion;
+  ConversionGraph& graph = conversion.graph;
+  std::vector<uint32_t> parent = walk_parents(t, options, &graph.extra_roots, stats);
+  if (!chakra) parent_cpu_collectives(t, parent, stats);
+  build_children(parent, graph);
   // Chakra's conversion loop: CPU and METADATA nodes in input order, each followed by its GPU
   // children.
   CommTyper typer(t, options, stats);
   graph.slot.assign(n, kNoNode);
   graph.records.reserve(n);
   prepare_walk_facts(options, n, graph);
-  auto convert = [&](uint32_t i) {
-    const EtPlusNode& node = t.nodes[i];
-    ChakraNodeRecord rec;
-    rec.source = i;
-    // Chakra: ctrl_deps only if the parent is already converted. Default: set below.
-    if (chakra && parent[i] != kNoNode && graph.slot[parent[i]] != kNoNode)
-      rec.ctrl_dep = parent[i];
-    rec.duration_micros = duration_micros(node, options, stats);
-    if (chakra) rec.duration_micros = chakra_exact_micros(t, graph, i, rec.duration_micros);
-    typer.assign(i, rec, graph.comm);
-    const bool gpu_stream = node.kind == OpKind::kGpu && node.stream_given && node.has_stream;
-    if (chakra) {
-      if (node.has_stream) {  // CPU nodes: Chakra's default 0
-        rec.stream = node.stream;
-        rec.set(ChakraNodeRecord::kHasStream);
-      }
-    } else {
-      if (gpu_stream) {
-        rec.stream = node.stream;
-        rec.set(ChakraNodeRecord::kHasStream);
-      }
-      if (node.has_ts && node.ts >= 0 && node.ts < 1.8e19) {
-        rec.start_time_micros = static_cast<uint64_t>(std::llround(node.ts));
-        rec.set(ChakraNodeRecord::kHasStart);
-      }
-    }
-    // What the dependency walks ask of the node, while it is at hand.
-    note_walk_facts(t, options, i, rec, graph);
-    graph.slot[i] = static_cast<uint32_t>(graph.records.size());
-    graph.records.push_back(std::move(rec));
-  };
   for (uint32_t i : t.file_order) {
     if (t.nodes[i].kind == OpKind::kGpu) continue;
-    convert(i);
+    convert_node(t, options, parent, i, typer, graph, stats);
     for (uint32_t k = graph.child_begin[i]; k < graph.child_begin[i + 1]; ++k) {
       const uint32_t c = graph.children[k];
-      if (t.nodes[c].kind == OpKind::kGpu && graph.slot[c] == kNoNode) convert(c);
-    }
-  }
-  if (!chakra) {
-    for (ChakraNodeRecord& rec : graph.records) {
-      const uint32_t p = parent[rec.source];
-      if (p != kNoNode && graph.slot[p] != kNoNode) rec.ctrl_dep = p;
-    }
-    for (uint32_t i = 0; i < n; ++i) {
-      const EtPlusNode& node = t.nodes[i];
-      if (node.kind == OpKind::kGpu && graph.slot[i] == kNoNode && node.parent != kNoNode) {
-        stats.add(StatKind::kConvertGpuLauncherNotConverted,
-                  fmt::format("node {} (launcher {})", node.id, t.nodes[node.parent].id));
+      if (t.nodes[c].kind == OpKind::kGpu && graph.slot[c] == kNoNode) {
+        convert_node(t, options, parent, c, typer, graph, stats);
       }
     }
   }
+  if (!chakra) set_default_parents(t, parent, graph, stats);
+  conversion.pg_names = typer.take_names();
+  return conversion;
+}
 
-  DependencyStats dep_stats;
-  encode_dependencies(t, options, graph, stats, &dep_stats);
-  ChakraTrace out = remove_dangling_nodes(t, options, std::move(graph), stats);
+ChakraTrace drop_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& options,
+                                Conversion&& conversion, LinkStats& stats) {
+  ChakraTrace out = remove_dangling_nodes(t, options, std::move(conversion.graph), stats);
   // The group names the typer chose (CommAttrs point into them) live as long as the trace.
-  out.renamed_pg_names = typer.take_names();
+  out.renamed_pg_names = std::move(conversion.pg_names);
   if (options.pg_name_offset != 0) {
     std::map<std::string_view, std::string_view> renamed;
     for (CommAttrs& c : out.comm) {
@@ -364,8 +400,16 @@ StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions
       c.pg_name = it->second;
     }
   }
-  out.gpu_stream_edges = dep_stats.gpu_stream_edges;
-  out.sync_edges = dep_stats.sync_edges;
+  out.gpu_stream_edges = conversion.dependencies.gpu_stream_edges;
+  out.sync_edges = conversion.dependencies.sync_edges;
+  return out;
+}
+
+StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions& options,
+                                      LinkStats& stats) {
+  Conversion conversion = select_nodes(t, options, stats);
+  encode_dependencies(t, options, conversion.graph, stats, &conversion.dependencies);
+  ChakraTrace out = drop_dangling_nodes(t, options, std::move(conversion), stats);
   CF_RETURN_IF_ERROR(check_acyclic(t, out));
   return out;
 }
@@ -750,10 +794,9 @@ Status convert_file(const std::string& input_path, const std::string& output_pat
   return convert_trace(input.trace, output_path, options, report);
 }
 
-Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
-                     const ConvertOptions& options, ConvertReport* report) {
-  LinkStats stats = trace.stats;
-  CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(trace, options, stats));
+Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, LinkStats stats,
+                       const std::string& output_path, const ConvertOptions& options,
+                       ConvertReport* report) {
   CF_ASSIGN_OR_RETURN(EtWriter writer, EtWriter::open(output_path));
   CF_RETURN_IF_ERROR(write_chakra_trace(trace, chakra, options, writer));
   CF_RETURN_IF_ERROR(writer.commit());
@@ -769,6 +812,13 @@ Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
     report->stats = std::move(stats);
   }
   return Status();
+}
+
+Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
+                     const ConvertOptions& options, ConvertReport* report) {
+  LinkStats stats = trace.stats;
+  CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(trace, options, stats));
+  return write_converted(trace, chakra, std::move(stats), output_path, options, report);
 }
 
 }  // namespace chakraflow

@@ -20,12 +20,15 @@
 // Output bytes are deterministic. Functions are thread-compatible (no shared state).
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
+#include "stages/common/status.h"
 #include "stages/convert/comm_groups.h"
 #include "stages/convert/convert_model.h"
-#include "stages/common/status.h"
+#include "stages/convert/dependency_encoding.h"
 
 namespace ChakraProtoMsg {
 class GlobalMetadata;
@@ -50,9 +53,33 @@ struct ConvertReport {
 };
 
 // ET+ nodes → the Chakra nodes that are written, sorted by id, dependencies encoded and checked
-// for cycles. Data problems are added to `stats`.
+// for cycles: the stages below, in order. Data problems are added to `stats`.
 StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& trace, const ConvertOptions& options,
                                       LinkStats& stats);
+
+// The conversion's stages, one at a time (the rank graph, pipeline/rank_graph.h, runs each as a
+// node of its own): select_nodes -> encode_dependencies (stages/convert/dependency_encoding.h, on
+// `graph`, into `dependencies`) -> drop_dangling_nodes -> check_acyclic
+// (stages/convert/cycle_check.h) -> write_converted. A trace being converted, between them:
+struct Conversion {
+  ConversionGraph graph;
+  // The group names the communication typing chose (CommAttrs point into them).
+  std::vector<std::unique_ptr<std::string>> pg_names;
+  DependencyStats dependencies;
+};
+// The call tree the walk follows, and the nodes converted, in Chakra's order (CPU and METADATA
+// nodes in input order, each followed by its GPU children), with their type, duration, stream,
+// start and communication attributes.
+Conversion select_nodes(const EtPlusTrace& trace, const ConvertOptions& options, LinkStats& stats);
+// The nodes that are written: the dangling ones removed, sorted by id, their groups renamed by
+// ConvertOptions::pg_name_offset.
+ChakraTrace drop_dangling_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
+                                Conversion&& conversion, LinkStats& stats);
+// Writes `output_path` atomically (write_chakra_trace) and fills `report` (optional; its stats:
+// `stats`).
+Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, LinkStats stats,
+                       const std::string& output_path, const ConvertOptions& options,
+                       ConvertReport* report);
 
 // The step the trace recorded, in the device trace's clock (µs): from the first start to the last
 // end (ts + inclusive_dur, or exclusive_dur when larger) of the nodes linked to the device trace
