@@ -86,6 +86,44 @@ void set_link_inputs(RankJob& job, const std::optional<std::string>& device,
   if (step_time) job.step_time_path = *step_time;
 }
 
+// What link_rank reports of the link (LinkSummary), added to `out` as Python values.
+void add_link_summary(py::dict& out, const LinkSummary& s) {
+  out["mode"] = s.mode;
+  out["host_nodes"] = s.host_nodes;
+  out["host_ops_linked"] = s.host_ops_linked;
+  out["host_ops_with_rf_id"] = s.host_ops_with_rf_id;
+  out["host_op_candidates"] = s.host_op_candidates;
+  out["device_cpu_ops"] = s.device_cpu_ops;
+  out["gpu_ops"] = s.gpu_ops;
+  out["gpu_ops_linked"] = s.gpu_ops_linked;
+  out["gpu_ops_orphaned"] = s.gpu_ops_orphaned;
+  out["et_plus_nodes"] = s.et_plus_nodes;
+  out["gap_groups"] = s.gap_groups;
+  py::dict sync;
+  sync["calls"] = s.sync.calls;
+  sync["calls_resolved"] = s.sync.calls_resolved;
+  sync["calls_emitted"] = s.sync.calls_emitted;
+  sync["inferred"] = s.sync.inferred;
+  sync["host_deps"] = s.sync.host_deps;
+  sync["gpu_deps"] = s.sync.gpu_deps;
+  sync["dropped_orphan_target"] = s.sync.dropped_orphan_target;
+  sync["dropped_unlinked_waiter"] = s.sync.dropped_unlinked_waiter;
+  out["sync"] = sync;
+  py::list thread_matches;
+  for (const ThreadMatch& t : s.threads) {
+    py::dict d;
+    d["host_tid"] = t.host_tid;
+    d["paired"] = t.paired;
+    d["device_pid"] = t.device_pid;
+    d["device_tid"] = t.device_tid;
+    d["host_ops"] = t.host_ops;
+    d["matched"] = t.matched;
+    d["device_ops"] = t.device_ops;
+    thread_matches.append(d);
+  }
+  out["threads"] = thread_matches;
+}
+
 py::dict link_rank(const std::string& host, const std::optional<std::string>& device,
                    const std::string& output, std::optional<int> rank, const std::string& mode,
                    const std::string& compat, double gap_threshold_us, int threads,
@@ -124,47 +162,13 @@ py::dict link_rank(const std::string& host, const std::optional<std::string>& de
     finished = monotonic_seconds();
   }
   if (!r.status.ok()) raise(r.status);
-  const LinkSummary& s = r.summary;
   py::dict out;
   out["host"] = host;
   out["device"] = job.device_path;
   out["profiler_overhead"] = profiler_dict(r.profiler);
   out["output"] = output;
   out["rank"] = rank ? py::object(py::int_(*rank)) : py::none();
-  out["mode"] = s.mode;
-  out["host_nodes"] = s.host_nodes;
-  out["host_ops_linked"] = s.host_ops_linked;
-  out["host_ops_with_rf_id"] = s.host_ops_with_rf_id;
-  out["host_op_candidates"] = s.host_op_candidates;
-  out["device_cpu_ops"] = s.device_cpu_ops;
-  out["gpu_ops"] = s.gpu_ops;
-  out["gpu_ops_linked"] = s.gpu_ops_linked;
-  out["gpu_ops_orphaned"] = s.gpu_ops_orphaned;
-  out["et_plus_nodes"] = s.et_plus_nodes;
-  out["gap_groups"] = s.gap_groups;
-  py::dict sync;
-  sync["calls"] = s.sync.calls;
-  sync["calls_resolved"] = s.sync.calls_resolved;
-  sync["calls_emitted"] = s.sync.calls_emitted;
-  sync["inferred"] = s.sync.inferred;
-  sync["host_deps"] = s.sync.host_deps;
-  sync["gpu_deps"] = s.sync.gpu_deps;
-  sync["dropped_orphan_target"] = s.sync.dropped_orphan_target;
-  sync["dropped_unlinked_waiter"] = s.sync.dropped_unlinked_waiter;
-  out["sync"] = sync;
-  py::list thread_matches;
-  for (const ThreadMatch& t : s.threads) {
-    py::dict d;
-    d["host_tid"] = t.host_tid;
-    d["paired"] = t.paired;
-    d["device_pid"] = t.device_pid;
-    d["device_tid"] = t.device_tid;
-    d["host_ops"] = t.host_ops;
-    d["matched"] = t.matched;
-    d["device_ops"] = t.device_ops;
-    thread_matches.append(d);
-  }
-  out["threads"] = thread_matches;
+  add_link_summary(out, r.summary);
   out["problems"] = stats_to_dict(r.stats);
   out["input_bytes"] = r.input_bytes;
   out["output_bytes"] = r.output_bytes;

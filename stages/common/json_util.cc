@@ -796,21 +796,31 @@ bool read_last_window(od::parser& parser, char* data, size_t size, size_t capaci
   return !first && at_document_end(doc);
 }
 
+// The first occurrence of the key `key_literal` (at *key_at) followed by an array: the position
+// of the array's '[', or kNone.
+size_t find_array_open(const char* data, size_t size, std::string_view key_literal,
+                       size_t* key_at) {
+  const void* hit = ::memmem(data, size, key_literal.data(), key_literal.size());
+  if (hit == nullptr) return kNone;
+  *key_at = static_cast<size_t>(static_cast<const char*>(hit) - data);
+  size_t open = *key_at + key_literal.size();
+  while (open < size && is_space(data[open])) ++open;
+  if (open >= size || data[open] != ':') return kNone;
+  ++open;
+  while (open < size && is_space(data[open])) ++open;
+  if (open + 3 > size || data[open] != '[') return kNone;
+  return open;
+}
+
 }  // namespace
 
 size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t capacity,
                              std::string_view key_literal, size_t window_bytes,
                              ArrayWindowReader& reader) {
   if (window_bytes == 0 || key_literal.empty() || capacity < size + kInputPadding) return 0;
-  const void* hit = ::memmem(data, size, key_literal.data(), key_literal.size());
-  if (hit == nullptr) return 0;
-  const size_t key_at = static_cast<size_t>(static_cast<const char*>(hit) - data);
-  size_t open = key_at + key_literal.size();
-  while (open < size && is_space(data[open])) ++open;
-  if (open >= size || data[open] != ':') return 0;
-  ++open;
-  while (open < size && is_space(data[open])) ++open;
-  if (open + 3 > size || data[open] != '[') return 0;
+  size_t key_at = 0;
+  const size_t open = find_array_open(data, size, key_literal, &key_at);
+  if (open == kNone) return 0;
   if (!read_prefix(parser, data, capacity, key_at, open, reader)) return 0;
   reader.before_elements();
 

@@ -260,6 +260,25 @@ struct IssuedAfter {
   }
 };
 
+// The fields of Node (proto/et_def.proto) by number, with their wire type; ctrl_deps and
+// data_deps may also be packed. Protobuf would keep a field of another type as an unknown field
+// and the node would read as id 0, or nameless: that is another schema, or a corrupt record.
+struct FieldSpec {
+  const char* name;
+  uint32_t wire_type;
+};
+constexpr FieldSpec kNodeFields[] = {{"", kVarint},
+                                     {"id", kVarint},
+                                     {"name", kLen},
+                                     {"type", kVarint},
+                                     {"ctrl_deps", kVarint},
+                                     {"data_deps", kVarint},
+                                     {"start_time_micros", kVarint},
+                                     {"duration_micros", kVarint},
+                                     {"inputs", kLen},
+                                     {"outputs", kLen},
+                                     {"attr", kLen}};
+
 }  // namespace
 
 // -----------------------------------------------------------------------------------------------
@@ -273,24 +292,6 @@ Status scan_node(std::string_view raw, NodeHeader* header, std::vector<NodeId>* 
   auto fail = [&](std::string_view what) {
     return Status::errorf("malformed Node: {} at byte {} of the record", what, p - begin);
   };
-  // The fields of Node (proto/et_def.proto) by number, with their wire type; ctrl_deps and
-  // data_deps may also be packed. Protobuf would keep a field of another type as an unknown field
-  // and the node would read as id 0, or nameless: that is another schema, or a corrupt record.
-  struct FieldSpec {
-    const char* name;
-    uint32_t wire_type;
-  };
-  static constexpr FieldSpec kNodeFields[] = {{"", kVarint},
-                                              {"id", kVarint},
-                                              {"name", kLen},
-                                              {"type", kVarint},
-                                              {"ctrl_deps", kVarint},
-                                              {"data_deps", kVarint},
-                                              {"start_time_micros", kVarint},
-                                              {"duration_micros", kVarint},
-                                              {"inputs", kLen},
-                                              {"outputs", kLen},
-                                              {"attr", kLen}};
   while (p < end) {
     uint64_t tag;
     if (!read_varint(p, end, &tag)) return fail("truncated field tag");
@@ -471,19 +472,8 @@ struct EtFeeder::Impl {
 
   void read_one() {
     std::string_view record;
-    const uint64_t index = has_first_node ? 0 : reader->record_index();
-    const uint64_t offset = has_first_node ? 0 : reader->offset();
-    if (has_first_node) {
-      record = first_node;
-      has_first_node = false;
-    } else {
-      auto got = reader->next_raw(&record);
-      if (!got.ok()) return fail(got.status());
-      if (!*got) {
-        eof = true;
-        return;
-      }
-    }
+    uint64_t index = 0, offset = 0;
+    if (!next_record(&record, &index, &offset)) return;
     NodeHeader header;
     data_scratch.clear();
     ctrl_scratch.clear();
@@ -493,28 +483,10 @@ struct EtFeeder::Impl {
       return fail(
           Status::errorf("{}: record #{} at byte {}: {}", path, index, offset, scanned.message()));
     }
-    if (uint32_t other = by_id.find(header.id); other != kNil) {
-      return fail(
-          Status::errorf("{}: record #{} at byte {}: node id {} appears again (first at "
-                         "record #{})",
-                         path, index, offset, header.id, nodes[other].record_index));
+    if (Status unique = check_new_id(header.id, index, offset); !unique.ok()) {
+      return fail(std::move(unique));
     }
-    if (done.contains(header.id)) {
-      return fail(
-          Status::errorf("{}: record #{} at byte {}: node id {} appears again (an "
-                         "earlier node with this id already completed)",
-                         path, index, offset, header.id));
-    }
-
-    uint32_t slot;
-    if (!free_slots.empty()) {
-      slot = free_slots.back();
-      free_slots.pop_back();
-    } else {
-      slot = nodes.grow();
-      meta.emplace_back();
-      deps.emplace_back();
-    }
+    const uint32_t slot = take_slot();
     FeederNode& node = nodes[slot];
     node.id = header.id;
     node.type = header.type;
@@ -539,10 +511,67 @@ struct EtFeeder::Impl {
     ++visible;
     ++stats.nodes_read;
     if (live > stats.max_resident) stats.max_resident = live;
+    set_pending(slot);
+    if (observer) observer->on_read(node);
+    // Nodes read earlier that wait on this one now watch it.
+    if (!waiting.empty()) {
+      if (uint32_t list = waiting.take(header.id); list != kNil) meta[slot].watchers = list;
+    }
+    advance(slot);
+  }
 
-    // The node's dependencies, newest parent first (the largest id, in a trace written in id
-    // order): parents complete roughly in file order, so when it completes the others mostly have
-    // too, and the node waits once instead of once per parent. Each is checked once, by advance().
+  // The next record (the first node kept aside, or the reader's next), with its index and offset;
+  // false at the end (or on an error, recorded).
+  bool next_record(std::string_view* record, uint64_t* index, uint64_t* offset) {
+    if (has_first_node) {
+      *record = first_node;
+      has_first_node = false;
+      return true;
+    }
+    *index = reader->record_index();
+    *offset = reader->offset();
+    auto got = reader->next_raw(record);
+    if (!got.ok()) {
+      fail(got.status());
+      return false;
+    }
+    if (!*got) eof = true;
+    return *got;
+  }
+
+  // An id read is new: neither held nor completed before.
+  Status check_new_id(NodeId id, uint64_t index, uint64_t offset) const {
+    if (uint32_t other = by_id.find(id); other != kNil) {
+      return Status::errorf(
+          "{}: record #{} at byte {}: node id {} appears again (first at record #{})", path, index,
+          offset, id, nodes[other].record_index);
+    }
+    if (done.contains(id)) {
+      return Status::errorf(
+          "{}: record #{} at byte {}: node id {} appears again (an earlier node with this id "
+          "already completed)",
+          path, index, offset, id);
+    }
+    return Status();
+  }
+
+  // A free slot, or a new one.
+  uint32_t take_slot() {
+    if (!free_slots.empty()) {
+      const uint32_t slot = free_slots.back();
+      free_slots.pop_back();
+      return slot;
+    }
+    const uint32_t slot = nodes.grow();
+    meta.emplace_back();
+    deps.emplace_back();
+    return slot;
+  }
+
+  // The node's dependencies, newest parent first (the largest id, in a trace written in id
+  // order): parents complete roughly in file order, so when it completes the others mostly have
+  // too, and the node waits once instead of once per parent. Each is checked once, by advance().
+  void set_pending(uint32_t slot) {
     std::vector<NodeId>& pending = deps[slot];
     const size_t listed = data_scratch.size() + ctrl_scratch.size();
     if (pending.capacity() > 512 && pending.capacity() / 2 > listed) {
@@ -554,13 +583,6 @@ struct EtFeeder::Impl {
       std::iter_swap(pending.begin(), std::max_element(pending.begin(), pending.end()));
     }
     stats.dependencies += pending.size();
-
-    if (observer) observer->on_read(node);
-    // Nodes read earlier that wait on this one now watch it.
-    if (!waiting.empty()) {
-      if (uint32_t list = waiting.take(header.id); list != kNil) meta[slot].watchers = list;
-    }
-    advance(slot);
   }
 
   // Moves `slot` on to its next dependency not complete yet and waits on it; with none left, the
@@ -719,7 +741,14 @@ struct EtFeeder::Impl {
     blockers(missing, &r.missing);
     blockers(unreleased, &r.unreleased);
 
-    // Cycles: iterative DFS over parent -> child edges between waiting nodes, smallest ids first.
+    find_cycles(kids, std::move(candidates), &r.cycles);
+    return r;
+  }
+
+  // Cycles among the waiting nodes (`candidates`), over the parent -> child edges `kids`: an
+  // iterative DFS, smallest ids first; at most kMaxExamples, each from its smallest id, sorted.
+  void find_cycles(const std::vector<std::vector<uint32_t>>& kids, std::vector<uint32_t> candidates,
+                   std::vector<std::vector<NodeId>>* cycles) const {
     std::sort(candidates.begin(), candidates.end(),
               [&](uint32_t a, uint32_t b) { return meta[a].id < meta[b].id; });
     enum : uint8_t { kWhite, kGray, kBlack };
@@ -731,7 +760,7 @@ struct EtFeeder::Impl {
     };
     std::vector<Frame> stack;
     for (uint32_t root : candidates) {
-      if (color[root] != kWhite || r.cycles.size() >= StallReport::kMaxExamples) continue;
+      if (color[root] != kWhite || cycles->size() >= StallReport::kMaxExamples) continue;
       color[root] = kGray;
       stack.push_back(Frame{root, 0});
       while (!stack.empty()) {
@@ -743,14 +772,14 @@ struct EtFeeder::Impl {
         }
         const uint32_t child = kids[f.slot][f.next++];
         if (color[child] == kGray) {
-          if (r.cycles.size() < StallReport::kMaxExamples) {
+          if (cycles->size() < StallReport::kMaxExamples) {
             std::vector<NodeId> cycle;
             for (size_t i = depth_of[child]; i < stack.size(); ++i) {
               cycle.push_back(meta[stack[i].slot].id);
             }
             // Start at the smallest id, keeping the direction.
             std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
-            r.cycles.push_back(std::move(cycle));
+            cycles->push_back(std::move(cycle));
           }
         } else if (color[child] == kWhite) {
           color[child] = kGray;
@@ -759,9 +788,8 @@ struct EtFeeder::Impl {
         }
       }
     }
-    std::sort(r.cycles.begin(), r.cycles.end());
-    r.cycles.erase(std::unique(r.cycles.begin(), r.cycles.end()), r.cycles.end());
-    return r;
+    std::sort(cycles->begin(), cycles->end());
+    cycles->erase(std::unique(cycles->begin(), cycles->end()), cycles->end());
   }
 };
 

@@ -96,9 +96,19 @@ StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(const std::string& path,
   EtIndex& x = *index;
   x.path_ = path;
   const bool keep_records = is_gzip(path);
+  Edges edges;
+  CF_RETURN_IF_ERROR(x.scan_records(reader, options, keep_records, &edges));
+  x.deps_listed_ = edges.size();
+  CF_RETURN_IF_ERROR(x.index_ids());
+  CF_RETURN_IF_ERROR(x.open_records(keep_records));
+  std::vector<uint64_t> count;
+  x.resolve_edges(edges, options.keep_dangling, &count);
+  x.set_children(std::move(edges), std::move(count));
+  return index;
+}
 
-  // Pass over the file: ids, offsets, and every listed edge as (parent id, child index).
-  std::vector<std::pair<uint64_t, uint32_t>> edges;
+Status EtIndex::scan_records(EtReader& reader, const EtIndexOptions& options, bool keep_records,
+                             Edges* edges) {
   std::vector<NodeId> data_deps;
   std::vector<NodeId> ctrl_deps;
   std::string_view record;
@@ -111,91 +121,97 @@ StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(const std::string& path,
     if (first) {
       first = false;
       if (!first_record_is_node(record)) {
-        x.metadata_.assign(record.data(), record.size());
+        metadata_.assign(record.data(), record.size());
         continue;
       }
-      x.metadata_missing_ = true;
+      metadata_missing_ = true;
     }
     NodeHeader header;
     data_deps.clear();
     ctrl_deps.clear();
     Status scanned = scan_node(record, &header, &data_deps, &ctrl_deps);
     if (!scanned.ok()) {
-      return Status::errorf("{}: record #{} at byte {}: {}", path, record_index, offset,
+      return Status::errorf("{}: record #{} at byte {}: {}", path_, record_index, offset,
                             scanned.message());
     }
-    if (x.ids_.size() >= kNoIndex - 1) {
-      return Status::errorf("{}: record #{} at byte {}: more than {} nodes", path, record_index,
+    if (ids_.size() >= kNoIndex - 1) {
+      return Status::errorf("{}: record #{} at byte {}: more than {} nodes", path_, record_index,
                             offset, kNoIndex - 1);
     }
-    const auto child = static_cast<uint32_t>(x.ids_.size());
-    x.ids_.push_back(header.id);
+    const auto child = static_cast<uint32_t>(ids_.size());
+    ids_.push_back(header.id);
     if (keep_records) {
-      x.offsets_.push_back(x.records_.size());
-      x.records_.append(record.data(), record.size());
+      offsets_.push_back(records_.size());
+      records_.append(record.data(), record.size());
     } else {
-      x.offsets_.push_back(offset + wire::varint_size(record.size()));
+      offsets_.push_back(offset + wire::varint_size(record.size()));
     }
-    x.sizes_.push_back(static_cast<uint32_t>(record.size()));
+    sizes_.push_back(static_cast<uint32_t>(record.size()));
     if (options.data_deps) {
-      for (NodeId p : data_deps) edges.emplace_back(p, child);
+      for (NodeId p : data_deps) edges->emplace_back(p, child);
     }
     if (options.ctrl_deps) {
-      for (NodeId p : ctrl_deps) edges.emplace_back(p, child);
+      for (NodeId p : ctrl_deps) edges->emplace_back(p, child);
     }
   }
-  x.deps_listed_ = edges.size();
-  const uint32_t n = x.size();
+  return Status();
+}
 
-  // id -> index.
-  if (n > 0) {
-    auto [lo, hi] = std::minmax_element(x.ids_.begin(), x.ids_.end());
-    const uint64_t span = *hi - *lo;
-    if (span < uint64_t{4} * n + 1024) {
-      x.id_base_ = *lo;
-      x.dense_.assign(span + 1, kNoIndex);
-      for (uint32_t i = 0; i < n; ++i) {
-        uint32_t& slot = x.dense_[x.ids_[i] - x.id_base_];
-        if (slot != kNoIndex) {
-          return Status::errorf("{}: record #{}: node id {} appears again (first at record #{})",
-                                path, x.record_number(i), x.ids_[i], x.record_number(slot));
-        }
-        slot = i;
+Status EtIndex::index_ids() {
+  const uint32_t n = size();
+  if (n == 0) return Status();
+  auto [lo, hi] = std::minmax_element(ids_.begin(), ids_.end());
+  const uint64_t span = *hi - *lo;
+  if (span < uint64_t{4} * n + 1024) {
+    id_base_ = *lo;
+    dense_.assign(span + 1, kNoIndex);
+    for (uint32_t i = 0; i < n; ++i) {
+      uint32_t& slot = dense_[ids_[i] - id_base_];
+      if (slot != kNoIndex) {
+        return Status::errorf("{}: record #{}: node id {} appears again (first at record #{})",
+                              path_, record_number(i), ids_[i], record_number(slot));
       }
-    } else {
-      x.sparse_.reserve(n);
-      for (uint32_t i = 0; i < n; ++i) x.sparse_.emplace_back(x.ids_[i], i);
-      std::sort(x.sparse_.begin(), x.sparse_.end());
-      for (size_t i = 1; i < x.sparse_.size(); ++i) {
-        if (x.sparse_[i].first == x.sparse_[i - 1].first) {
-          const uint32_t a = std::min(x.sparse_[i - 1].second, x.sparse_[i].second);
-          const uint32_t b = std::max(x.sparse_[i - 1].second, x.sparse_[i].second);
-          return Status::errorf("{}: record #{}: node id {} appears again (first at record #{})",
-                                path, x.record_number(b), x.ids_[b], x.record_number(a));
-        }
-      }
+      slot = i;
+    }
+    return Status();
+  }
+  sparse_.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) sparse_.emplace_back(ids_[i], i);
+  std::sort(sparse_.begin(), sparse_.end());
+  for (size_t i = 1; i < sparse_.size(); ++i) {
+    if (sparse_[i].first == sparse_[i - 1].first) {
+      const uint32_t a = std::min(sparse_[i - 1].second, sparse_[i].second);
+      const uint32_t b = std::max(sparse_[i - 1].second, sparse_[i].second);
+      return Status::errorf("{}: record #{}: node id {} appears again (first at record #{})", path_,
+                            record_number(b), ids_[b], record_number(a));
     }
   }
+  return Status();
+}
+
+Status EtIndex::open_records(bool keep_records) {
   if (keep_records) {
-    x.records_.shrink_to_fit();  // offsets_ are into records_
-  } else {
-    x.fd_reader_ = std::make_unique<BlockReader>();
-    x.fd_reader_->path = path;
-    x.fd_reader_->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (x.fd_reader_->fd < 0) {
-      return Status::errorf("{}: cannot open again: {}", path, std::strerror(errno));
-    }
+    records_.shrink_to_fit();  // offsets_ are into records_
+    return Status();
   }
+  fd_reader_ = std::make_unique<BlockReader>();
+  fd_reader_->path = path_;
+  fd_reader_->fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_reader_->fd < 0) {
+    return Status::errorf("{}: cannot open again: {}", path_, std::strerror(errno));
+  }
+  return Status();
+}
 
-  // Edges to (parent index, child index), dangling ones dropped; then counting sort by parent.
-  std::vector<uint64_t> count(static_cast<size_t>(n) + 1, 0);
+void EtIndex::resolve_edges(Edges& edges, bool keep_dangling, std::vector<uint64_t>* count) {
+  count->assign(static_cast<size_t>(size()) + 1, 0);
   size_t kept = 0;
   for (const auto& [parent_id, child] : edges) {
-    const uint32_t parent = x.index_of(parent_id);
+    const uint32_t parent = index_of(parent_id);
     if (parent == kNoIndex) {
-      ++x.deps_dangling_;
-      if (options.keep_dangling) x.dangling_edges_.emplace_back(parent_id, child);
-      auto& ex = x.dangling_examples_;
+      ++deps_dangling_;
+      if (keep_dangling) dangling_edges_.emplace_back(parent_id, child);
+      auto& ex = dangling_examples_;
       if (std::find(ex.begin(), ex.end(), parent_id) == ex.end()) {
         ex.push_back(parent_id);
         std::sort(ex.begin(), ex.end());
@@ -204,42 +220,46 @@ StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(const std::string& path,
       continue;
     }
     edges[kept++] = {parent, child};
-    ++count[parent + 1];
+    ++(*count)[parent + 1];
   }
   edges.resize(kept);
-  std::sort(x.dangling_edges_.begin(), x.dangling_edges_.end());
-  x.dangling_edges_.erase(std::unique(x.dangling_edges_.begin(), x.dangling_edges_.end()),
-                          x.dangling_edges_.end());
+  std::sort(dangling_edges_.begin(), dangling_edges_.end());
+  dangling_edges_.erase(std::unique(dangling_edges_.begin(), dangling_edges_.end()),
+                        dangling_edges_.end());
+}
+
+void EtIndex::set_children(Edges&& edges, std::vector<uint64_t>&& count) {
+  const uint32_t n = size();
+  // Counting sort by parent.
   for (uint32_t i = 0; i < n; ++i) count[i + 1] += count[i];
-  std::vector<uint32_t> children(kept);
+  std::vector<uint32_t> children(edges.size());
   {
     std::vector<uint64_t> fill(count.begin(), count.end() - 1);
     for (const auto& [parent, child] : edges) children[fill[parent]++] = child;
   }
-  std::vector<std::pair<uint64_t, uint32_t>>().swap(edges);
+  Edges().swap(edges);
   // Per parent: ascending, distinct children; parents counted per child.
-  x.parent_count_.assign(n, 0);
-  x.child_begin_.assign(static_cast<size_t>(n) + 1, 0);
+  parent_count_.assign(n, 0);
+  child_begin_.assign(static_cast<size_t>(n) + 1, 0);
   uint64_t out = 0;
   for (uint32_t p = 0; p < n; ++p) {
     auto b = children.begin() + static_cast<std::ptrdiff_t>(count[p]);
     auto e = children.begin() + static_cast<std::ptrdiff_t>(count[p + 1]);
     if (!std::is_sorted(b, e)) std::sort(b, e);
-    x.child_begin_[p] = out;
+    child_begin_[p] = out;
     for (auto it = b; it != e; ++it) {
       if (it != b && *it == *(it - 1)) {
-        ++x.deps_duplicate_;
+        ++deps_duplicate_;
         continue;
       }
       children[out++] = *it;
-      ++x.parent_count_[*it];
+      ++parent_count_[*it];
     }
   }
-  x.child_begin_[n] = out;
+  child_begin_[n] = out;
   children.resize(out);
   children.shrink_to_fit();
-  x.children_ = std::move(children);
-  return index;
+  children_ = std::move(children);
 }
 
 uint32_t EtIndex::index_of(uint64_t id) const {

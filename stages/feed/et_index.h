@@ -34,6 +34,8 @@
 
 namespace chakraflow {
 
+class EtReader;
+
 struct EtIndexOptions {
   bool data_deps = true;
   bool ctrl_deps = true;
@@ -93,6 +95,20 @@ class EtIndex {
 
  private:
   struct BlockReader;
+  using Edges = std::vector<std::pair<uint64_t, uint32_t>>;
+  // build()'s steps. The records: ids, offsets, the metadata, and every listed edge as (parent id,
+  // child index).
+  Status scan_records(EtReader& reader, const EtIndexOptions& options, bool keep_records,
+                      Edges* edges);
+  // id -> index (dense_ or sparse_); an id that appears twice is an error.
+  Status index_ids();
+  // Where read_record() finds the records: in memory (records_) or the file, opened again.
+  Status open_records(bool keep_records);
+  // The edges as (parent index, child index), dangling ones dropped (kept in dangling_edges_
+  // with keep_dangling), each parent's count in (*count)[parent + 1].
+  void resolve_edges(Edges& edges, bool keep_dangling, std::vector<uint64_t>* count);
+  // The children lists (CSR) from the resolved edges: ascending and distinct per parent.
+  void set_children(Edges&& edges, std::vector<uint64_t>&& count);
   EtIndex() = default;
 
   std::string path_;

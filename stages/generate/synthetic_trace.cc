@@ -362,36 +362,32 @@ class RankGenerator {
     TimeNs step_start = clock_[0];
     const int64_t batch = 64;
     const int64_t width = 1024;
+    const std::vector<Tensor> activations = forward(layers, batch, width);
+    // Backward on the autograd thread, after a gap (the engine picks the work up).
+    clock_[1] = std::max(clock_[1], clock_[0]) + rng_.range(1500000, 2500000);
+    backward(layers, width, activations);
+    // Optimizer on the main thread, after the backward pass (and its gap).
+    clock_[0] = std::max(clock_[0], clock_[1]) + rng_.range(1200000, 2000000);
+    optimizer_step(layers);
+    TimeNs step_end = clock_[0];
+    event(
+        fmt::format("{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{}\", "
+                    "\"pid\": {}, \"tid\": {}, {}, "
+                    "\"args\": {{\"External id\": {}}}}}",
+                    it, pid_, os_tid_[0], times(step_start - 500, step_end - step_start + 1000),
+                    next_external_++));
+    clock_[0] += rng_.range(2000000, 3000000);
+    clock_[1] = std::max(clock_[1], clock_[0]);
+  }
+
+  // The forward pass on the main thread: per layer, linear then relu; then a zeroed buffer.
+  // Returns each layer's linear output (what the backward pass reads).
+  std::vector<Tensor> forward(int layers, int64_t batch, int64_t width) {
     std::vector<Tensor> activations;
     Tensor x = tensor(batch, width);
-    // Forward on the main thread.
     begin(0, "## forward ##", "", true);
     for (int l = 0; l < layers; ++l) {
-      Tensor w = tensor(width, width), b = tensor(1, width);
-      begin(0, "aten::linear",
-            "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
-      {
-        OpenOp& t = begin(0, "aten::t", "aten::t(Tensor(a) self) -> Tensor(a)");
-        add_tensor_input(t, w);
-        begin(0, "aten::transpose",
-              "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");
-        begin(0, "aten::as_strided", "");
-        end(0);
-        end(0);
-        end(0);
-        Tensor y = tensor(batch, width);
-        OpenOp& mm = begin(0, "aten::addmm",
-                           "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, "
-                           "Scalar alpha=1) -> Tensor");
-        add_tensor_input(mm, b);
-        add_tensor_input(mm, x);
-        add_tensor_input(mm, w);
-        set_tensor_output(mm, y);
-        launch(0, "void gemm_kernel<float, 128, 64>(GemmParams)", kComputeStream, kernel_time(40));
-        end(0);
-        x = y;
-      }
-      end(0);
+      x = linear(x, batch, width);
       OpenOp& relu = begin(0, "aten::relu", "aten::relu(Tensor self) -> Tensor");
       add_tensor_input(relu, x);
       Tensor r = tensor(batch, width);
@@ -413,8 +409,40 @@ class RankGenerator {
       end(0);
     }
     end(0);  // forward
-    // Backward on the autograd thread, after a gap (the engine picks the work up).
-    clock_[1] = std::max(clock_[1], clock_[0]) + rng_.range(1500000, 2500000);
+    return activations;
+  }
+
+  // aten::linear of `x` with a new weight and bias (transpose, then addmm and its GEMM kernel);
+  // returns its output.
+  Tensor linear(const Tensor& x, int64_t batch, int64_t width) {
+    Tensor w = tensor(width, width), b = tensor(1, width);
+    begin(0, "aten::linear",
+          "aten::linear(Tensor input, Tensor weight, Tensor? bias=None) -> Tensor");
+    OpenOp& t = begin(0, "aten::t", "aten::t(Tensor(a) self) -> Tensor(a)");
+    add_tensor_input(t, w);
+    begin(0, "aten::transpose",
+          "aten::transpose.int(Tensor(a) self, int dim0, int dim1) -> Tensor(a)");
+    begin(0, "aten::as_strided", "");
+    end(0);
+    end(0);
+    end(0);
+    Tensor y = tensor(batch, width);
+    OpenOp& mm = begin(0, "aten::addmm",
+                       "aten::addmm(Tensor self, Tensor mat1, Tensor mat2, *, Scalar beta=1, "
+                       "Scalar alpha=1) -> Tensor");
+    add_tensor_input(mm, b);
+    add_tensor_input(mm, x);
+    add_tensor_input(mm, w);
+    set_tensor_output(mm, y);
+    launch(0, "void gemm_kernel<float, 128, 64>(GemmParams)", kComputeStream, kernel_time(40));
+    end(0);
+    end(0);  // linear
+    return y;
+  }
+
+  // The backward pass on the autograd thread, last layer first, the gradients all-reduced in
+  // buckets of a quarter of the layers.
+  void backward(int layers, int64_t width, const std::vector<Tensor>& activations) {
     const int bucket = std::max(1, layers / 4);
     int pending = 0;
     for (int l = layers - 1; l >= 0; --l) {
@@ -443,8 +471,11 @@ class RankGenerator {
         pending = 0;
       }
     }
-    // Optimizer on the main thread, after the backward pass (and its gap).
-    clock_[0] = std::max(clock_[0], clock_[1]) + rng_.range(1200000, 2000000);
+  }
+
+  // The optimizer step on the main thread (after the gradients' stream), then the loss read back
+  // (a copy to the host and a device synchronization).
+  void optimizer_step(int layers) {
     begin(0, "Optimizer.step#SGD.step", "", true);
     stream_wait(0, kComputeStream, kNcclStream);
     begin(0, "aten::_foreach_add_", "");
@@ -459,15 +490,6 @@ class RankGenerator {
     device_sync(0);
     end(0);
     end(0);
-    TimeNs step_end = clock_[0];
-    event(
-        fmt::format("{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#{}\", "
-                    "\"pid\": {}, \"tid\": {}, {}, "
-                    "\"args\": {{\"External id\": {}}}}}",
-                    it, pid_, os_tid_[0], times(step_start - 500, step_end - step_start + 1000),
-                    next_external_++));
-    clock_[0] += rng_.range(2000000, 3000000);
-    clock_[1] = std::max(clock_[1], clock_[0]);
   }
 
   void all_reduce(int thread, int64_t numel) {

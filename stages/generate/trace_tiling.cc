@@ -438,20 +438,10 @@ class DeviceTileParser : public TileParser {
     const uint64_t offset = json::offset_in(text_, start);
     od::object obj;
     if (value.get_object().get(obj)) return event_error(offset, index, "not a JSON object");
-    TileRecord record;
-    record.begin = offset;
-    record.first_patch = static_cast<uint32_t>(t_.patches.size());
     // Collected here and sorted: "id" may precede the "ph" that says whether it is a flow id.
-    std::vector<TilePatch>& patches = event_patches_;
-    patches.clear();
-    auto patch = [&](std::string_view token, TilePatchKind kind, int64_t v) {
-      patches.push_back(
-          {json::offset_in(text_, token.data()), static_cast<uint32_t>(token.size()), kind, v});
-    };
+    event_patches_.clear();
+    EventTimes times;
     char ph = 0;
-    bool has_ts = false;
-    TimeNs ts = 0;
-    TimeNs dur = 0;
     std::string_view id_token;
     int64_t flow_id = 0;
     for (auto field_result : obj) {
@@ -468,52 +458,20 @@ class DeviceTileParser : public TileParser {
       } else if (key == "ts") {
         std::string_view token;
         bool quoted = false;
-        CF_RETURN_IF_ERROR(read_time(v, offset, index, "ts", &token, &ts, &quoted));
-        patch(token, quoted ? TilePatchKind::kTsQuoted : TilePatchKind::kTs, ts);
-        has_ts = true;
+        CF_RETURN_IF_ERROR(read_time(v, offset, index, "ts", &token, &times.ts, &quoted));
+        patch(token, quoted ? TilePatchKind::kTsQuoted : TilePatchKind::kTs, times.ts);
+        times.has_ts = true;
       } else if (key == "dur") {
         if (is_null(v)) continue;
         std::string_view token;
         bool quoted = false;
-        CF_RETURN_IF_ERROR(read_time(v, offset, index, "dur", &token, &dur, &quoted));
+        CF_RETURN_IF_ERROR(read_time(v, offset, index, "dur", &token, &times.dur, &quoted));
       } else if (key == "name") {
-        od::json_type type;
-        if (v.type().get(type) || type != od::json_type::string) continue;
-        std::string_view literal, name;
-        if (!read_string(v, &literal, &name)) {
-          return event_error(offset, index, "\"name\" holds an invalid escape");
-        }
-        int64_t step = profiler_step_number(name);
-        if (step >= 0) {
-          patch(literal, TilePatchKind::kStepName, step);
-          note_step(step);
-        }
+        CF_RETURN_IF_ERROR(read_name(v, offset, index));
       } else if (key == "id") {
         if (!positive_id(v, &id_token, &flow_id)) id_token = {};
       } else if (key == "args") {
-        od::object args;
-        if (v.get_object().get(args)) continue;
-        for (auto arg_result : args) {
-          od::field arg;
-          if (std::move(arg_result).get(arg)) return event_error(offset, index, "invalid \"args\"");
-          std::string_view arg_key = key_of(json::string_literal(arg.key().raw(), end()));
-          od::value av = arg.value();
-          std::string_view token;
-          int64_t id = 0;
-          if (arg_key == "correlation") {
-            if (!positive_id(av, &token, &id)) continue;
-            patch(token, TilePatchKind::kCorrelation, id);
-            t_.max_correlation = std::max(t_.max_correlation, static_cast<uint64_t>(id));
-          } else if (arg_key == "External id") {
-            if (!positive_id(av, &token, &id)) continue;
-            patch(token, TilePatchKind::kExternalId, id);
-            t_.max_external_id = std::max(t_.max_external_id, static_cast<uint64_t>(id));
-          } else if (arg_key == "Record function id") {
-            if (!positive_id(av, &token, &id)) continue;
-            patch(token, TilePatchKind::kRfId, id);
-            t_.max_rf_id = std::max(t_.max_rf_id, static_cast<uint64_t>(id));
-          }
-        }
+        CF_RETURN_IF_ERROR(read_args(v, offset, index));
       }
     }
     // Flow events ("s" start, "t" step, "f" finish) carry the correlation id of their launch.
@@ -521,16 +479,83 @@ class DeviceTileParser : public TileParser {
       patch(id_token, TilePatchKind::kCorrelation, flow_id);
       t_.max_correlation = std::max(t_.max_correlation, static_cast<uint64_t>(flow_id));
     }
+    return add_record(start, offset, index, ph, times);
+  }
+
+  struct EventTimes {
+    bool has_ts = false;
+    TimeNs ts = 0;
+    TimeNs dur = 0;
+  };
+
+  // An id (or time) of the event to rewrite in each copy, at `token`.
+  void patch(std::string_view token, TilePatchKind kind, int64_t v) {
+    event_patches_.push_back(
+        {json::offset_in(text_, token.data()), static_cast<uint32_t>(token.size()), kind, v});
+  }
+
+  // "name": a ProfilerStep#N annotation's number is rewritten in each copy.
+  Status read_name(od::value& v, uint64_t offset, size_t index) {
+    od::json_type type;
+    if (v.type().get(type) || type != od::json_type::string) return Status();
+    std::string_view literal, name;
+    if (!read_string(v, &literal, &name)) {
+      return event_error(offset, index, "\"name\" holds an invalid escape");
+    }
+    int64_t step = profiler_step_number(name);
+    if (step >= 0) {
+      patch(literal, TilePatchKind::kStepName, step);
+      note_step(step);
+    }
+    return Status();
+  }
+
+  // "args": the linking ids (correlation, External id, Record function id), rewritten in each
+  // copy.
+  Status read_args(od::value& v, uint64_t offset, size_t index) {
+    od::object args;
+    if (v.get_object().get(args)) return Status();
+    for (auto arg_result : args) {
+      od::field arg;
+      if (std::move(arg_result).get(arg)) return event_error(offset, index, "invalid \"args\"");
+      std::string_view arg_key = key_of(json::string_literal(arg.key().raw(), end()));
+      od::value av = arg.value();
+      std::string_view token;
+      int64_t id = 0;
+      if (arg_key == "correlation") {
+        if (!positive_id(av, &token, &id)) continue;
+        patch(token, TilePatchKind::kCorrelation, id);
+        t_.max_correlation = std::max(t_.max_correlation, static_cast<uint64_t>(id));
+      } else if (arg_key == "External id") {
+        if (!positive_id(av, &token, &id)) continue;
+        patch(token, TilePatchKind::kExternalId, id);
+        t_.max_external_id = std::max(t_.max_external_id, static_cast<uint64_t>(id));
+      } else if (arg_key == "Record function id") {
+        if (!positive_id(av, &token, &id)) continue;
+        patch(token, TilePatchKind::kRfId, id);
+        t_.max_rf_id = std::max(t_.max_rf_id, static_cast<uint64_t>(id));
+      }
+    }
+    return Status();
+  }
+
+  // The event's record, with its patches (sorted); its times extend the trace's.
+  Status add_record(const char* start, uint64_t offset, size_t index, char ph,
+                    const EventTimes& times) {
+    const TimeNs ts = times.ts, dur = times.dur;
     constexpr TimeNs kTimeLimit = TimeNs{1} << 62;
     const auto in_range = [](TimeNs t) { return t > -kTimeLimit && t < kTimeLimit; };
     if (!in_range(ts) || !in_range(dur) || !in_range(ts + dur)) {
       return event_error(offset, index,
                          "\"ts\", \"dur\" or their sum is beyond +-2^62 ns (146 years)");
     }
+    TileRecord record;
+    record.begin = offset;
+    record.first_patch = static_cast<uint32_t>(t_.patches.size());
     record.end = record_end(start);
     // Metadata (process / thread names) and events without a time describe the trace, not an
     // iteration: once.
-    record.once = ph == 'M' || !has_ts;
+    record.once = ph == 'M' || !times.has_ts;
     if (record.once) {
       ++t_.kept_once;
     } else {
@@ -543,6 +568,7 @@ class DeviceTileParser : public TileParser {
       t_.first_ts = std::min(t_.first_ts, ts);
       t_.last_end = std::max(t_.last_end, end_time);
     }
+    std::vector<TilePatch>& patches = event_patches_;
     std::sort(patches.begin(), patches.end(),
               [](const TilePatch& a, const TilePatch& b) { return a.begin < b.begin; });
     t_.patches.insert(t_.patches.end(), patches.begin(), patches.end());

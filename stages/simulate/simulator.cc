@@ -47,6 +47,62 @@ void for_ranks(const std::vector<uint32_t>& ranks, const Body& body) {
   oneapi::tbb::parallel_for(size_t{0}, ranks.size(), [&](size_t k) { body(ranks[k]); });
 }
 
+// A rank's end state (done, waiting, stalled, error) and its problem, from its simulator.
+void set_end_state(RankSimulator& rank, RankResult& rr) {
+  const std::vector<uint32_t> waiting = rank.waiting_comms();
+  const FeedState state = rank.feeder().state();
+  if (state == FeedState::kError) {
+    rr.state = "error";
+    rr.problem = rank.feeder().error().message();
+  } else if (!waiting.empty()) {
+    rr.state = "waiting";
+    std::string nodes;
+    for (size_t k = 0; k < waiting.size() && k < 8; ++k) {
+      nodes += fmt::format("{}{}", k ? ", " : "", rank.nodes()[waiting[k]].id);
+    }
+    rr.problem = fmt::format("waits in communication: node{} {}{}", waiting.size() > 1 ? "s" : "",
+                             nodes, waiting.size() > 8 ? ", ..." : "");
+  } else if (state == FeedState::kStalled) {
+    rr.state = "stalled";
+    rr.problem = rank.feeder().stall_report().to_string();
+  } else if (state == FeedState::kDone) {
+    rr.state = "done";
+  } else {
+    rr.state = "stalled";  // in flight with nothing left to deliver it (cannot happen)
+    rr.problem =
+        fmt::format("{} nodes in flight, none of them able to finish", rank.feeder().in_flight());
+  }
+}
+
+// What blocks a stalled simulation: each communication still pending (who waits, who never
+// reached it, and why: `rank_state`), then each rank that stalled or failed.
+std::vector<std::string> stall_lines(const CommMatcher& matcher,
+                                     const std::vector<RankResult>& ranks,
+                                     const std::vector<std::string>& rank_state) {
+  const auto world = static_cast<uint32_t>(ranks.size());
+  std::vector<std::string> lines;
+  for (const PendingComm& p : matcher.pending()) {
+    std::string line = p.what + ": ";
+    std::string waiting;
+    for (size_t k = 0; k < p.ranks_waiting.size(); ++k) {
+      waiting +=
+          fmt::format("{}rank {} (node {})", k ? ", " : "", p.ranks_waiting[k], p.nodes_waiting[k]);
+    }
+    line += "waiting: " + waiting;
+    for (uint32_t m : p.ranks_missing) {
+      line += m >= world ? fmt::format("; rank {} is not simulated ({} ranks)", m, world)
+                         : fmt::format("; rank {} never reached it: {}", m, rank_state[m]);
+    }
+    lines.push_back(std::move(line));
+  }
+  for (const RankResult& rr : ranks) {
+    if (rr.state == "stalled" || rr.state == "error") {
+      lines.push_back(fmt::format("rank {} ({}): {}", rr.rank, rr.state, rr.problem));
+    }
+  }
+  return lines;
+}
+
 }  // namespace
 
 std::vector<std::string> expand_trace_paths(const std::string& pattern, uint32_t ranks) {
@@ -179,7 +235,13 @@ Status Simulation::run() {
     }
   }
 
-  // Results.
+  collect_result();
+  return Status();
+}
+
+void Simulation::collect_result() {
+  Impl& d = *impl_;
+  const auto world = static_cast<uint32_t>(d.ranks.size());
   SimResult& res = result_;
   res = SimResult{};
   res.rounds = d.rounds;
@@ -195,29 +257,7 @@ Status Simulation::run() {
     rr.nodes_read = rank.stats().nodes_read;
     rr.nodes_done = rank.stats().nodes_done;
     if (auto span = rank.span()) rr.predicted_us = (span->second - span->first) / 1000.0;
-    const std::vector<uint32_t> waiting = rank.waiting_comms();
-    const FeedState state = rank.feeder().state();
-    if (state == FeedState::kError) {
-      rr.state = "error";
-      rr.problem = rank.feeder().error().message();
-    } else if (!waiting.empty()) {
-      rr.state = "waiting";
-      std::string nodes;
-      for (size_t k = 0; k < waiting.size() && k < 8; ++k) {
-        nodes += fmt::format("{}{}", k ? ", " : "", rank.nodes()[waiting[k]].id);
-      }
-      rr.problem = fmt::format("waits in communication: node{} {}{}", waiting.size() > 1 ? "s" : "",
-                               nodes, waiting.size() > 8 ? ", ..." : "");
-    } else if (state == FeedState::kStalled) {
-      rr.state = "stalled";
-      rr.problem = rank.feeder().stall_report().to_string();
-    } else if (state == FeedState::kDone) {
-      rr.state = "done";
-    } else {
-      rr.state = "stalled";  // in flight with nothing left to deliver it (cannot happen)
-      rr.problem =
-          fmt::format("{} nodes in flight, none of them able to finish", rank.feeder().in_flight());
-    }
+    set_end_state(rank, rr);
     all_done &= rr.state == "done";
     rank_state[r] =
         rr.state == "done"
@@ -241,29 +281,9 @@ Status Simulation::run() {
   if (uint64_t n = d.matcher->messages_unreceived(); n > 0) {
     res.problems.add_count(StatKind::kSimMessageUnreceived, n);
   }
-
-  for (const PendingComm& p : d.matcher->pending()) {
-    std::string line = p.what + ": ";
-    std::string waiting;
-    for (size_t k = 0; k < p.ranks_waiting.size(); ++k) {
-      waiting +=
-          fmt::format("{}rank {} (node {})", k ? ", " : "", p.ranks_waiting[k], p.nodes_waiting[k]);
-    }
-    line += "waiting: " + waiting;
-    for (uint32_t m : p.ranks_missing) {
-      line += m >= world ? fmt::format("; rank {} is not simulated ({} ranks)", m, world)
-                         : fmt::format("; rank {} never reached it: {}", m, rank_state[m]);
-    }
-    res.stall.push_back(std::move(line));
-  }
-  for (const RankResult& rr : res.ranks) {
-    if (rr.state == "stalled" || rr.state == "error") {
-      res.stall.push_back(fmt::format("rank {} ({}): {}", rr.rank, rr.state, rr.problem));
-    }
-  }
+  res.stall = stall_lines(*d.matcher, res.ranks, rank_state);
   res.completed = all_done && !d.matcher->has_pending();
   res.critical_path = critical_path(ranks());
-  return Status();
 }
 
 }  // namespace chakraflow

@@ -66,6 +66,8 @@ class Simulation {
  private:
   struct Impl;
   explicit Simulation(std::unique_ptr<Impl> impl);
+  // run()'s end: result_ from the ranks and the matcher.
+  void collect_result();
   std::unique_ptr<Impl> impl_;
   SimResult result_;
 };

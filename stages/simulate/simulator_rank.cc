@@ -137,6 +137,16 @@ void RankSimulator::on_read(const FeederNode& fn) {
     if (!first_start_us_ || n.start_us < *first_start_us_) first_start_us_ = n.start_us;
   }
 
+  read_comm(f, index);
+  // A parent op whose next op on its thread started before the parent's exclusive time ran out
+  // holds the thread only until then (see the header). File order is start order on a thread.
+  if (config_->host_gaps && n.kind == SimKind::kCpu && n.start_us != 0 && f.tid) {
+    truncate_previous_on_thread(*f.tid, index);
+  }
+}
+
+void RankSimulator::read_comm(const SimNodeFields& f, uint32_t index) {
+  SimNode& n = nodes_[index];
   const auto type = static_cast<ChakraNodeType>(f.type);
   if (type == ChakraNodeType::kCommColl || type == ChakraNodeType::kCommSend ||
       type == ChakraNodeType::kCommRecv) {
@@ -169,26 +179,24 @@ void RankSimulator::on_read(const FeederNode& fn) {
       }
     }
   }
+}
 
-  // A parent op whose next op on its thread started before the parent's exclusive time ran out
-  // holds the thread only until then (see the header). File order is start order on a thread.
-  if (config_->host_gaps && n.kind == SimKind::kCpu && n.start_us != 0 && f.tid) {
-    auto [it, inserted] = last_on_thread_.try_emplace(*f.tid, index);
-    if (!inserted) {
-      SimNode& prev = nodes_[it->second];
-      const int64_t until_next = us_to_ns(n.start_us) - us_to_ns(prev.start_us);
-      if (n.start_us >= prev.start_us && until_next < prev.recorded_ns) {
-        if (prev.ready == kSimNever) {
-          prev.recorded_ns = until_next;
-          if (!prev.truncated) ++stats_.truncated_parents;
-          prev.truncated = true;
-        } else {
-          ++stats_.truncations_too_late;
-        }
-      }
-      it->second = index;
+void RankSimulator::truncate_previous_on_thread(int64_t tid, uint32_t index) {
+  const SimNode& n = nodes_[index];
+  auto [it, inserted] = last_on_thread_.try_emplace(tid, index);
+  if (inserted) return;
+  SimNode& prev = nodes_[it->second];
+  const int64_t until_next = us_to_ns(n.start_us) - us_to_ns(prev.start_us);
+  if (n.start_us >= prev.start_us && until_next < prev.recorded_ns) {
+    if (prev.ready == kSimNever) {
+      prev.recorded_ns = until_next;
+      if (!prev.truncated) ++stats_.truncated_parents;
+      prev.truncated = true;
+    } else {
+      ++stats_.truncations_too_late;
     }
   }
+  it->second = index;
 }
 
 Status RankSimulator::prime() {

@@ -219,6 +219,10 @@ class RankSimulator final : public FeederObserver {
   uint32_t index_of(NodeId id) const;
   void set_index(NodeId id, uint32_t index);
   uint32_t resource_for(bool cpu, const std::optional<int64_t>& id);
+  // on_read's steps for node `index` (its fields `f`): its communication, or the process groups a
+  // METADATA node defines; the truncation of the previous op of its thread (host_gaps).
+  void read_comm(const SimNodeFields& f, uint32_t index);
+  void truncate_previous_on_thread(int64_t tid, uint32_t index);
   int64_t relative_start(const SimNode& n) const;
   void schedule(int64_t time, uint32_t node, bool complete);
   Status issue_ready();

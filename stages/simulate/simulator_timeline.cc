@@ -35,35 +35,98 @@ const char* category(SimKind kind) {
   return "?";
 }
 
-void append_rank(const RankSimulator& rank, std::string& out, bool* first) {
-  auto sep = [&] {
-    out += *first ? "\n" : ",\n";
-    *first = false;
-  };
+// The events of a timeline, comma-separated, one a line.
+class EventList {
+ public:
+  EventList(std::string& out, bool* first) : out_(out), first_(first) {}
+  // Starts the next event; returns the output to write it to.
+  std::string& next() {
+    out_ += *first_ ? "\n" : ",\n";
+    *first_ = false;
+    return out_;
+  }
+
+ private:
+  std::string& out_;
+  bool* first_;
+};
+
+// The metadata events naming a rank (a process) and its resources (threads), in order.
+void append_names(const RankSimulator& rank, EventList& events) {
   const uint32_t pid = rank.rank();
-  sep();
-  out += fmt::format(
+  events.next() += fmt::format(
       "{{\"ph\": \"M\", \"name\": \"process_name\", \"pid\": {}, \"args\": {{\"name\": \"rank "
       "{}\"}}}}",
       pid, pid);
-  sep();
-  out += fmt::format(
+  events.next() += fmt::format(
       "{{\"ph\": \"M\", \"name\": \"process_sort_index\", \"pid\": {}, \"args\": "
       "{{\"sort_index\": {}}}}}",
       pid, pid);
   const auto& resources = rank.resources();
   for (size_t k = 0; k < resources.size(); ++k) {
-    sep();
-    out += fmt::format(
+    events.next() += fmt::format(
         "{{\"ph\": \"M\", \"name\": \"thread_name\", \"pid\": {}, \"tid\": {}, \"args\": "
         "{{\"name\": \"{}\"}}}}",
         pid, k + 1, resources[k].label());
-    sep();
-    out += fmt::format(
+    events.next() += fmt::format(
         "{{\"ph\": \"M\", \"name\": \"thread_sort_index\", \"pid\": {}, \"tid\": {}, \"args\": "
         "{{\"sort_index\": {}}}}}",
         pid, k + 1, k + 1);
   }
+}
+
+// A communication node's args: its bytes, collective and group or peer, and (finished) how long
+// it waited and transferred.
+void append_comm_args(const SimNode& n, const SimComm& c, bool finished, std::string& out) {
+  out += fmt::format(", \"bytes\": {}", c.bytes);
+  if (c.kind == CommKind::kCollective) {
+    out += fmt::format(", \"collective\": \"{}\"", collective_name(c.comm_type));
+    if (!c.pg_name.empty()) {
+      out += ", \"pg_name\": ";
+      json::append_escaped(out, c.pg_name);
+    }
+  } else {
+    out += fmt::format(", \"{}\": {}", c.kind == CommKind::kSend ? "dst" : "src", c.peer);
+  }
+  if (finished && c.transfer_start != kSimNever) {
+    out += ", \"wait_us\": ";
+    append_us(out, c.transfer_start - n.start);
+    out += ", \"transfer_us\": ";
+    append_us(out, n.end - c.transfer_start);
+    if (c.remote_rank != kSimNone) out += fmt::format(", \"decided_by_rank\": {}", c.remote_rank);
+  }
+}
+
+// A node that started: a complete event ("X"), or an instant one ("i") where it still waits.
+void append_node(const RankSimulator& rank, const SimNode& n, std::string& out) {
+  const bool finished = n.end != kSimNever;
+  out += "{\"ph\": \"";
+  out += finished ? "X" : "i";
+  out += "\", \"name\": ";
+  const std::string_view name = rank.name(n);
+  const std::string label = name.empty() ? fmt::format("node {}", n.id) : std::string(name);
+  json::append_escaped(out, finished ? label : "waiting: " + label);
+  out += fmt::format(", \"cat\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": ", category(n.kind),
+                     rank.rank(), n.resource + 1);
+  append_us(out, n.start);
+  if (finished) {
+    out += ", \"dur\": ";
+    append_us(out, n.end - n.start);
+  } else {
+    out += ", \"s\": \"t\"";
+  }
+  out += fmt::format(", \"args\": {{\"id\": {}", n.id);
+  if (n.delay > 0) {
+    out += ", \"recorded_delay_us\": ";
+    append_us(out, n.delay);
+  }
+  if (n.comm != kSimNone) append_comm_args(n, rank.comms()[n.comm], finished, out);
+  out += "}}";
+}
+
+void append_rank(const RankSimulator& rank, std::string& out, bool* first) {
+  EventList events(out, first);
+  append_names(rank, events);
   // Nodes by simulated start (then index): the file reads in time order per rank.
   std::vector<uint32_t> order;
   for (uint32_t i = 0; i < rank.nodes().size(); ++i) {
@@ -72,53 +135,7 @@ void append_rank(const RankSimulator& rank, std::string& out, bool* first) {
   std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     return rank.nodes()[a].start < rank.nodes()[b].start;
   });
-  for (uint32_t i : order) {
-    const SimNode& n = rank.nodes()[i];
-    const bool finished = n.end != kSimNever;
-    sep();
-    out += "{\"ph\": \"";
-    out += finished ? "X" : "i";
-    out += "\", \"name\": ";
-    const std::string_view name = rank.name(n);
-    const std::string label = name.empty() ? fmt::format("node {}", n.id) : std::string(name);
-    json::append_escaped(out, finished ? label : "waiting: " + label);
-    out += fmt::format(", \"cat\": \"{}\", \"pid\": {}, \"tid\": {}, \"ts\": ", category(n.kind),
-                       pid, n.resource + 1);
-    append_us(out, n.start);
-    if (finished) {
-      out += ", \"dur\": ";
-      append_us(out, n.end - n.start);
-    } else {
-      out += ", \"s\": \"t\"";
-    }
-    out += fmt::format(", \"args\": {{\"id\": {}", n.id);
-    if (n.delay > 0) {
-      out += ", \"recorded_delay_us\": ";
-      append_us(out, n.delay);
-    }
-    if (n.comm != kSimNone) {
-      const SimComm& c = rank.comms()[n.comm];
-      out += fmt::format(", \"bytes\": {}", c.bytes);
-      if (c.kind == CommKind::kCollective) {
-        out += fmt::format(", \"collective\": \"{}\"", collective_name(c.comm_type));
-        if (!c.pg_name.empty()) {
-          out += ", \"pg_name\": ";
-          json::append_escaped(out, c.pg_name);
-        }
-      } else {
-        out += fmt::format(", \"{}\": {}", c.kind == CommKind::kSend ? "dst" : "src", c.peer);
-      }
-      if (finished && c.transfer_start != kSimNever) {
-        out += ", \"wait_us\": ";
-        append_us(out, c.transfer_start - n.start);
-        out += ", \"transfer_us\": ";
-        append_us(out, n.end - c.transfer_start);
-        if (c.remote_rank != kSimNone)
-          out += fmt::format(", \"decided_by_rank\": {}", c.remote_rank);
-      }
-    }
-    out += "}}";
-  }
+  for (uint32_t i : order) append_node(rank, rank.nodes()[i], events.next());
 }
 
 }  // namespace
