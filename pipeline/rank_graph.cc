@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "stages/common/file_io.h"
+#include "stages/convert/cycle_check.h"
+#include "stages/convert/dependency_encoding.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_legacy_writer.h"
@@ -37,7 +39,7 @@ struct Msg {
 };
 
 // The host trace as loaded, with (in-memory conversion) the converter's node of every host node,
-// made in the loader's pass. read_nodes takes them; nothing else changes it.
+// made in the loader's pass. complete_nodes takes them; nothing else changes it.
 struct LoadedHost {
   HostTrace trace;
   std::optional<EtPlusNodeSink> nodes;
@@ -53,6 +55,9 @@ struct RankInFlight {
   std::optional<LinkedDeviceFacts> device_facts;
   std::unique_ptr<HostTrace> et_plus_host;  // the ET+ file's text, when the nodes come from a file
   std::optional<EtPlusTrace> nodes;         // the converter's input
+  LinkStats convert_stats;                  // the converter's data problems (the nodes' first)
+  std::optional<Conversion> conversion;     // select_nodes to drop_dangling
+  std::optional<ChakraTrace> chakra;        // the nodes written, from drop_dangling on
   std::string et_plus_file;                 // the ET+ written (or to read)
   bool et_plus_is_temporary = false;        // removed by finish
   RemoveOnSignal temporary_guard;
@@ -97,6 +102,10 @@ class Wiring {
     dot_ += fmt::format("  {} -> {}", from_name, to_name);
     if (!label.empty()) dot_ += fmt::format(" [label=\"{}\"]", label);
     dot_ += ";\n";
+  }
+  // What a node does besides what its name says.
+  void label(std::string_view name, std::string_view text) {
+    dot_ += fmt::format("  {} [label=\"{}\"];\n", name, text);
   }
   std::string dot() const {
     return "digraph rank_pipeline {\n  node [shape=box, fontname=\"monospace\"];\n" + dot_ + "}\n";
@@ -145,8 +154,18 @@ class RankGraph {
         write_et_plus_(graph_, flow::unlimited, step("write ET+", &RankGraph::write_et_plus)),
         release_device_(graph_, flow::unlimited,
                         step("release device trace", &RankGraph::release_device)),
-        read_nodes_(graph_, flow::unlimited, step("read nodes", &RankGraph::read_nodes)),
-        convert_(graph_, flow::unlimited, step("convert", &RankGraph::convert)),
+        complete_nodes_(graph_, flow::unlimited,
+                        convert_step("complete nodes", &RankGraph::complete_nodes)),
+        read_et_plus_(graph_, flow::unlimited, convert_step("read ET+", &RankGraph::read_et_plus)),
+        select_nodes_(graph_, flow::unlimited,
+                      convert_step("select nodes", &RankGraph::select_nodes)),
+        encode_dependencies_(graph_, flow::unlimited,
+                             convert_step("encode dependencies", &RankGraph::encode_dependencies)),
+        drop_dangling_(graph_, flow::unlimited,
+                       convert_step("drop dangling nodes", &RankGraph::drop_dangling)),
+        check_acyclic_(graph_, flow::unlimited,
+                       convert_step("check acyclic", &RankGraph::check_acyclic)),
+        write_et_(graph_, flow::unlimited, convert_step("write .et", &RankGraph::write_et)),
         finish_(graph_, flow::unlimited, [this](const Job& job) { return finish(job); }) {
     wire();
   }
@@ -184,6 +203,7 @@ class RankGraph {
       // is).
       w.edge(fan_out_, "fan_out", load_device_, "load_device");
       w.edge(fan_out_, "fan_out", load_host_, "load_host");
+      if (plan_.converts_in_memory()) w.label("load_host", "load_host\\n+ converter nodes");
       w.edge(load_device_, "load_device", device_out_, "device_out");
       w.edge(device_out_, "device_out", exclusive_, "exclusive");
       w.edge(device_out_, "device_out", gaps_, "gaps");
@@ -214,10 +234,21 @@ class RankGraph {
       }
     }
     if (plan_.convert) {
-      w.edge(*chain, chain_name, read_nodes_, "read_nodes");
-      w.edge(read_nodes_, "read_nodes", convert_, "convert");
-      chain = &convert_;
-      chain_name = "convert";
+      // The converter's stages (stages/convert/pytorch_converter.h), one node each, from its
+      // nodes: completed in memory (their first stage ran in load_host), or read from an ET+.
+      if (plan_.converts_in_memory()) {
+        w.edge(*chain, chain_name, complete_nodes_, "complete_nodes");
+        w.edge(complete_nodes_, "complete_nodes", select_nodes_, "select_nodes");
+      } else {
+        w.edge(*chain, chain_name, read_et_plus_, "read_et_plus");
+        w.edge(read_et_plus_, "read_et_plus", select_nodes_, "select_nodes");
+      }
+      w.edge(select_nodes_, "select_nodes", encode_dependencies_, "encode_dependencies");
+      w.edge(encode_dependencies_, "encode_dependencies", drop_dangling_, "drop_dangling");
+      w.edge(drop_dangling_, "drop_dangling", check_acyclic_, "check_acyclic");
+      w.edge(check_acyclic_, "check_acyclic", write_et_, "write_et");
+      chain = &write_et_;
+      chain_name = "write_et";
     }
     w.edge(*chain, chain_name, finish_, "finish");
     w.edge(finish_, "finish", limiter_.decrementer(), "limiter", "decrement");
@@ -363,6 +394,20 @@ class RankGraph {
     };
   }
 
+  // A converter stage's node: step() timed into the job's convert time.
+  std::function<Job(const Job&)> convert_step(const char* stage,
+                                              Status (RankGraph::*member)(RankInFlight&)) {
+    return [this, stage, member](const Job& job) {
+      RankJobResult& result = results_[job->seq];
+      if (result.status.ok()) {
+        auto t0 = Clock::now();
+        result.status = guarded(stage, [&] { return (this->*member)(*job); });
+        result.times.convert += seconds_since(t0);
+      }
+      return job;
+    };
+  }
+
   Status write_et_plus(RankInFlight& job) {
     auto t0 = Clock::now();
     const RankJob& spec = jobs_[job.seq];
@@ -395,35 +440,57 @@ class RankGraph {
     return Status();
   }
 
-  Status read_nodes(RankInFlight& job) {
-    auto t0 = Clock::now();
-    const ConvertOptions& options = jobs_[job.seq].convert;
-    if (plan_.converts_in_memory()) {
-      if (!job.host->nodes) return Status::error("internal error: host nodes not read");
-      EtPlusNodeSink host_nodes = std::move(*job.host->nodes);
-      job.host->nodes.reset();
-      CF_ASSIGN_OR_RETURN(
-          EtPlusTrace nodes,
-          read_linked_nodes(job.host->trace, std::move(host_nodes), std::move(*job.device_facts),
-                            job.linked->trace, job.linked->options, options));
-      job.device_facts.reset();
-      job.nodes = std::move(nodes);
-    } else {
-      CF_ASSIGN_OR_RETURN(EtPlusFile file, load_et_plus(job.et_plus_file, options));
-      job.et_plus_host = std::move(file.host);
-      job.nodes = std::move(file.trace);
-    }
-    results_[job.seq].times.convert += seconds_since(t0);
+  // In memory: the converter's nodes the host loader made, given what linking learned
+  // (read_linked_nodes); nothing is read.
+  Status complete_nodes(RankInFlight& job) {
+    if (!job.host->nodes) return Status::error("internal error: host nodes not read");
+    EtPlusNodeSink host_nodes = std::move(*job.host->nodes);
+    job.host->nodes.reset();
+    CF_ASSIGN_OR_RETURN(
+        EtPlusTrace nodes,
+        read_linked_nodes(job.host->trace, std::move(host_nodes), std::move(*job.device_facts),
+                          job.linked->trace, job.linked->options, jobs_[job.seq].convert));
+    job.device_facts.reset();
+    job.nodes = std::move(nodes);
     return Status();
   }
 
-  Status convert(RankInFlight& job) {
-    auto t0 = Clock::now();
+  // From a file: the ET+ (or host ET) read into the converter's nodes (load_et_plus).
+  Status read_et_plus(RankInFlight& job) {
+    CF_ASSIGN_OR_RETURN(EtPlusFile file, load_et_plus(job.et_plus_file, jobs_[job.seq].convert));
+    job.et_plus_host = std::move(file.host);
+    job.nodes = std::move(file.trace);
+    return Status();
+  }
+
+  Status select_nodes(RankInFlight& job) {
+    job.convert_stats = job.nodes->stats;
+    job.conversion =
+        chakraflow::select_nodes(*job.nodes, jobs_[job.seq].convert, job.convert_stats);
+    return Status();
+  }
+
+  Status encode_dependencies(RankInFlight& job) {
+    chakraflow::encode_dependencies(*job.nodes, jobs_[job.seq].convert, job.conversion->graph,
+                                    job.convert_stats, &job.conversion->dependencies);
+    return Status();
+  }
+
+  Status drop_dangling(RankInFlight& job) {
+    job.chakra = drop_dangling_nodes(*job.nodes, jobs_[job.seq].convert, std::move(*job.conversion),
+                                     job.convert_stats);
+    job.conversion.reset();
+    return Status();
+  }
+
+  Status check_acyclic(RankInFlight& job) {
+    return chakraflow::check_acyclic(*job.nodes, *job.chakra);
+  }
+
+  Status write_et(RankInFlight& job) {
     const RankJob& spec = jobs_[job.seq];
-    RankJobResult& result = results_[job.seq];
-    Status s = convert_trace(*job.nodes, spec.et_path, spec.convert, &result.convert);
-    result.times.convert += seconds_since(t0);
-    return s;
+    return write_converted(*job.nodes, *job.chakra, std::move(job.convert_stats), spec.et_path,
+                           spec.convert, &results_[job.seq].convert);
   }
 
   flow::continue_msg finish(const Job& job) {
@@ -463,8 +530,13 @@ class RankGraph {
   flow::function_node<Joined, Job> map_and_assign_ids_;
   flow::function_node<Job, Job> write_et_plus_;
   flow::function_node<Job, Job> release_device_;
-  flow::function_node<Job, Job> read_nodes_;
-  flow::function_node<Job, Job> convert_;
+  flow::function_node<Job, Job> complete_nodes_;
+  flow::function_node<Job, Job> read_et_plus_;
+  flow::function_node<Job, Job> select_nodes_;
+  flow::function_node<Job, Job> encode_dependencies_;
+  flow::function_node<Job, Job> drop_dangling_;
+  flow::function_node<Job, Job> check_acyclic_;
+  flow::function_node<Job, Job> write_et_;
   flow::function_node<Job, flow::continue_msg> finish_;
 };
 

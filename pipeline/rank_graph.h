@@ -10,19 +10,25 @@
 //                                                                +-> launchers -+---------+
 //                                                                +--------------+-> sync -+
 //                                                                                         |
-//      join -> map_and_assign_ids -> [write_et_plus] -> [release_device] -> [read_nodes]  <-+
-//           -> [convert] -> finish -> limiter.decrementer()
+//      join <-----------------------------------------------------------------------------+
+//        -> map_and_assign_ids -> [write_et_plus] -> [release_device -> complete_nodes
+//                                                     | read_et_plus]
+//        -> [select_nodes -> encode_dependencies -> drop_dangling -> check_acyclic -> write_et]
+//        -> finish -> limiter.decrementer()
 //
-// From an ET+ file (RankInput::kEtPlus): source -> limiter -> start -> read_nodes -> convert ->
-// finish.
+// From an ET+ file (RankInput::kEtPlus): source -> limiter -> start -> read_et_plus ->
+// select_nodes -> ... -> write_et -> finish.
 //
 // The nodes in brackets exist when the plan asks for them: write_et_plus when an ET+ is kept (or,
-// in the legacy layout, converted from a temporary file), release_device + read_nodes + convert
-// when the rank is converted to .et. In the chakra layout the conversion reads every host node in
-// the host loader's pass (one parse of the text) and never writes an ET+ it does not keep;
-// release_device frees the device trace (about as large as the host trace) before the converter's
-// nodes are made. `chakraflow link --print-graph` (and convert, run) print the graph as Graphviz
-// dot.
+// in the legacy layout, converted from a temporary file); the converter's stages when the rank is
+// converted to .et, one node each (stages/convert/pytorch_converter.h), from its nodes either
+// completed in memory (release_device -> complete_nodes) or read from an ET+ file
+// (read_et_plus). In the chakra layout the conversion is in memory: the host loader makes the
+// converter's node of every host node in its own pass (one parse of the text; the printed graph
+// says so on load_host), complete_nodes gives them what linking learned (read_linked_nodes: it
+// reads nothing), and no ET+ is written that is not kept; release_device frees the device trace
+// (about as large as the host trace) before complete_nodes makes the GPU ops' nodes.
+// `chakraflow link --print-graph` (and convert, run) print the graph as Graphviz dot.
 //
 // Many jobs (ranks) flow through the graph at once; the limiter bounds how many are in flight,
 // and so the memory. The device-side stages run concurrently. Each job's result lands in its own

@@ -40,32 +40,46 @@ TEST(RankGraph, EachPlanDeclaresItsNodes) {
   EXPECT_TRUE(e.count("write_et_plus -> finish"));
   EXPECT_TRUE(e.count("launchers -> device_and_launchers"));
   EXPECT_TRUE(e.count("sync -> join"));
-  EXPECT_FALSE(e.count("read_nodes -> convert"));
+  EXPECT_FALSE(e.count("select_nodes -> encode_dependencies"));
+  EXPECT_EQ(rank_graph_dot(link_only).find("load_host [label="), std::string::npos);
 
+  // The converter's stages, one node each, after the nodes completed in memory.
+  const std::set<std::string> converter = {
+      "select_nodes -> encode_dependencies", "encode_dependencies -> drop_dangling",
+      "drop_dangling -> check_acyclic", "check_acyclic -> write_et", "write_et -> finish"};
   RankPlan in_memory;
   in_memory.write_et_plus = false;
   in_memory.convert = true;
-  e = edges(rank_graph_dot(in_memory));
+  const std::string in_memory_dot = rank_graph_dot(in_memory);
+  e = edges(in_memory_dot);
   EXPECT_TRUE(e.count("map_and_assign_ids -> release_device"));
-  EXPECT_TRUE(e.count("release_device -> read_nodes"));
-  EXPECT_TRUE(e.count("convert -> finish"));
+  EXPECT_TRUE(e.count("release_device -> complete_nodes"));
+  EXPECT_TRUE(e.count("complete_nodes -> select_nodes"));
+  for (const std::string& edge : converter) EXPECT_TRUE(e.count(edge)) << edge;
   EXPECT_FALSE(e.count("map_and_assign_ids -> write_et_plus"));
+  EXPECT_FALSE(e.count("read_et_plus -> select_nodes"));
+  // The host loader makes the converter's nodes: the picture says so.
+  EXPECT_NE(in_memory_dot.find("load_host [label="), std::string::npos);
 
   RankPlan legacy = in_memory;  // converted through a temporary ET+ file
   legacy.format = OutputFormat::kLegacy;
   e = edges(rank_graph_dot(legacy));
   EXPECT_TRUE(e.count("map_and_assign_ids -> write_et_plus"));
-  EXPECT_TRUE(e.count("write_et_plus -> read_nodes"));
-  EXPECT_FALSE(e.count("release_device -> read_nodes"));
+  EXPECT_TRUE(e.count("write_et_plus -> read_et_plus"));
+  EXPECT_TRUE(e.count("read_et_plus -> select_nodes"));
+  EXPECT_FALSE(e.count("release_device -> complete_nodes"));
+  EXPECT_EQ(rank_graph_dot(legacy).find("load_host [label="), std::string::npos);
 
   RankPlan from_et_plus;
   from_et_plus.input = RankInput::kEtPlus;
   from_et_plus.write_et_plus = false;
   from_et_plus.convert = true;
   e = edges(rank_graph_dot(from_et_plus));
-  EXPECT_EQ(e, (std::set<std::string>{"source -> limiter", "limiter -> start",
-                                      "start -> read_nodes", "read_nodes -> convert",
-                                      "convert -> finish", "finish -> limiter"}));
+  std::set<std::string> expected = {"source -> limiter", "limiter -> start",
+                                    "start -> read_et_plus", "read_et_plus -> select_nodes",
+                                    "finish -> limiter"};
+  expected.insert(converter.begin(), converter.end());
+  EXPECT_EQ(e, expected);
 }
 
 class RankGraphRun : public ::testing::Test {
