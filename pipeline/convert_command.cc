@@ -130,9 +130,10 @@ StatusOr<ConvertRequest> parse_convert_request(const cli::Args& args) {
   if (auto t = args.get("input_type")) input_types.push_back(*t);
   if (input_types.size() > 1) return Status::errorf("unexpected argument '{}'", input_types[1]);
   if (!input_types.empty() && input_types[0] != "PyTorch" && input_types[0] != "pytorch") {
-    return Status::error(input_types[0] == "Text"
-                             ? std::string("the Text input type is not supported (only PyTorch)")
-                             : fmt::format("unknown input type '{}' (only PyTorch)", input_types[0]));
+    return Status::error(
+        input_types[0] == "Text"
+            ? std::string("the Text input type is not supported (only PyTorch)")
+            : fmt::format("unknown input type '{}' (only PyTorch)", input_types[0]));
   }
   ConvertRequest req;
   req.input = *args.get("input");

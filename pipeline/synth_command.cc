@@ -30,9 +30,10 @@ Status write_synth_set(const SynthOptions& opt, const std::string& out_dir_text,
     std::filesystem::create_directories(dir, ec);
     auto host = OutputFile::open((dir / ("host_et" + ext)).string());
     auto device = OutputFile::open((dir / ("kineto" + ext)).string());
-    Status status = ec ? Status::errorf("{}: cannot create the directory: {}", dir.string(),
-                                        ec.message())
-                       : !host.ok() ? host.status() : device.status();
+    Status status =
+        ec ? Status::errorf("{}: cannot create the directory: {}", dir.string(), ec.message())
+        : !host.ok() ? host.status()
+                     : device.status();
     if (status.ok()) {
       synthesize_rank(
           opt, rank, [&](std::string_view b) { host->write(b); },

@@ -12,15 +12,15 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/common/json_util.h"
+#include "stages/common/wire_format.h"
 #include "stages/convert/comm_attributes.h"
 #include "stages/convert/comm_groups.h"
 #include "stages/convert/cycle_check.h"
 #include "stages/convert/dependency_encoding.h"
 #include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
-#include "stages/link/host_et_loader.h"
 #include "stages/convert/python_repr.h"
-#include "stages/common/wire_format.h"
+#include "stages/link/host_et_loader.h"
 
 namespace chakraflow {
 namespace {
@@ -247,9 +247,8 @@ std::vector<std::array<int64_t, 4>> input_tensors(const EtPlusTrace& t, const Et
 // caller's ops that start while it runs as its children; the c10d op that enqueued it holds the
 // same tensors among its inputs and comes before it. Its recorded children go back to its
 // recorded parent, where the caller's thread ran them.
-void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent,
-                            LinkStats& stats) {
-  std::map<uint32_t, uint32_t> moved;  // collective -> its recorded parent
+void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent, LinkStats& stats) {
+  std::map<uint32_t, uint32_t> moved;                  // collective -> its recorded parent
   std::map<std::array<int64_t, 4>, uint32_t> c10d_of;  // tensor -> latest c10d op holding it
   simdjson::dom::parser parser;
   for (uint32_t i = 0; i < t.nodes.size(); ++i) {  // id order
@@ -654,11 +653,11 @@ inline char* io_info(char* p, uint32_t field, const std::string_view (&s)[3]) {
 size_t node_size_bound(const EtPlusTrace& t, const ChakraNodeRecord& rec, const CommAttrs* c,
                        const RenderedIo& io) {
   const EtPlusNode& src = t.nodes[rec.source];
-  constexpr size_t kStringOverhead = 1 + 5;                         // a tag and a length
+  constexpr size_t kStringOverhead = 1 + 5;                        // a tag and a length
   size_t bound = 4 * (1 + enc::kMaxVarint)                         // id, type, start, duration
                  + 2 * (1 + 5) + 1 + 5 + enc::kMaxVarint           // IOInfo headers, ctrl_deps
                  + 1 + 5 + rec.data_deps.size() * enc::kMaxVarint  // data_deps
-                 + kStringOverhead + src.name.size()                //
+                 + kStringOverhead + src.name.size()               //
                  + 15 * (enc::kAttrOverhead + 16)                  // attributes (names below 16)
                  + src.op_schema.size() + (c ? c->pg_name.size() : 0) + 2 * kStringOverhead;
   for (std::string_view s : io.io) bound += kStringOverhead + s.size();
@@ -801,8 +800,7 @@ Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, Link
   CF_RETURN_IF_ERROR(write_chakra_trace(trace, chakra, options, writer));
   CF_RETURN_IF_ERROR(writer.commit());
   if (report != nullptr) {
-    CF_ASSIGN_OR_RETURN(report->comm_groups,
-                        comm_groups_of(trace, chakra, options.pg_name_offset));
+    CF_ASSIGN_OR_RETURN(report->comm_groups, comm_groups_of(trace, chakra, options.pg_name_offset));
     report->input_nodes = trace.nodes.size();
     report->output_nodes = chakra.nodes.size();
     report->removed_dangling = chakra.removed_dangling;

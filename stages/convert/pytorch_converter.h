@@ -95,8 +95,8 @@ std::optional<MeasuredStep> measured_step(const EtPlusTrace& trace);
 // The messages Chakra writes for the trace (default mode adds the measured step).
 void fill_global_metadata(const EtPlusTrace& trace, const ConvertOptions& options,
                           ChakraProtoMsg::GlobalMetadata* metadata);
-// A node's six IOInfo strings (Python's str() of each list, stages/convert/python_repr.h), rendered from
-// the raw JSON the node points at (EtPlusTrace::raw_io); a missing list is "[]".
+// A node's six IOInfo strings (Python's str() of each list, stages/convert/python_repr.h), rendered
+// from the raw JSON the node points at (EtPlusTrace::raw_io); a missing list is "[]".
 struct RenderedIo {
   std::string text;
   std::string_view io[kIoFieldCount];  // into text

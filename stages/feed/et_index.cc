@@ -7,9 +7,9 @@
 #include <cerrno>
 #include <cstring>
 
-#include "stages/feed/et_feeder.h"  // scan_node
-#include "stages/convert/et_io.h"
 #include "stages/common/wire_format.h"
+#include "stages/convert/et_io.h"
+#include "stages/feed/et_feeder.h"  // scan_node
 
 namespace chakraflow {
 namespace {
@@ -43,8 +43,8 @@ struct EtIndex::BlockReader {
     while (n > 0) {
       const ssize_t got = ::pread(fd, dst, n, static_cast<off_t>(offset));
       if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return Status::errorf("{}: cannot read at byte {}: {}", path, offset,
-                                         std::strerror(errno));
+      if (got < 0)
+        return Status::errorf("{}: cannot read at byte {}: {}", path, offset, std::strerror(errno));
       if (got == 0) {
         return Status::errorf("{}: ends before byte {} (the file changed after it was indexed)",
                               path, offset + n);
@@ -79,8 +79,8 @@ struct EtIndex::BlockReader {
     block_len = static_cast<size_t>(got);
     if (offset + size > block_start + block_len) {
       block_len = 0;
-      return Status::errorf("{}: ends before byte {} (the file changed after it was indexed)",
-                            path, offset + size);
+      return Status::errorf("{}: ends before byte {} (the file changed after it was indexed)", path,
+                            offset + size);
     }
     out->assign(block.data() + (offset - block_start), size);
     return Status();

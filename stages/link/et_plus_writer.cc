@@ -254,8 +254,7 @@ class Writer {
 }  // namespace
 
 Status write_document(std::string& buf, const HostTrace& host,
-                      const std::function<Status()>& write_nodes,
-                      std::string_view extra_members) {
+                      const std::function<Status()>& write_nodes, std::string_view extra_members) {
   buf.push_back('{');
   bool first = true;
   for (const TopLevelField& f : host.top_level) {
