@@ -35,7 +35,8 @@ struct Reference {
     std::map<uint64_t, std::set<uint64_t>> children;
     for (const auto& [id, n] : nodes) {
       parents[id];
-      auto add = [&](uint64_t p) {
+      // id = id: clang 14 does not capture a structured binding (C++20 allows it, GCC does).
+      auto add = [&, id = id](uint64_t p) {
         if (nodes.count(p) == 0) return;
         parents[id].insert(p);
         children[p].insert(id);

@@ -490,7 +490,8 @@ TEST(BadInputCorpus, ManifestListsEveryFileOnce) {
     EXPECT_TRUE(listed.count(f)) << f << " is in the corpus but not in expected.tsv";
   }
   // Every format has its cases (a directory that went missing is not silently skipped).
-  for (const auto& [format, driver] : drivers()) {
+  for (const auto& entry : drivers()) {
+    const std::string& format = entry.first;  // not a structured binding: the lambda captures it
     EXPECT_TRUE(std::any_of(files.begin(), files.end(),
                             [&](const std::string& f) { return f.rfind(format + "/", 0) == 0; }))
         << "no corpus file for " << format;
