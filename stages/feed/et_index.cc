@@ -7,9 +7,10 @@
 #include <cerrno>
 #include <cstring>
 
-#include "stages/feed/et_feeder.h"  // scan_node
-#include "stages/convert/et_io.h"
+#include "stages/common/file_io.h"
 #include "stages/common/wire_format.h"
+#include "stages/convert/et_io.h"
+#include "stages/feed/et_feeder.h"  // scan_node
 
 namespace chakraflow {
 namespace {
@@ -17,10 +18,10 @@ namespace {
 bool is_gzip(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  unsigned char magic[2] = {0, 0};
+  char magic[2] = {0, 0};
   const ssize_t n = ::pread(fd, magic, 2, 0);
   ::close(fd);
-  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  return n == 2 && has_gzip_magic(std::string_view(magic, 2));
 }
 
 }  // namespace
