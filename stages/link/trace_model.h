@@ -21,6 +21,7 @@
 
 #include "stages/common/file_io.h"
 #include "stages/common/stats.h"
+#include "stages/common/time_ns.h"
 
 namespace chakraflow {
 
@@ -41,9 +42,6 @@ struct HostNodeIdx {
   friend bool operator==(HostNodeIdx a, HostNodeIdx b) = default;
   friend auto operator<=>(HostNodeIdx a, HostNodeIdx b) = default;
 };
-
-// Time in nanoseconds. Kineto writes microseconds, sometimes with a fractional (ns) part.
-using TimeNs = int64_t;
 
 // ---------- host execution trace ----------
 enum class HostLayout : uint8_t {
