@@ -218,7 +218,7 @@ void BM_ConvertStages(benchmark::State& state) {
   REQUIRE_GPT2(g);
   auto& l = loaded();
   for (auto _ : state) {
-    LinkStats stats;
+    DataProblems stats;
     auto c = convert_et_plus(l.trace, ConvertOptions(), stats);
     benchmark::DoNotOptimize(c.ok());
   }
@@ -230,7 +230,7 @@ void BM_WriteEt(benchmark::State& state) {
   auto& g = gpt2();
   REQUIRE_GPT2(g);
   auto& l = loaded();
-  LinkStats stats;
+  DataProblems stats;
   auto c = convert_et_plus(l.trace, ConvertOptions(), stats);
   if (!c.ok()) {
     state.SkipWithError(c.status().message().c_str());

@@ -45,7 +45,7 @@ void BM_SequenceMatching(benchmark::State& state) {
   auto& f = resnet();
   REQUIRE_DATA(f);
   for (auto _ : state) {
-    LinkStats stats;
+    DataProblems stats;
     auto map = map_by_sequence(f.host, f.device, sequence_options(), stats);
     if (!map.ok() || map->matched != 1310) state.SkipWithError("resnet not fully matched");
     benchmark::DoNotOptimize(map);
@@ -61,7 +61,7 @@ void BM_SequenceMatchingByIteration(benchmark::State& state) {
   LinkOptions o = sequence_options();
   o.annotation = "DataLoader";
   for (auto _ : state) {
-    LinkStats stats;
+    DataProblems stats;
     auto map = map_by_sequence(f.host, f.device, o, stats);
     if (!map.ok() || map->matched != 1310) state.SkipWithError("resnet not fully matched");
     benchmark::DoNotOptimize(map);

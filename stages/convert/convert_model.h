@@ -157,7 +157,7 @@ struct EtPlusTrace {
   std::deque<std::string> device_arena;  // GPU names and pg_names (read_linked_nodes)
   // Schema 1.0.1 ET+ written by Chakra: `parent` held pre-renumbering ids and was mapped back.
   bool parents_renumbered = false;
-  LinkStats stats;  // data problems that did not stop the conversion, by kind
+  DataProblems stats;  // data problems that did not stop the conversion, by kind
 
   // Index of the node with this id, or kNoNode.
   uint32_t index_of(uint64_t id) const;

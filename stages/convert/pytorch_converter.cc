@@ -27,7 +27,8 @@ namespace {
 
 namespace pb = ChakraProtoMsg;
 
-uint64_t duration_micros(const EtPlusNode& node, const ConvertOptions& options, LinkStats& stats) {
+uint64_t duration_micros(const EtPlusNode& node, const ConvertOptions& options,
+                         DataProblems& stats) {
   if (options.zero_optimizer_step && node.name.find("Optimizer.step") != std::string_view::npos) {
     return 0;
   }
@@ -105,7 +106,7 @@ uint64_t chakra_exact_micros(const EtPlusTrace& t, const ConversionGraph& graph,
 // everything below it; default mode cuts each cycle at its smallest id and attaches that node like
 // one whose parent is missing. Every such node is counted in both modes.
 std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& options,
-                                   std::vector<uint32_t>* extra_roots, LinkStats& stats) {
+                                   std::vector<uint32_t>* extra_roots, DataProblems& stats) {
   const size_t n = t.nodes.size();
   const bool chakra = options.compat == Compat::kChakra;
   std::vector<uint32_t> parent(n);
@@ -230,7 +231,7 @@ std::vector<std::array<int64_t, 4>> input_tensors(const EtPlusTrace& t, const Et
 // same tensors among its inputs and comes before it. Its recorded children go back to its
 // recorded parent, where the caller's thread ran them.
 void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent,
-                            LinkStats& stats) {
+                            DataProblems& stats) {
   std::map<uint32_t, uint32_t> moved;  // collective -> its recorded parent
   std::map<std::array<int64_t, 4>, uint32_t> c10d_of;  // tensor -> latest c10d op holding it
   simdjson::dom::parser parser;
@@ -268,7 +269,7 @@ void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent,
 }  // namespace
 
 StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions& options,
-                                      LinkStats& stats) {
+                                      DataProblems& stats) {
   const size_t n = t.nodes.size();
   const bool chakra = options.compat == Compat::kChakra;
   ConversionGraph graph;
@@ -752,7 +753,7 @@ Status convert_file(const std::string& input_path, const std::string& output_pat
 
 Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
                      const ConvertOptions& options, ConvertReport* report) {
-  LinkStats stats = trace.stats;
+  DataProblems stats = trace.stats;
   CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(trace, options, stats));
   CF_ASSIGN_OR_RETURN(EtWriter writer, EtWriter::open(output_path));
   CF_RETURN_IF_ERROR(write_chakra_trace(trace, chakra, options, writer));

@@ -43,7 +43,7 @@ struct ConvertReport {
   uint64_t gpu_stream_edges = 0;
   uint64_t sync_edges = 0;
   uint64_t bytes_written = 0;
-  LinkStats stats;  // data problems that did not stop the conversion, by kind
+  DataProblems stats;  // data problems that did not stop the conversion, by kind
   // The trace's communicator groups (stages/convert/comm_groups.h: comm_groups_of), for the
   // group file ASTRA-sim reads; `rank` is the caller's to set.
   RankCommGroups comm_groups;
@@ -52,7 +52,7 @@ struct ConvertReport {
 // ET+ nodes → the Chakra nodes that are written, sorted by id, dependencies encoded and checked
 // for cycles. Data problems are added to `stats`.
 StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& trace, const ConvertOptions& options,
-                                      LinkStats& stats);
+                                      DataProblems& stats);
 
 // The step the trace recorded, in the device trace's clock (µs): from the first start to the last
 // end (ts + inclusive_dur, or exclusive_dur when larger) of the nodes linked to the device trace

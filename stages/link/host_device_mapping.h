@@ -51,6 +51,6 @@ struct HostDeviceMap {
 std::vector<bool> reachable_from_root(const HostTrace& host);
 
 HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Compat compat,
-                           LinkStats& stats);
+                           DataProblems& stats);
 
 }  // namespace chakraflow

@@ -120,7 +120,7 @@ Both convert_both_ways(const HostTrace& host, const DeviceTrace& device,
   Status b = convert_trace(*trace, dir.file("memory.et"), convert_options, &out.in_memory.report);
   EXPECT_TRUE(b.ok()) << b.message();
   // The writer encodes nodes without protobuf messages: the same bytes as the messages'.
-  LinkStats stats;
+  DataProblems stats;
   auto chakra = convert_et_plus(*trace, convert_options, stats);
   EXPECT_TRUE(chakra.ok());
   if (chakra.ok()) {
