@@ -10,10 +10,10 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/common/file_io.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/jsonizer.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/et/et_io.h"
 #include "stages/generate/synthetic_trace.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"

@@ -16,11 +16,11 @@
 #include "stages/convert/comm_groups.h"
 #include "stages/convert/cycle_check.h"
 #include "stages/convert/dependency_encoding.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
-#include "stages/link/host_et_loader.h"
 #include "stages/convert/python_repr.h"
-#include "stages/common/wire_format.h"
+#include "stages/et/et_io.h"
+#include "stages/et/wire_format.h"
+#include "stages/link/host_et_loader.h"
 
 namespace chakraflow {
 namespace {

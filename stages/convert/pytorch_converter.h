@@ -1,7 +1,7 @@
 // The PyTorch → Chakra converter (`chakraflow convert`, Chakra's `chakra_converter PyTorch`).
 //
 // Input: an ET+ (trace_link output) or a plain host execution trace, schema 1.0.1 to 1.1.1,
-// .json or .json.gz. Output: a Chakra .et file (stages/convert/et_io.h). The stages, in order (see
+// .json or .json.gz. Output: a Chakra .et file (stages/et/et_io.h). The stages, in order (see
 // stages/convert/convert_model.h): load_et_plus → node selection and attributes (here, with
 // CommTyper) → encode_dependencies → remove_dangling_nodes → check_acyclic → write.
 //

@@ -14,9 +14,9 @@
 #include <utility>
 
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
 #include "stages/common/key_index.h"
-#include "stages/common/wire_format.h"
+#include "stages/et/et_io.h"
+#include "stages/et/wire_format.h"
 
 namespace chakraflow {
 namespace {

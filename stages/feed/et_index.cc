@@ -8,8 +8,8 @@
 #include <cstring>
 
 #include "stages/common/file_io.h"
-#include "stages/common/wire_format.h"
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
+#include "stages/et/wire_format.h"
 #include "stages/feed/et_feeder.h"  // scan_node
 
 namespace chakraflow {

@@ -10,7 +10,7 @@
 #include <set>
 #include <typeinfo>
 
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
 #include "tests/feed/feeder_test_util.h"
 #include "tests/testing/test_util.h"
 

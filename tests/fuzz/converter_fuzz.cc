@@ -14,9 +14,9 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/et/et_io.h"
 #include "stages/feed/et_feeder.h"
 #include "stages/link/host_et_loader.h"
 #include "tests/fuzz/mem_file.h"

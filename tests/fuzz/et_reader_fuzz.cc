@@ -10,8 +10,8 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "proto/et_def.pb.h"
+#include "stages/et/et_io.h"
 #include "stages/feed/et_feeder.h"
-#include "stages/convert/et_io.h"
 #include "tests/fuzz/mem_file.h"
 
 namespace {

@@ -22,10 +22,10 @@
 
 #include "pipeline/rank_graph.h"
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/jsonizer.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/et/et_io.h"
 #include "stages/generate/synthetic_trace.h"
 #include "stages/link/host_et_loader.h"
 #include "tests/testing/test_util.h"

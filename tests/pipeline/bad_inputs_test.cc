@@ -31,9 +31,9 @@
 
 #include "pipeline/run_config.h"
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/et/et_io.h"
 #include "stages/feed/et_feeder.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"

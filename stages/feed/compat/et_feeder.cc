@@ -7,7 +7,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "stages/convert/node_record.h"
+#include "stages/et/node_record.h"
 #include "stages/feed/compat/child_source.h"
 #include "stages/feed/compat/record_loader.h"
 #include "stages/feed/et_feeder.h"  // StallReport

@@ -6,7 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
-#include "stages/convert/node_record.h"
+#include "stages/et/node_record.h"
 #include "stages/feed/compat/record_loader.h"
 #include "stages/feed/et_feeder.h"  // scan_node
 #include "stages/feed/et_index.h"
@@ -25,7 +25,7 @@ struct ETFeeder::Impl {
   std::unique_ptr<chakraflow::EtIndex> index;
   // Decoded records of recently looked-up nodes, direct-mapped by dense index: bounded memory,
   // and the nodes a simulator handles together (a free set, a node and its children) hit.
-  std::vector<std::shared_ptr<const chakraflow::compat::NodeRecord>> cache;
+  std::vector<std::shared_ptr<const chakraflow::NodeRecord>> cache;
   std::vector<uint32_t> cache_index;
   std::string scratch;
 };
@@ -97,7 +97,7 @@ ETFeeder::ETFeeder(const std::string& file_path, bool data_deps, bool ctrl_deps,
 
 ETFeeder::~ETFeeder() = default;
 
-std::shared_ptr<const chakraflow::compat::NodeRecord> ETFeeder::record(NodeId node_id) {
+std::shared_ptr<const chakraflow::NodeRecord> ETFeeder::record(NodeId node_id) {
   const chakraflow::EtIndex& x = *impl_->index;
   const uint32_t i = x.index_of(node_id);
   if (i == chakraflow::EtIndex::kNoIndex) {
@@ -106,7 +106,7 @@ std::shared_ptr<const chakraflow::compat::NodeRecord> ETFeeder::record(NodeId no
   }
   const size_t slot = i % impl_->cache.size();
   if (impl_->cache_index[slot] == i) return impl_->cache[slot];
-  std::shared_ptr<const chakraflow::compat::NodeRecord> record =
+  std::shared_ptr<const chakraflow::NodeRecord> record =
       chakraflow::compat::load_node_record(x, i, impl_->scratch);
   impl_->cache[slot] = record;
   impl_->cache_index[slot] = i;

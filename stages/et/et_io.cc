@@ -1,4 +1,4 @@
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
 
 #include <google/protobuf/message_lite.h>
 #include <sys/stat.h>
