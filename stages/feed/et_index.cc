@@ -9,8 +9,8 @@
 
 #include "stages/common/file_io.h"
 #include "stages/et/et_io.h"
+#include "stages/et/node_scan.h"
 #include "stages/et/wire_format.h"
-#include "stages/feed/et_feeder.h"  // scan_node
 
 namespace chakraflow {
 namespace {

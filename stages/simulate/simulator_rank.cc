@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "stages/convert/convert_model.h"
+#include "stages/et/node_scan.h"
 
 namespace chakraflow {
 namespace {

@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "stages/et/node_record.h"
+#include "stages/et/node_scan.h"
 #include "stages/feed/compat/record_loader.h"
-#include "stages/feed/et_feeder.h"  // scan_node
 #include "stages/feed/et_index.h"
 
 namespace Chakra {
