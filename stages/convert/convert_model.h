@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stages/et/schema.h"
 #include "stages/link/link_options.h"
 #include "stages/link/trace_model.h"
 
@@ -184,32 +185,6 @@ struct EtPlusTrace {
   const uint64_t* sync_deps(const EtPlusNode& n) const {
     return sync_dep_ids.data() + n.sync_dep_begin;
   }
-};
-
-// Chakra NodeType values (proto/et_def.proto).
-enum class ChakraNodeType : uint8_t {
-  kInvalid = 0,
-  kMetadata = 1,
-  kMemLoad = 2,
-  kMemStore = 3,
-  kComp = 4,
-  kCommSend = 5,
-  kCommRecv = 6,
-  kCommColl = 7,
-};
-
-// Chakra CollectiveCommType values.
-enum class CollectiveType : uint8_t {
-  kAllReduce = 0,
-  kReduce = 1,
-  kAllGather = 2,
-  kGather = 3,
-  kScatter = 4,
-  kBroadcast = 5,
-  kAllToAll = 6,
-  kReduceScatter = 7,
-  kReduceScatterBlock = 8,
-  kBarrier = 9,
 };
 
 // The data dependencies of a record, in order: up to four inline (nearly every record has one

@@ -128,6 +128,4 @@ class CommMatcher {
   DataProblems problems_;
 };
 
-const char* collective_name(int32_t comm_type);
-
 }  // namespace chakraflow
