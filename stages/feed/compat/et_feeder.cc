@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "stages/et/et_io.h"
 #include "stages/et/node_record.h"
 #include "stages/feed/compat/child_source.h"
 #include "stages/feed/compat/record_loader.h"
@@ -197,15 +198,12 @@ ETFeeder::ETFeeder(std::string filename, const ETFeederOptions& options)
   f.self = impl_;
   f.path = filename;
   f.options = options;
-  {
-    std::FILE* probe = std::fopen(filename.c_str(), "rb");
-    if (probe == nullptr) throw std::runtime_error("Failed to open trace file: " + filename);
-    std::fclose(probe);
-  }
+  auto file = chakraflow::EtFile::open(filename);  // the file's one open
+  if (!file.ok()) throw std::runtime_error("Failed to open trace file: " + filename);
   chakraflow::EtIndexOptions index_options;
   index_options.ctrl_deps = options.ctrl_deps;
   index_options.keep_dangling = true;
-  auto index = chakraflow::EtIndex::build(filename, index_options);
+  auto index = chakraflow::EtIndex::build(std::move(*file), index_options);
   if (!index.ok()) {
     throw std::runtime_error("Failed to open trace file: " + filename + " (" +
                              index.status().message() + ")");

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <vector>
 
+#include "stages/et/et_io.h"
 #include "stages/et/node_record.h"
 #include "stages/et/node_scan.h"
 #include "stages/feed/compat/record_loader.h"
@@ -49,15 +50,12 @@ ETFeeder::ETFeeder(const std::string& file_path, bool data_deps, bool ctrl_deps,
         "Should not create a dependancy resolver that resolves neither data nor control "
         "dependancy");
   }
-  {
-    std::FILE* probe = std::fopen(file_path.c_str(), "rb");
-    if (probe == nullptr) throw std::runtime_error("Failed to open file " + file_path);
-    std::fclose(probe);
-  }
+  auto file = chakraflow::EtFile::open(file_path);  // the file's one open
+  if (!file.ok()) throw std::runtime_error("Failed to open file " + file_path);
   chakraflow::EtIndexOptions options;
   options.data_deps = data_deps;
   options.ctrl_deps = ctrl_deps;
-  auto index = chakraflow::EtIndex::build(file_path, options);
+  auto index = chakraflow::EtIndex::build(std::move(*file), options);
   if (!index.ok()) throw std::runtime_error(index.status().message());
   impl_->index = std::move(*index);
   const chakraflow::EtIndex& x = *impl_->index;
