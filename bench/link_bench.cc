@@ -8,9 +8,9 @@
 
 #include "bench/pair_fixture.h"
 #include "pipeline/rank_graph.h"
+#include "stages/common/file_io.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
-#include "stages/common/file_io.h"
 #include "stages/link/host_et_loader.h"
 #include "stages/link/link.h"
 

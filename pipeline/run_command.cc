@@ -285,8 +285,8 @@ RunJobs plan_jobs(const RunConfig& cfg, const MpiWorld& world, bool resume) {
     if (work.plan.convert) remove_stale_temps(job.et_path);
     if (work.plan.write_et_plus) remove_stale_temps(job.et_plus_path);
     const std::string& final_output = work.plan.convert ? job.et_path : job.et_plus_path;
-    if (resume && newer_than(final_output, {job.host_path, job.device_path, job.step_time_path,
-                                            cfg.path})) {
+    if (resume &&
+        newer_than(final_output, {job.host_path, job.device_path, job.step_time_path, cfg.path})) {
       rec.skipped = true;
       continue;
     }

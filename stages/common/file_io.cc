@@ -96,8 +96,8 @@ StatusOr<std::string> gunzip(const std::string& path, const std::string& compres
     // A stream's content is a text; any input stops at the machine's memory (a small file of
     // compressed zeros expands 1032:1).
     if (check_text) {
-      Status text = check_text_chunk(path, out.data() + old_size, out.size() - old_size, old_size,
-                                     true);
+      Status text =
+          check_text_chunk(path, out.data() + old_size, out.size() - old_size, old_size, true);
       if (!text.ok()) {
         inflateEnd(&zs);
         return text;
@@ -384,8 +384,8 @@ StatusOr<std::string> read_open_file(int fd, const struct stat& st, const std::s
     const bool compressed =
         has_gzip_magic(std::string_view(bytes.data(), done + static_cast<size_t>(n)));
     if (stream && !compressed) {
-      Status text = check_text_chunk(path, bytes.data() + done, static_cast<size_t>(n), done,
-                                     false);
+      Status text =
+          check_text_chunk(path, bytes.data() + done, static_cast<size_t>(n), done, false);
       if (!text.ok()) {
         ::close(fd);
         return text;

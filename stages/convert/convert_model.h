@@ -73,9 +73,9 @@ struct EtPlusNode {
   uint64_t parent_id = 0;
 
   // Node-level fields of ET+ (after attrs overrode them, in Chakra mode).
-  double exclusive_dur = 0;       // µs
-  double inclusive_dur = 0;       // µs (the measured step's end, stages/convert/pytorch_converter.h)
-  double ts = 0;                  // µs
+  double exclusive_dur = 0;  // µs
+  double inclusive_dur = 0;  // µs (the measured step's end, stages/convert/pytorch_converter.h)
+  double ts = 0;             // µs
   uint64_t inter_thread_dep = 0;  // 0 = none (Chakra tests truthiness)
   int64_t stream = 0;
   int64_t device = -1;  // "device", when the node has one (GPU nodes of some linkers)

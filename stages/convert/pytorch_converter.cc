@@ -232,7 +232,7 @@ std::vector<std::array<int64_t, 4>> input_tensors(const EtPlusTrace& t, const Et
 // recorded parent, where the caller's thread ran them.
 void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent,
                             DataProblems& stats) {
-  std::map<uint32_t, uint32_t> moved;  // collective -> its recorded parent
+  std::map<uint32_t, uint32_t> moved;                  // collective -> its recorded parent
   std::map<std::array<int64_t, 4>, uint32_t> c10d_of;  // tensor -> latest c10d op holding it
   simdjson::dom::parser parser;
   for (uint32_t i = 0; i < t.nodes.size(); ++i) {  // id order
@@ -611,11 +611,11 @@ inline char* io_info(char* p, uint32_t field, const std::string_view (&s)[3]) {
 size_t node_size_bound(const EtPlusTrace& t, const ChakraNodeRecord& rec, const CommAttrs* c,
                        const RenderedIo& io) {
   const EtPlusNode& src = t.nodes[rec.source];
-  constexpr size_t kStringOverhead = 1 + 5;                         // a tag and a length
+  constexpr size_t kStringOverhead = 1 + 5;                        // a tag and a length
   size_t bound = 4 * (1 + enc::kMaxVarint)                         // id, type, start, duration
                  + 2 * (1 + 5) + 1 + 5 + enc::kMaxVarint           // IOInfo headers, ctrl_deps
                  + 1 + 5 + rec.data_deps.size() * enc::kMaxVarint  // data_deps
-                 + kStringOverhead + src.name.size()                //
+                 + kStringOverhead + src.name.size()               //
                  + 15 * (enc::kAttrOverhead + 16)                  // attributes (names below 16)
                  + src.op_schema.size() + (c ? c->pg_name.size() : 0) + 2 * kStringOverhead;
   for (std::string_view s : io.io) bound += kStringOverhead + s.size();
@@ -759,8 +759,7 @@ Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
   CF_RETURN_IF_ERROR(write_chakra_trace(trace, chakra, options, writer));
   CF_RETURN_IF_ERROR(writer.commit());
   if (report != nullptr) {
-    CF_ASSIGN_OR_RETURN(report->comm_groups,
-                        comm_groups_of(trace, chakra, options.pg_name_offset));
+    CF_ASSIGN_OR_RETURN(report->comm_groups, comm_groups_of(trace, chakra, options.pg_name_offset));
     report->input_nodes = trace.nodes.size();
     report->output_nodes = chakra.nodes.size();
     report->removed_dangling = chakra.removed_dangling;

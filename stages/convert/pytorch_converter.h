@@ -23,9 +23,9 @@
 #include <optional>
 #include <string>
 
+#include "stages/common/status.h"
 #include "stages/convert/comm_groups.h"
 #include "stages/convert/convert_model.h"
-#include "stages/common/status.h"
 
 namespace ChakraProtoMsg {
 class GlobalMetadata;
@@ -68,8 +68,8 @@ std::optional<MeasuredStep> measured_step(const EtPlusTrace& trace);
 // The messages Chakra writes for the trace (default mode adds the measured step).
 void fill_global_metadata(const EtPlusTrace& trace, const ConvertOptions& options,
                           ChakraProtoMsg::GlobalMetadata* metadata);
-// A node's six IOInfo strings (Python's str() of each list, stages/convert/python_repr.h), rendered from
-// the raw JSON the node points at (EtPlusTrace::raw_io); a missing list is "[]".
+// A node's six IOInfo strings (Python's str() of each list, stages/convert/python_repr.h), rendered
+// from the raw JSON the node points at (EtPlusTrace::raw_io); a missing list is "[]".
 struct RenderedIo {
   std::string text;
   std::string_view io[kIoFieldCount];  // into text

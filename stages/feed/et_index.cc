@@ -27,8 +27,8 @@ struct EtIndex::BlockReader {
     while (n > 0) {
       const ssize_t got = ::pread(file.fd(), dst, n, static_cast<off_t>(offset));
       if (got < 0 && errno == EINTR) continue;
-      if (got < 0) return Status::errorf("{}: cannot read at byte {}: {}", path, offset,
-                                         std::strerror(errno));
+      if (got < 0)
+        return Status::errorf("{}: cannot read at byte {}: {}", path, offset, std::strerror(errno));
       if (got == 0) {
         return Status::errorf("{}: ends before byte {} (the file changed after it was indexed)",
                               path, offset + n);

@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "stages/link/link_options.h"
 #include "stages/common/status.h"
+#include "stages/link/link_options.h"
 #include "stages/link/trace_model.h"
 
 namespace chakraflow {

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "stages/link/exclusive_durations.h"
 #include "stages/common/key_index.h"
+#include "stages/link/exclusive_durations.h"
 
 namespace chakraflow {
 namespace {

@@ -33,9 +33,9 @@
 #include <utility>
 #include <vector>
 
+#include "stages/common/status.h"
 #include "stages/link/host_device_mapping.h"
 #include "stages/link/link_options.h"
-#include "stages/common/status.h"
 #include "stages/link/trace_model.h"
 
 namespace chakraflow {

@@ -12,8 +12,8 @@
 
 #include <fmt/format.h>
 
-#include "stages/link/exclusive_durations.h"
 #include "stages/common/json_util.h"
+#include "stages/link/exclusive_durations.h"
 
 namespace chakraflow {
 namespace {

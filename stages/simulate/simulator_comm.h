@@ -7,9 +7,9 @@
 // lasts its cost: the alpha-beta model (model mode), or the recorded duration (replay: the shortest
 // among the members, or each member's own). Members that disagree on type or size are counted.
 //
-// Point-to-point: a message (stages/simulate/simulator_rank.h: sends are eager) matches the first receive
-// posted by its destination for the same (source, tag), in order; the receive completes when both
-// the message is available and the receive was reached.
+// Point-to-point: a message (stages/simulate/simulator_rank.h: sends are eager) matches the first
+// receive posted by its destination for the same (source, tag), in order; the receive completes
+// when both the message is available and the receive was reached.
 //
 // Horizons (conservative parallel simulation): horizon(r) is a lower bound of the time at which
 // any communication rank r waits in can complete, so that rank r may handle every event up to it

@@ -1,7 +1,7 @@
 // One rank of the multi-rank simulation: an event-driven replay of one Chakra .et trace through
 // its EtFeeder (stages/feed/et_feeder.h), with CPU threads and GPU streams as resources. The
-// multi-rank driver (stages/simulate/simulator.h) matches the communication this rank posts with the
-// other ranks' and delivers the completions.
+// multi-rank driver (stages/simulate/simulator.h) matches the communication this rank posts with
+// the other ranks' and delivers the completions.
 //
 // Model (docs/simulation.md):
 // - Resources: a CPU node (is_cpu_op) runs on the CPU thread of its `tid` attr, any other node on

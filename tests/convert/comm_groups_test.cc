@@ -1,5 +1,5 @@
-// Communicator groups (stages/convert/comm_groups.h): read from hand-made traces, combined over ranks,
-// written as ASTRA-sim's JSON.
+// Communicator groups (stages/convert/comm_groups.h): read from hand-made traces, combined over
+// ranks, written as ASTRA-sim's JSON.
 #include "stages/convert/comm_groups.h"
 
 #include <gtest/gtest.h>

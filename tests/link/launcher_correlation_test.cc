@@ -5,8 +5,8 @@
 #include <random>
 #include <unordered_map>
 
-#include "stages/link/device_trace_loader.h"
 #include "stages/common/key_index.h"
+#include "stages/link/device_trace_loader.h"
 #include "tests/testing/trace_builder.h"
 
 namespace chakraflow {
@@ -125,9 +125,9 @@ TEST(LauncherCorrelation, ExternalIdMatchPreferredWhenItEnclosesTheLaunch) {
 }
 
 // KeyIndex finds what a std::unordered_map given the same insertions finds: the first value with
-// try_emplace, the last with assign, nothing for an absent key or a removed one; for keys of every kind (0, the
-// largest, negative ids cast, keys that differ only in their high or low bits) and through its
-// growth from the smallest table.
+// try_emplace, the last with assign, nothing for an absent key or a removed one; for keys of every
+// kind (0, the largest, negative ids cast, keys that differ only in their high or low bits) and
+// through its growth from the smallest table.
 TEST(KeyIndex, FindsWhatAMapFinds) {
   std::mt19937_64 rng(11);
   std::vector<uint64_t> keys = {0, 1, UINT64_MAX, static_cast<uint64_t>(int64_t{-1}),

@@ -35,12 +35,12 @@ struct ETFeeder::Impl : chakraflow::compat::ChildSource {
   ETFeederOptions options;
   std::unique_ptr<chakraflow::EtIndex> index;
   uint32_t n = 0;
-  uint32_t read = 0;                // nodes read (a prefix of the file)
-  std::vector<uint32_t> waiting;    // parents not released yet (+1 per missing id)
+  uint32_t read = 0;              // nodes read (a prefix of the file)
+  std::vector<uint32_t> waiting;  // parents not released yet (+1 per missing id)
   std::vector<uint8_t> state;
-  std::vector<uint8_t> forced;      // queued by pushBackIssuableNode: not queued again
-  std::vector<uint32_t> released;   // `read` when its children were freed, or kNever
-  std::vector<uint32_t> reach;      // per prefix: the furthest parent it names (forward refs)
+  std::vector<uint8_t> forced;     // queued by pushBackIssuableNode: not queued again
+  std::vector<uint32_t> released;  // `read` when its children were freed, or kNever
+  std::vector<uint32_t> reach;     // per prefix: the furthest parent it names (forward refs)
   std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> heap;  // ids (lazy)
   uint64_t queued = 0;
   uint64_t issued = 0;  // handed out, not removed nor pushed back
@@ -246,7 +246,7 @@ void ETFeeder::removeNode(uint64_t node_id) {
   f.added.erase(node_id);
   const uint32_t i = f.held(node_id);
   if (i == chakraflow::EtIndex::kNoIndex) return;  // unknown or removed: a no-op, as in Chakra
-  if (f.state[i] == kQueued) --f.queued;            // leaves the heap lazily
+  if (f.state[i] == kQueued) --f.queued;           // leaves the heap lazily
   if (f.state[i] == kIssued) --f.issued;
   f.state[i] = kRemoved;
   ++f.removed;

@@ -21,7 +21,8 @@
 #pragma once
 
 #if defined(CHAKRAFLOW_FEEDER_V3_ALIASES)
-#error "Include Chakra's old feeder (et_feeder_node.h) before feeder_v3/et_feeder_node.h, or define CHAKRAFLOW_NO_FEEDER_V3_ALIASES: both define Chakra::ETFeederNode"
+#error \
+    "Include Chakra's old feeder (et_feeder_node.h) before feeder_v3/et_feeder_node.h, or define CHAKRAFLOW_NO_FEEDER_V3_ALIASES: both define Chakra::ETFeederNode"
 #endif
 #define CHAKRAFLOW_COMPAT_V1_FEEDER 1
 

@@ -42,8 +42,7 @@ struct DependancyResolver::Graph {
 ETFeeder::ETFeeder(const std::string& file_path)
     : ETFeeder(file_path, USE_DATA_DEPS, USE_CTRL_DEPS, DEFAULT_ETFEEDER_CACHE_SIZE) {}
 
-ETFeeder::ETFeeder(const std::string& file_path, bool data_deps, bool ctrl_deps,
-                   size_t cache_nodes)
+ETFeeder::ETFeeder(const std::string& file_path, bool data_deps, bool ctrl_deps, size_t cache_nodes)
     : impl_(std::make_unique<Impl>()), feeder_id_(g_feeder_count++) {
   if (!data_deps && !ctrl_deps) {
     throw std::runtime_error(
@@ -88,8 +87,8 @@ ETFeeder::ETFeeder(const std::string& file_path, bool data_deps, bool ctrl_deps,
                  ids.c_str(), x.dangling_examples().size() >= 8 ? ", ..." : "");
   }
   if (x.size() > 0 && dependancy_resolver_.free_.empty()) {
-    throw std::runtime_error(file_path + ": no node is free of dependencies: " +
-                             dependancy_resolver_.stallReport());
+    throw std::runtime_error(
+        file_path + ": no node is free of dependencies: " + dependancy_resolver_.stallReport());
   }
 }
 
@@ -175,8 +174,8 @@ DependancyResolver::~DependancyResolver() = default;
 uint32_t DependancyResolver::index_or_throw(NodeId node, const char* call) const {
   const uint32_t i = graph_->index->index_of(node);
   if (i == chakraflow::EtIndex::kNoIndex) {
-    throw std::out_of_range(std::string(call) + "(" + std::to_string(node) + "): " +
-                            graph_->index->path() + " has no node " + std::to_string(node));
+    throw std::out_of_range(std::string(call) + "(" + std::to_string(node) +
+                            "): " + graph_->index->path() + " has no node " + std::to_string(node));
   }
   return i;
 }
@@ -294,8 +293,8 @@ std::string DependancyResolver::stallReport() const {
 void DependancyResolver::report_stall_once() {
   if (stall_reported_ || !stalled()) return;
   stall_reported_ = true;
-  std::fprintf(stderr, "chakraflow FeederV3: %s: stalled: %s\n",
-               graph_->index->path().c_str(), stallReport().c_str());
+  std::fprintf(stderr, "chakraflow FeederV3: %s: stalled: %s\n", graph_->index->path().c_str(),
+               stallReport().c_str());
 }
 
 }  // namespace FeederV3

@@ -45,9 +45,9 @@ bool ETFeederNode::get_attr_msg(const std::string& attr_name, const ChakraAttr**
 }
 
 void ETFeederNode::complain_attr_not_found(const std::string& attr_name) const {
-  throw std::runtime_error("Attribute " + attr_name + " not found in node " +
-                           std::to_string(node_id_) + " feeder->id=" +
-                           std::to_string(feeder_->feeder_id()) + " (" + feeder_->path() + ")");
+  throw std::runtime_error(
+      "Attribute " + attr_name + " not found in node " + std::to_string(node_id_) +
+      " feeder->id=" + std::to_string(feeder_->feeder_id()) + " (" + feeder_->path() + ")");
 }
 
 std::string ETFeederNode::name() const {
