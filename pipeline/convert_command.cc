@@ -84,7 +84,7 @@ const std::vector<cli::FlagSpec>& jsonize_flags() {
   return specs;
 }
 
-std::string format_stats(const LinkStats& stats) {
+std::string format_stats(const DataProblems& stats) {
   std::string out;
   for (const auto& [kind, entry] : stats.entries()) {
     out += fmt::format("  note: {} x {}: {}", entry.count, stat_key(kind), stat_description(kind));
@@ -157,7 +157,6 @@ class Command {
   std::optional<std::string> graph_;
 };
 
-
 // What `chakraflow convert` was asked to do.
 struct ConvertRequest {
   std::string input;
@@ -175,9 +174,10 @@ StatusOr<ConvertRequest> parse_convert_request(const cli::Args& args) {
   if (auto t = args.get("input_type")) input_types.push_back(*t);
   if (input_types.size() > 1) return Status::errorf("unexpected argument '{}'", input_types[1]);
   if (!input_types.empty() && input_types[0] != "PyTorch" && input_types[0] != "pytorch") {
-    return Status::error(input_types[0] == "Text"
-                             ? std::string("the Text input type is not supported (only PyTorch)")
-                             : fmt::format("unknown input type '{}' (only PyTorch)", input_types[0]));
+    return Status::error(
+        input_types[0] == "Text"
+            ? std::string("the Text input type is not supported (only PyTorch)")
+            : fmt::format("unknown input type '{}' (only PyTorch)", input_types[0]));
   }
   ConvertRequest req;
   req.input = *args.get("input");
@@ -311,9 +311,10 @@ int run_jsonize_command(int argc, char** argv, int first) {
   if (Status s = jsonize_file(input, output, options, &report); !s.ok()) return cmd.failure(s);
   if (report.metadata_missing) {
     // Counted like the feeder's note, printed even with --quiet: the output lacks a part.
-    cmd.note(fmt::format("{}: 1 x the file has no GlobalMetadata record (every record written as "
-                         "a node; no \"globalMetadata\" in the output)",
-                         input));
+    cmd.note(
+        fmt::format("{}: 1 x the file has no GlobalMetadata record (every record written as "
+                    "a node; no \"globalMetadata\" in the output)",
+                    input));
   }
   if (!args.has("quiet")) {
     std::fprintf(stderr, "chakraflow jsonize: %s -> %s: %llu nodes, %.1f MB in %.3f s\n",

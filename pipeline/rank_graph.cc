@@ -106,13 +106,13 @@ class Wiring {
   std::string dot_;
 };
 
-// The per-device stages' messages; LinkStats ride with the stages that count problems.
+// The per-device stages' messages; DataProblems ride with the stages that count problems.
 using HostMsg = Msg<LoadedHost>;  // to the join only: the chain takes the converter's nodes
 using DeviceMsg = Msg<const DeviceTrace>;
 using ExclusiveMsg = Msg<const ExclusiveDurations>;
 using GapsMsg = Msg<const GapDependencies>;
-using LaunchersMsg = Msg<const std::pair<LauncherLinks, LinkStats>>;
-using SyncMsg = Msg<const std::pair<SyncDependencies, LinkStats>>;
+using LaunchersMsg = Msg<const std::pair<LauncherLinks, DataProblems>>;
+using SyncMsg = Msg<const std::pair<SyncDependencies, DataProblems>>;
 using Joined = std::tuple<HostMsg, DeviceMsg, ExclusiveMsg, GapsMsg, LaunchersMsg, SyncMsg>;
 
 // The graph of one plan over a list of jobs. Construct, then run() (or dot() only).
@@ -291,9 +291,9 @@ class RankGraph {
 
   LaunchersMsg launchers(const DeviceMsg& m) {
     const LinkOptions& o = jobs_[m.seq].link;
-    return device_stage<std::pair<LauncherLinks, LinkStats>>(
+    return device_stage<std::pair<LauncherLinks, DataProblems>>(
         m, "launcher correlation", results_[m.seq].times.launchers, [&](const DeviceTrace& d) {
-          LinkStats stats;
+          DataProblems stats;
           LauncherLinks links = correlate_launchers(d, o.compat, stats);
           return std::make_pair(std::move(links), std::move(stats));
         });
@@ -305,9 +305,9 @@ class RankGraph {
     const LaunchersMsg& l = std::get<1>(in);
     if (!l.value) return SyncMsg{d.seq, nullptr, d.error ? d.error : l.error};
     const LinkOptions& o = jobs_[d.seq].link;
-    return device_stage<std::pair<SyncDependencies, LinkStats>>(
+    return device_stage<std::pair<SyncDependencies, DataProblems>>(
         d, "sync dependencies", results_[d.seq].times.sync, [&](const DeviceTrace& device) {
-          LinkStats stats;
+          DataProblems stats;
           SyncDependencies deps =
               compute_sync_dependencies(device, l.value->first, o.compat, stats);
           return std::make_pair(std::move(deps), std::move(stats));
@@ -338,7 +338,7 @@ class RankGraph {
     result.input_bytes = job->host->trace.text.size() + job->device->text.size();
     auto t0 = Clock::now();
     result.status = guarded("link", [&]() -> Status {
-      LinkStats stats = launch_stats;
+      DataProblems stats = launch_stats;
       stats.merge(sync_stats);
       CF_ASSIGN_OR_RETURN(LinkedRank linked,
                           chakraflow::map_and_assign_ids(

@@ -45,8 +45,8 @@ uint64_t estimated_text_bytes(const std::string& path) {
   if (ec) return 0;
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return size;
-  unsigned char magic[2] = {0, 0};
-  bool gz = std::fread(magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  char magic[2] = {0, 0};
+  const bool gz = has_gzip_magic(std::string_view(magic, std::fread(magic, 1, 2, f)));
   uint64_t text = size;
   if (gz && size >= 18 && std::fseek(f, -4, SEEK_END) == 0) {
     unsigned char t[4];
@@ -285,8 +285,8 @@ RunJobs plan_jobs(const RunConfig& cfg, const MpiWorld& world, bool resume) {
     if (work.plan.convert) remove_stale_temps(job.et_path);
     if (work.plan.write_et_plus) remove_stale_temps(job.et_plus_path);
     const std::string& final_output = work.plan.convert ? job.et_path : job.et_plus_path;
-    if (resume && newer_than(final_output, {job.host_path, job.device_path, job.step_time_path,
-                                            cfg.path})) {
+    if (resume &&
+        newer_than(final_output, {job.host_path, job.device_path, job.step_time_path, cfg.path})) {
       rec.skipped = true;
       continue;
     }

@@ -100,7 +100,7 @@ std::vector<std::unique_ptr<std::string>> CommTyper::take_names() {
   return std::move(impl_->names);
 }
 
-CommTyper::CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, LinkStats& stats)
+CommTyper::CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, DataProblems& stats)
     : impl_(std::make_unique<Impl>()), t_(trace), options_(options), stats_(stats) {}
 
 CommTyper::~CommTyper() = default;

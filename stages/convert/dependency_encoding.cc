@@ -157,7 +157,7 @@ void note_walk_facts(const EtPlusTrace& t, const ConvertOptions& options, uint32
 }
 
 void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
-                         ConversionGraph& graph, LinkStats& stats, DependencyStats* out) {
+                         ConversionGraph& graph, DataProblems& stats, DependencyStats* out) {
   const size_t n = t.nodes.size();
   // What the walks ask of the nodes was copied out as they were converted (note_walk_facts): the
   // walks read a node only for a message.
@@ -276,7 +276,7 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
 }
 
 ChakraTrace remove_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& options,
-                                  ConversionGraph&& graph, LinkStats& stats) {
+                                  ConversionGraph&& graph, DataProblems& stats) {
   const size_t n = t.nodes.size();
   std::vector<uint8_t> referenced(n, 0);
   for (const ChakraNodeRecord& r : graph.records) {

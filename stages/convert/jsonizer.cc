@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
 #include "stages/common/file_io.h"
 #include "stages/convert/python_repr.h"
+#include "stages/et/et_io.h"
 
 namespace chakraflow {
 namespace {
@@ -471,9 +471,10 @@ StatusOr<bool> EtNodeReader::next(pb::Node* node) {
   }
   // A type the schema does not know is an error, as for the feeder.
   if (!pb::NodeType_IsValid(node->type())) {
-    return Status::errorf("{}: record #{} at byte {}: node id {}: type {} is not a NodeType of "
-                          "the schema",
-                          reader_.path(), index, at, node->id(), static_cast<int>(node->type()));
+    return Status::errorf(
+        "{}: record #{} at byte {}: node id {}: type {} is not a NodeType of "
+        "the schema",
+        reader_.path(), index, at, node->id(), static_cast<int>(node->type()));
   }
   return true;
 }

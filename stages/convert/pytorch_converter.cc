@@ -16,18 +16,19 @@
 #include "stages/convert/comm_groups.h"
 #include "stages/convert/cycle_check.h"
 #include "stages/convert/dependency_encoding.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
-#include "stages/link/host_et_loader.h"
 #include "stages/convert/python_repr.h"
-#include "stages/common/wire_format.h"
+#include "stages/et/et_io.h"
+#include "stages/et/wire_format.h"
+#include "stages/link/host_et_loader.h"
 
 namespace chakraflow {
 namespace {
 
 namespace pb = ChakraProtoMsg;
 
-uint64_t duration_micros(const EtPlusNode& node, const ConvertOptions& options, LinkStats& stats) {
+uint64_t duration_micros(const EtPlusNode& node, const ConvertOptions& options,
+                         DataProblems& stats) {
   if (options.zero_optimizer_step && node.name.find("Optimizer.step") != std::string_view::npos) {
     return 0;
   }
@@ -105,7 +106,7 @@ uint64_t chakra_exact_micros(const EtPlusTrace& t, const ConversionGraph& graph,
 // everything below it; default mode cuts each cycle at its smallest id and attaches that node like
 // one whose parent is missing. Every such node is counted in both modes.
 std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& options,
-                                   std::vector<uint32_t>* extra_roots, LinkStats& stats) {
+                                   std::vector<uint32_t>* extra_roots, DataProblems& stats) {
   const size_t n = t.nodes.size();
   const bool chakra = options.compat == Compat::kChakra;
   std::vector<uint32_t> parent(n);
@@ -230,8 +231,8 @@ std::vector<std::array<int64_t, 4>> input_tensors(const EtPlusTrace& t, const Et
 // same tensors among its inputs and comes before it. Its recorded children go back to its
 // recorded parent, where the caller's thread ran them.
 void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent,
-                            LinkStats& stats) {
-  std::map<uint32_t, uint32_t> moved;  // collective -> its recorded parent
+                            DataProblems& stats) {
+  std::map<uint32_t, uint32_t> moved;                  // collective -> its recorded parent
   std::map<std::array<int64_t, 4>, uint32_t> c10d_of;  // tensor -> latest c10d op holding it
   simdjson::dom::parser parser;
   for (uint32_t i = 0; i < t.nodes.size(); ++i) {  // id order
@@ -268,7 +269,7 @@ void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent,
 }  // namespace
 
 StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions& options,
-                                      LinkStats& stats) {
+                                      DataProblems& stats) {
   const size_t n = t.nodes.size();
   const bool chakra = options.compat == Compat::kChakra;
   ConversionGraph graph;
@@ -610,11 +611,11 @@ inline char* io_info(char* p, uint32_t field, const std::string_view (&s)[3]) {
 size_t node_size_bound(const EtPlusTrace& t, const ChakraNodeRecord& rec, const CommAttrs* c,
                        const RenderedIo& io) {
   const EtPlusNode& src = t.nodes[rec.source];
-  constexpr size_t kStringOverhead = 1 + 5;                         // a tag and a length
+  constexpr size_t kStringOverhead = 1 + 5;                        // a tag and a length
   size_t bound = 4 * (1 + enc::kMaxVarint)                         // id, type, start, duration
                  + 2 * (1 + 5) + 1 + 5 + enc::kMaxVarint           // IOInfo headers, ctrl_deps
                  + 1 + 5 + rec.data_deps.size() * enc::kMaxVarint  // data_deps
-                 + kStringOverhead + src.name.size()                //
+                 + kStringOverhead + src.name.size()               //
                  + 15 * (enc::kAttrOverhead + 16)                  // attributes (names below 16)
                  + src.op_schema.size() + (c ? c->pg_name.size() : 0) + 2 * kStringOverhead;
   for (std::string_view s : io.io) bound += kStringOverhead + s.size();
@@ -752,14 +753,13 @@ Status convert_file(const std::string& input_path, const std::string& output_pat
 
 Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
                      const ConvertOptions& options, ConvertReport* report) {
-  LinkStats stats = trace.stats;
+  DataProblems stats = trace.stats;
   CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(trace, options, stats));
   CF_ASSIGN_OR_RETURN(EtWriter writer, EtWriter::open(output_path));
   CF_RETURN_IF_ERROR(write_chakra_trace(trace, chakra, options, writer));
   CF_RETURN_IF_ERROR(writer.commit());
   if (report != nullptr) {
-    CF_ASSIGN_OR_RETURN(report->comm_groups,
-                        comm_groups_of(trace, chakra, options.pg_name_offset));
+    CF_ASSIGN_OR_RETURN(report->comm_groups, comm_groups_of(trace, chakra, options.pg_name_offset));
     report->input_nodes = trace.nodes.size();
     report->output_nodes = chakra.nodes.size();
     report->removed_dangling = chakra.removed_dangling;

@@ -1,7 +1,7 @@
 // The PyTorch → Chakra converter (`chakraflow convert`, Chakra's `chakra_converter PyTorch`).
 //
 // Input: an ET+ (trace_link output) or a plain host execution trace, schema 1.0.1 to 1.1.1,
-// .json or .json.gz. Output: a Chakra .et file (stages/convert/et_io.h). The stages, in order (see
+// .json or .json.gz. Output: a Chakra .et file (stages/et/et_io.h). The stages, in order (see
 // stages/convert/convert_model.h): load_et_plus → node selection and attributes (here, with
 // CommTyper) → encode_dependencies → remove_dangling_nodes → check_acyclic → write.
 //
@@ -23,9 +23,9 @@
 #include <optional>
 #include <string>
 
+#include "stages/common/status.h"
 #include "stages/convert/comm_groups.h"
 #include "stages/convert/convert_model.h"
-#include "stages/common/status.h"
 
 namespace ChakraProtoMsg {
 class GlobalMetadata;
@@ -43,7 +43,7 @@ struct ConvertReport {
   uint64_t gpu_stream_edges = 0;
   uint64_t sync_edges = 0;
   uint64_t bytes_written = 0;
-  LinkStats stats;  // data problems that did not stop the conversion, by kind
+  DataProblems stats;  // data problems that did not stop the conversion, by kind
   // The trace's communicator groups (stages/convert/comm_groups.h: comm_groups_of), for the
   // group file ASTRA-sim reads; `rank` is the caller's to set.
   RankCommGroups comm_groups;
@@ -52,7 +52,7 @@ struct ConvertReport {
 // ET+ nodes → the Chakra nodes that are written, sorted by id, dependencies encoded and checked
 // for cycles. Data problems are added to `stats`.
 StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& trace, const ConvertOptions& options,
-                                      LinkStats& stats);
+                                      DataProblems& stats);
 
 // The step the trace recorded, in the device trace's clock (µs): from the first start to the last
 // end (ts + inclusive_dur, or exclusive_dur when larger) of the nodes linked to the device trace
@@ -68,8 +68,8 @@ std::optional<MeasuredStep> measured_step(const EtPlusTrace& trace);
 // The messages Chakra writes for the trace (default mode adds the measured step).
 void fill_global_metadata(const EtPlusTrace& trace, const ConvertOptions& options,
                           ChakraProtoMsg::GlobalMetadata* metadata);
-// A node's six IOInfo strings (Python's str() of each list, stages/convert/python_repr.h), rendered from
-// the raw JSON the node points at (EtPlusTrace::raw_io); a missing list is "[]".
+// A node's six IOInfo strings (Python's str() of each list, stages/convert/python_repr.h), rendered
+// from the raw JSON the node points at (EtPlusTrace::raw_io); a missing list is "[]".
 struct RenderedIo {
   std::string text;
   std::string_view io[kIoFieldCount];  // into text

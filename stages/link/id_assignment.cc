@@ -243,7 +243,7 @@ std::vector<std::pair<uint32_t, int64_t>> exec_tids(const LinkInputs& in,
   return out;
 }
 
-LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkStats stats) {
+LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataProblems stats) {
   const auto& nodes = in.host.nodes;
   const DeviceTrace& dev = in.device;
   LinkedTrace out;

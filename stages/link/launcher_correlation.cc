@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "stages/link/exclusive_durations.h"
 #include "stages/common/key_index.h"
+#include "stages/link/exclusive_durations.h"
 
 namespace chakraflow {
 namespace {
@@ -97,7 +97,7 @@ bool is_launch_name(std::string_view name, Compat compat) {
   return false;
 }
 
-LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkStats& stats) {
+LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataProblems& stats) {
   LauncherLinks out;
   out.launch_of.assign(trace.events.size(), DeviceEventIdx{});
   out.cpu_op_of.assign(trace.events.size(), DeviceEventIdx{});

@@ -5,8 +5,8 @@
 //                                     (stages/simulate/simulator_rank.h) per rank
 //   run()                             rounds of: every rank handles its events up to its horizon
 //                                     (ranks in parallel, oneTBB) -> the communication it reached
-//                                     is matched (stages/simulate/simulator_comm.h, serial, rank order) ->
-//                                     completions are delivered
+//                                     is matched (stages/simulate/simulator_comm.h, serial, rank
+//                                     order) -> completions are delivered
 //   result()                          per-rank predicted / measured step, critical path, stall
 //
 // The run is conservative: a rank never handles an event later than a completion it could still
@@ -28,12 +28,12 @@
 #include <string>
 #include <vector>
 
+#include "stages/common/stats.h"
+#include "stages/common/status.h"
 #include "stages/feed/et_feeder.h"
 #include "stages/simulate/sim_config.h"
 #include "stages/simulate/simulator_rank.h"
 #include "stages/simulate/simulator_report.h"
-#include "stages/common/status.h"
-#include "stages/link/trace_model.h"
 
 namespace chakraflow {
 

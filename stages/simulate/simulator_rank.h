@@ -1,7 +1,7 @@
 // One rank of the multi-rank simulation: an event-driven replay of one Chakra .et trace through
 // its EtFeeder (stages/feed/et_feeder.h), with CPU threads and GPU streams as resources. The
-// multi-rank driver (stages/simulate/simulator.h) matches the communication this rank posts with the
-// other ranks' and delivers the completions.
+// multi-rank driver (stages/simulate/simulator.h) matches the communication this rank posts with
+// the other ranks' and delivers the completions.
 //
 // Model (docs/simulation.md):
 // - Resources: a CPU node (is_cpu_op) runs on the CPU thread of its `tid` attr, any other node on
@@ -40,12 +40,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "stages/common/stats.h"
+#include "stages/common/status.h"
 #include "stages/feed/et_feeder.h"
 #include "stages/simulate/sim_config.h"
 #include "stages/simulate/simulator_cost.h"
 #include "stages/simulate/simulator_node.h"
-#include "stages/common/status.h"
-#include "stages/link/trace_model.h"
 
 namespace chakraflow {
 
@@ -182,7 +182,7 @@ class RankSimulator final : public FeederObserver {
   const std::vector<SimResource>& resources() const { return resources_; }
   std::string_view name(const SimNode& node) const;
   const RankSimStats& stats() const { return stats_; }
-  const LinkStats& problems() const { return problems_; }
+  const DataProblems& problems() const { return problems_; }
   // Nodes holding a resource until a delivery (collectives, receives), in index order.
   std::vector<uint32_t> waiting_comms() const;
   EtFeeder& feeder() { return *feeder_; }
@@ -271,7 +271,7 @@ class RankSimulator final : public FeederObserver {
   std::vector<NodeId> deps_scratch_;
   std::string names_;
   RankSimStats stats_;
-  LinkStats problems_;
+  DataProblems problems_;
 };
 
 }  // namespace chakraflow

@@ -16,9 +16,9 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/common/file_io.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/et/et_io.h"
 #include "stages/generate/synthetic_trace.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
@@ -120,7 +120,7 @@ Both convert_both_ways(const HostTrace& host, const DeviceTrace& device,
   Status b = convert_trace(*trace, dir.file("memory.et"), convert_options, &out.in_memory.report);
   EXPECT_TRUE(b.ok()) << b.message();
   // The writer encodes nodes without protobuf messages: the same bytes as the messages'.
-  LinkStats stats;
+  DataProblems stats;
   auto chakra = convert_et_plus(*trace, convert_options, stats);
   EXPECT_TRUE(chakra.ok());
   if (chakra.ok()) {
