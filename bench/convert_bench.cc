@@ -10,10 +10,10 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/common/file_io.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/jsonizer.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/et/et_io.h"
 #include "stages/generate/synthetic_trace.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
@@ -218,7 +218,7 @@ void BM_ConvertStages(benchmark::State& state) {
   REQUIRE_GPT2(g);
   auto& l = loaded();
   for (auto _ : state) {
-    LinkStats stats;
+    DataProblems stats;
     auto c = convert_et_plus(l.trace, ConvertOptions(), stats);
     benchmark::DoNotOptimize(c.ok());
   }
@@ -230,7 +230,7 @@ void BM_WriteEt(benchmark::State& state) {
   auto& g = gpt2();
   REQUIRE_GPT2(g);
   auto& l = loaded();
-  LinkStats stats;
+  DataProblems stats;
   auto c = convert_et_plus(l.trace, ConvertOptions(), stats);
   if (!c.ok()) {
     state.SkipWithError(c.status().message().c_str());

@@ -19,9 +19,9 @@
 #include <fmt/format.h>
 
 #include "proto/et_def.pb.h"
+#include "stages/et/et_io.h"
 #include "stages/feed/compat/et_feeder.h"
 #include "stages/feed/et_feeder.h"
-#include "stages/convert/et_io.h"
 #include "stages/feed/multi_feeder.h"
 
 namespace chakraflow {

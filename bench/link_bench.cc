@@ -8,9 +8,9 @@
 
 #include "bench/pair_fixture.h"
 #include "pipeline/rank_graph.h"
+#include "stages/common/file_io.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
-#include "stages/common/file_io.h"
 #include "stages/link/host_et_loader.h"
 #include "stages/link/link.h"
 
@@ -78,7 +78,7 @@ void BM_LauncherCorrelation(benchmark::State& state) {
   auto& f = resnet();
   REQUIRE_DATA(f);
   for (auto _ : state) {
-    LinkStats stats;
+    DataProblems stats;
     auto r = correlate_launchers(f.device, Compat::kDefault, stats);
     if (r.linked == 0) state.SkipWithError("nothing linked");
     benchmark::DoNotOptimize(r);
@@ -91,12 +91,12 @@ void BM_MapAndAssignIds(benchmark::State& state) {
   auto& f = resnet();
   REQUIRE_DATA(f);
   LinkOptions opt;
-  LinkStats s0;
+  DataProblems s0;
   auto excl = compute_exclusive_durations(f.device, opt.compat);
   auto gaps = compute_gap_dependencies(f.device, opt.gap_threshold);
   auto launch = correlate_launchers(f.device, opt.compat, s0);
   for (auto _ : state) {
-    LinkStats stats;
+    DataProblems stats;
     auto map = map_host_to_device(f.host, f.device, opt, stats);
     auto linked = assign_ids({f.host, f.device, excl, gaps, launch, *map}, opt, stats);
     if (linked.node_count < f.host.nodes.size()) state.SkipWithError("bad link");

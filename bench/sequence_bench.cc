@@ -1,5 +1,5 @@
-// Google Benchmarks for sequence matching (stages/link/sequence_matching.h) and the legacy ET+ writer
-// on resnet_1gpu's legacy device trace (no "Record function id": 1,310 host ops of one
+// Google Benchmarks for sequence matching (stages/link/sequence_matching.h) and the legacy ET+
+// writer on resnet_1gpu's legacy device trace (no "Record function id": 1,310 host ops of one
 // iteration against 39,506 device CPU ops of 30 iterations), from ../shared/data. Results are
 // checked before they are timed. Reports bytes/s of JSON input and items/s.
 #include <benchmark/benchmark.h>
@@ -10,9 +10,9 @@
 
 #include "bench/pair_fixture.h"
 #include "pipeline/rank_graph.h"
+#include "stages/common/file_io.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_legacy_writer.h"
-#include "stages/common/file_io.h"
 #include "stages/link/host_et_loader.h"
 #include "stages/link/link.h"
 #include "stages/link/sequence_matching.h"
@@ -45,7 +45,7 @@ void BM_SequenceMatching(benchmark::State& state) {
   auto& f = resnet();
   REQUIRE_DATA(f);
   for (auto _ : state) {
-    LinkStats stats;
+    DataProblems stats;
     auto map = map_by_sequence(f.host, f.device, sequence_options(), stats);
     if (!map.ok() || map->matched != 1310) state.SkipWithError("resnet not fully matched");
     benchmark::DoNotOptimize(map);
@@ -61,7 +61,7 @@ void BM_SequenceMatchingByIteration(benchmark::State& state) {
   LinkOptions o = sequence_options();
   o.annotation = "DataLoader";
   for (auto _ : state) {
-    LinkStats stats;
+    DataProblems stats;
     auto map = map_by_sequence(f.host, f.device, o, stats);
     if (!map.ok() || map->matched != 1310) state.SkipWithError("resnet not fully matched");
     benchmark::DoNotOptimize(map);
@@ -124,7 +124,8 @@ void BM_SequenceLinkEndToEnd(benchmark::State& state) {
   std::string out = std::filesystem::temp_directory_path() / "chakraflow_bench_seq_et_plus.json";
   uint64_t input = 0;
   for (auto _ : state) {
-    RankJob job{dir + "/host_et.json.gz", dir + "/kineto.legacy.json.gz", out, {}, sequence_options()};
+    RankJob job{
+        dir + "/host_et.json.gz", dir + "/kineto.legacy.json.gz", out, {}, sequence_options()};
     const RankJobResult r = run_link_job(job);
     if (!r.status.ok()) state.SkipWithError(r.status.message().c_str());
     if (r.summary.host_ops_linked != 1310) state.SkipWithError("resnet not fully matched");

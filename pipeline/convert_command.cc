@@ -84,7 +84,7 @@ const std::vector<cli::FlagSpec>& jsonize_flags() {
   return specs;
 }
 
-std::string format_stats(const LinkStats& stats) {
+std::string format_stats(const DataProblems& stats) {
   std::string out;
   for (const auto& [kind, entry] : stats.entries()) {
     out += fmt::format("  note: {} x {}: {}", entry.count, stat_key(kind), stat_description(kind));

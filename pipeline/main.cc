@@ -61,8 +61,6 @@ void print_usage() {
 #define CHAKRAFLOW_SANITIZED 1
 #endif
 
-constexpr const char* kHugePageTunable = "glibc.malloc.hugetlb=1";
-
 off_t file_size(const std::string& path) {
   struct stat st {};
   return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : 0;
@@ -87,11 +85,6 @@ off_t largest_input(int argc, char** argv) {
   return largest;
 }
 
-// Huge pages pay for a second start (about 3 ms) and for zeroing 2 MB pages whole from inputs of
-// 16 MiB: `run` of a 10 MB rank takes 13% longer with them, of a 30 MB rank as long, of a 100 MB
-// rank 7% less (docs/performance.md).
-constexpr off_t kHugePagesFrom = off_t{16} << 20;
-
 // Big traces spend a fifth of their CPU time in the kernel faulting in 4 KiB pages of freshly
 // allocated buffers (text, parser index, records). With transparent huge pages in "madvise" mode
 // (Debian's default), glibc asks for them only when GLIBC_TUNABLES says so, and reads it only at
@@ -101,6 +94,12 @@ constexpr off_t kHugePagesFrom = off_t{16} << 20;
 // re-execute.
 void reexec_with_huge_pages(char** argv, off_t input) {
 #if defined(__GLIBC__) && !defined(CHAKRAFLOW_SANITIZED)
+  // Huge pages pay for a second start (about 3 ms) and for zeroing 2 MB pages whole from inputs
+  // of 16 MiB: `run` of a 10 MB rank takes 13% longer with them, of a 30 MB rank as long, of a
+  // 100 MB rank 7% less (docs/performance.md). Declared here, under the #if: a sanitized build
+  // does not use them (clang warns of an unused constant).
+  constexpr off_t kHugePagesFrom = off_t{16} << 20;
+  constexpr const char* kHugePageTunable = "glibc.malloc.hugetlb=1";
   const char* opt = std::getenv("CHAKRAFLOW_HUGE_PAGES");
   if ((opt == nullptr || std::string_view(opt) != "1") && input < kHugePagesFrom) return;
   std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");

@@ -55,7 +55,7 @@ struct RankInFlight {
   std::optional<LinkedDeviceFacts> device_facts;
   std::unique_ptr<HostTrace> et_plus_host;  // the ET+ file's text, when the nodes come from a file
   std::optional<EtPlusTrace> nodes;         // the converter's input
-  LinkStats convert_stats;                  // the converter's data problems (the nodes' first)
+  DataProblems convert_stats;                  // the converter's data problems (the nodes' first)
   std::optional<Conversion> conversion;     // select_nodes to drop_dangling
   std::optional<ChakraTrace> chakra;        // the nodes written, from drop_dangling on
   std::string et_plus_file;                 // the ET+ written (or to read)
@@ -115,13 +115,13 @@ class Wiring {
   std::string dot_;
 };
 
-// The per-device stages' messages; LinkStats ride with the stages that count problems.
+// The per-device stages' messages; DataProblems ride with the stages that count problems.
 using HostMsg = Msg<LoadedHost>;  // to the join only: the chain takes the converter's nodes
 using DeviceMsg = Msg<const DeviceTrace>;
 using ExclusiveMsg = Msg<const ExclusiveDurations>;
 using GapsMsg = Msg<const GapDependencies>;
-using LaunchersMsg = Msg<const std::pair<LauncherLinks, LinkStats>>;
-using SyncMsg = Msg<const std::pair<SyncDependencies, LinkStats>>;
+using LaunchersMsg = Msg<const std::pair<LauncherLinks, DataProblems>>;
+using SyncMsg = Msg<const std::pair<SyncDependencies, DataProblems>>;
 using Joined = std::tuple<HostMsg, DeviceMsg, ExclusiveMsg, GapsMsg, LaunchersMsg, SyncMsg>;
 
 // The graph of one plan over a list of jobs. Construct, then run() (or dot() only).
@@ -322,9 +322,9 @@ class RankGraph {
 
   LaunchersMsg launchers(const DeviceMsg& m) {
     const LinkOptions& o = jobs_[m.seq].link;
-    return device_stage<std::pair<LauncherLinks, LinkStats>>(
+    return device_stage<std::pair<LauncherLinks, DataProblems>>(
         m, "launcher correlation", results_[m.seq].times.launchers, [&](const DeviceTrace& d) {
-          LinkStats stats;
+          DataProblems stats;
           LauncherLinks links = correlate_launchers(d, o.compat, stats);
           return std::make_pair(std::move(links), std::move(stats));
         });
@@ -336,9 +336,9 @@ class RankGraph {
     const LaunchersMsg& l = std::get<1>(in);
     if (!l.value) return SyncMsg{d.seq, nullptr, d.error ? d.error : l.error};
     const LinkOptions& o = jobs_[d.seq].link;
-    return device_stage<std::pair<SyncDependencies, LinkStats>>(
+    return device_stage<std::pair<SyncDependencies, DataProblems>>(
         d, "sync dependencies", results_[d.seq].times.sync, [&](const DeviceTrace& device) {
-          LinkStats stats;
+          DataProblems stats;
           SyncDependencies deps =
               compute_sync_dependencies(device, l.value->first, o.compat, stats);
           return std::make_pair(std::move(deps), std::move(stats));
@@ -360,12 +360,16 @@ class RankGraph {
     }
     job->host = std::get<0>(in).value;
     job->device = std::get<1>(in).value;
-    const auto& [launch, launch_stats] = *std::get<4>(in).value;
-    const auto& [sync, sync_stats] = *std::get<5>(in).value;
+    // Named references, not structured bindings: the lambda below captures them, which C++20
+    // allows but clang 14 rejects ("reference to local binding"), and fuzz.sh builds with clang.
+    const LauncherLinks& launch = std::get<4>(in).value->first;
+    const DataProblems& launch_stats = std::get<4>(in).value->second;
+    const SyncDependencies& sync = std::get<5>(in).value->first;
+    const DataProblems& sync_stats = std::get<5>(in).value->second;
     result.input_bytes = job->host->trace.text.size() + job->device->text.size();
     auto t0 = Clock::now();
     result.status = guarded("link", [&]() -> Status {
-      LinkStats stats = launch_stats;
+      DataProblems stats = launch_stats;
       stats.merge(sync_stats);
       CF_ASSIGN_OR_RETURN(LinkedRank linked,
                           chakraflow::map_and_assign_ids(

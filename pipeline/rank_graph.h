@@ -86,7 +86,7 @@ struct StageTimes {
 struct RankJobResult {
   Status status;          // the first error that stopped the job
   LinkSummary summary;    // kHostAndDevice
-  LinkStats stats;        // data problems the link stages counted
+  DataProblems stats;     // data problems the link stages counted
   ConvertReport convert;  // when converted (its stats: the converter's data problems)
   // What was done about profiler overhead (prepare_device_trace), and the unprofiled step.
   std::optional<ProfilerOverheadNote> profiler;

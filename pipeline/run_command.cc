@@ -45,8 +45,8 @@ uint64_t estimated_text_bytes(const std::string& path) {
   if (ec) return 0;
   FILE* f = std::fopen(path.c_str(), "rb");
   if (f == nullptr) return size;
-  unsigned char magic[2] = {0, 0};
-  bool gz = std::fread(magic, 1, 2, f) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+  char magic[2] = {0, 0};
+  const bool gz = has_gzip_magic(std::string_view(magic, std::fread(magic, 1, 2, f)));
   uint64_t text = size;
   if (gz && size >= 18 && std::fseek(f, -4, SEEK_END) == 0) {
     unsigned char t[4];

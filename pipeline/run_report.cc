@@ -313,7 +313,7 @@ RankRow rank_row(int rank, uint64_t input_file_bytes, const RankJobResult& r,
     row.comm_groups = r.convert.comm_groups;
     row.comm_groups->rank = rank;
   }
-  for (const LinkStats* stats : {&r.stats, &r.convert.stats}) {
+  for (const DataProblems* stats : {&r.stats, &r.convert.stats}) {
     for (const auto& [kind, entry] : stats->entries()) {
       row.warnings[std::string(stat_key(kind))] += entry.count;
     }

@@ -159,7 +159,7 @@ std::string node_repr(const Node& n) {
 
 }  // namespace
 
-py::dict stats_to_dict(const LinkStats& stats) {
+py::dict stats_to_dict(const DataProblems& stats) {
   py::dict out;
   for (const auto& [kind, entry] : stats.entries()) {
     py::dict e;

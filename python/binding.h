@@ -43,8 +43,9 @@ void run_released(Work&& work) {
   if (!status.ok()) raise(status);
 }
 
-// LinkStats -> {key: {"count": n, "examples": [...]}}, keyed by the kinds' stable keys (stat_key).
-py::dict stats_to_dict(const LinkStats& stats);
+// DataProblems -> {key: {"count": n, "examples": [...]}}, keyed by the kinds' stable keys
+// (stat_key).
+py::dict stats_to_dict(const DataProblems& stats);
 
 // An attribute's value as a Python value: int, float, bool, str, bytes, or a list of them.
 py::object attr_value(const ChakraProtoMsg::AttributeProto& attr);

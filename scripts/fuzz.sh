@@ -10,61 +10,20 @@ cd "$(dirname "$0")/.."
 seconds="${1:-600}"
 shift || true
 ./scripts/install_deps.sh
-command -v clang++ >/dev/null || apt-get install -y -qq clang libclang-rt-14-dev
-CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCHAKRAFLOW_FUZZ=ON \
-  -DCHAKRAFLOW_BUILD_TESTS=OFF -DCHAKRAFLOW_BUILD_BENCH=OFF >/dev/null
+cmake -S . -B build-fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Sanitize \
+  -DCHAKRAFLOW_FUZZ=ON -DCHAKRAFLOW_BUILD_TESTS=OFF -DCHAKRAFLOW_BUILD_BENCH=OFF >/dev/null
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(fuzz_host_et fuzz_device_trace fuzz_link_pair
-                                     fuzz_et_reader fuzz_converter fuzz_compat_feeder
-                                     fuzz_run_config)
+[ ${#targets[@]} -gt 0 ] || mapfile -t targets < build-fuzz/tests/fuzz/targets.txt  # all of them
 cmake --build build-fuzz -j"$(nproc)" --target "${targets[@]}"
 
-data=../shared/data
-bad=tests/bad_inputs
+# The same seeds as the fuzz_<target>_seeds tests of scripts/test.sh.
 seed_dir=build-fuzz/seeds
-mkdir -p "$seed_dir"
-seed() {  # seed TARGET FILES...: decompressed copies of the small inputs (<= 1 MB)
-  local t=$1; shift
-  mkdir -p "$seed_dir/$t"
-  for f in "$@"; do
-    [ -f "$f" ] || continue
-    local name; name=$(echo "$f" | tr '/' '_')
-    zcat -f "$f" > "$seed_dir/$t/$name" 2>/dev/null || true  # a truncated .gz gives what it has
-    [ "$(stat -c %s "$seed_dir/$t/$name")" -le 1048576 ] || rm -f "$seed_dir/$t/$name"
-  done
-}
-seed_raw() {  # seed_raw TARGET FILES...: the small inputs as they are (gzip'd ones stay gzip'd)
-  local t=$1; shift
-  mkdir -p "$seed_dir/$t"
-  for f in "$@"; do
-    [ -f "$f" ] && [ "$(stat -c %s "$f")" -le 1048576 ] || continue
-    cp "$f" "$seed_dir/$t/$(echo "$f" | tr '/' '_')"
-  done
-}
-if [ -d "$data" ]; then
-  seed fuzz_host_et "$data"/pairs/simple_add/host_et.json.gz "$data"/host_et/allgather_1.0.2/host_et.json.gz
-  seed fuzz_device_trace "$data"/pairs/simple_add/kineto.modern.json.gz "$data"/kineto/hta_sync_small/*.json.gz \
-    "$data"/kineto/hta_amd_mi250_rocm/*.json.gz "$data"/kineto/hta_cpu_only/*.json.gz
-  mkdir -p "$seed_dir/fuzz_link_pair"
-  { zcat "$data"/pairs/simple_add/host_et.json.gz; printf '\0'; zcat "$data"/pairs/simple_add/kineto.modern.json.gz; } \
-    > "$seed_dir/fuzz_link_pair/simple_add"
-  # Chakra .et traces: the 8-rank microbenchmarks and Chakra's converter output for small host ETs.
-  seed_raw fuzz_et_reader "$data"/chakra_et/*/*/*.et "$data"/chakra_et/*/*.et "$data"/host_et/*/reference/chakra.et
-  seed_raw fuzz_compat_feeder "$data"/chakra_et/*/*/*.et "$data"/chakra_et/*/*.et \
-    "$data"/host_et/*/reference/chakra.et
-  # ET+ (both linkers' references) and plain host ETs: the converter takes either.
-  seed fuzz_converter "$data"/pairs/*/reference/et_plus.*.json.gz "$data"/pairs/simple_add/host_et.json.gz \
-    "$data"/host_et/allgather_1.0.2/host_et.json.gz "$data"/host_et/pt2_compile_1.1.1/host_et.json.gz
-fi
-seed_raw fuzz_et_reader "$bad"/et/*
-seed_raw fuzz_compat_feeder "$bad"/et/*
-seed fuzz_converter "$bad"/et_plus/* "$bad"/host_et/*
-seed fuzz_run_config configs/*.yaml "$bad"/yaml/*
+./scripts/fuzz_seeds.sh "$seed_dir" ../shared/data "${targets[@]}"
 
 mkdir -p build-fuzz/logs
 summary=()
 for t in "${targets[@]}"; do
-  mkdir -p "build-fuzz/corpus/$t" "build-fuzz/findings/$t" "$seed_dir/$t"
+  mkdir -p "build-fuzz/corpus/$t" "build-fuzz/findings/$t"
   log="build-fuzz/logs/$t.log"
   echo "== $t: ${seconds}s"
   start=$(date +%s)

@@ -8,6 +8,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
       # the Python module (python/) and its tests: pybind11, Debian's python3, pytest, pandas
       python3-dev pybind11-dev python3-pytest python3-pandas
+      # clang and its libFuzzer: scripts/test.sh's Sanitize pass, the fuzz targets (scripts/fuzz.sh)
+      clang libclang-rt-14-dev
       # optional: `mpirun -n K chakraflow run` (the build works without it)
       libopenmpi-dev openmpi-bin)
 missing=()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Every test: install dependencies, then build and run the whole suite twice: Release (warnings as
-# errors) and Sanitize (ASan + UBSan). Golden tests read ../shared/data and skip loudly when it is
-# absent. Set CHAKRAFLOW_SKIP_SANITIZE=1 to run the Release pass only.
+# Every test: install dependencies, then build and run the whole suite twice: Release (GCC, warnings
+# as errors) and Sanitize (clang, ASan + UBSan, with the libFuzzer targets), then checks that
+# scripts/tsan.sh configures. Golden tests read ../shared/data and skip loudly when it is absent.
+# Set CHAKRAFLOW_SKIP_SANITIZE=1 to run the Release pass only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
@@ -15,11 +16,27 @@ cmake --build build -j"$jobs"
 (cd build && ctest -j"$jobs" --output-on-failure --timeout 600)
 
 if [ "${CHAKRAFLOW_SKIP_SANITIZE:-0}" != 1 ]; then
+  # Compiled by clang, where the Release pass is GCC's: the tree must build with both (each accepts
+  # code the other rejects, with -Werror), and the fuzz targets of scripts/fuzz.sh (libFuzzer is
+  # clang's) come out of this build, as fuzz.sh builds them, at the cost of a few small files;
+  # ctest runs each over its seeds once (tests fuzz_<target>_seeds, `ctest -L fuzz`).
   # Without the Python module: an ASan-instrumented extension cannot be loaded by an
   # uninstrumented interpreter without LD_PRELOAD tricks; the Release pass tests it.
-  cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=Sanitize -DCHAKRAFLOW_BUILD_BENCH=OFF \
-    -DCHAKRAFLOW_BUILD_PYTHON=OFF
+  cmake -S . -B build-asan -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=Sanitize \
+    -DCHAKRAFLOW_FUZZ=ON -DCHAKRAFLOW_BUILD_BENCH=OFF -DCHAKRAFLOW_BUILD_PYTHON=OFF
+  # The fuzz targets first, one at a time, so that the one that does not build is named.
+  mapfile -t fuzz_targets < build-asan/tests/fuzz/targets.txt
+  for target in "${fuzz_targets[@]}"; do
+    cmake --build build-asan -j"$jobs" --target "$target" || {
+      echo "scripts/test.sh: the fuzz target $target does not build (scripts/fuzz.sh)" >&2
+      exit 1
+    }
+  done
   cmake --build build-asan -j"$jobs"
   (cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
      ctest -j"$jobs" --output-on-failure --timeout 900)
+
+  # scripts/tsan.sh configured and its targets checked, nothing compiled: its TSan build would cost
+  # CI minutes it does not have (README.md, "Two more checks").
+  bash scripts/tsan.sh --check
 fi

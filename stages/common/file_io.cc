@@ -53,11 +53,6 @@ Status too_large(const std::string& path, uint64_t at, bool decompressed) {
       path, decompressed ? "decompressed " : "", at, input_memory_bound() / 1e9);
 }
 
-bool is_gzip(const std::string& bytes) {
-  return bytes.size() >= 2 && static_cast<unsigned char>(bytes[0]) == 0x1f &&
-         static_cast<unsigned char>(bytes[1]) == 0x8b;
-}
-
 StatusOr<std::string> gunzip(const std::string& path, const std::string& compressed,
                              bool check_text) {
   const uint64_t bound = input_memory_bound();
@@ -101,8 +96,8 @@ StatusOr<std::string> gunzip(const std::string& path, const std::string& compres
     // A stream's content is a text; any input stops at the machine's memory (a small file of
     // compressed zeros expands 1032:1).
     if (check_text) {
-      Status text = check_text_chunk(path, out.data() + old_size, out.size() - old_size, old_size,
-                                     true);
+      Status text =
+          check_text_chunk(path, out.data() + old_size, out.size() - old_size, old_size, true);
       if (!text.ok()) {
         inflateEnd(&zs);
         return text;
@@ -386,12 +381,11 @@ StatusOr<std::string> read_open_file(int fd, const struct stat& st, const std::s
     }
     if (n == 0) break;
     // A gzip'd stream is checked as it is decompressed.
-    const bool compressed = done + static_cast<size_t>(n) >= 2 &&
-                            static_cast<unsigned char>(bytes[0]) == 0x1f &&
-                            static_cast<unsigned char>(bytes[1]) == 0x8b;
+    const bool compressed =
+        has_gzip_magic(std::string_view(bytes.data(), done + static_cast<size_t>(n)));
     if (stream && !compressed) {
-      Status text = check_text_chunk(path, bytes.data() + done, static_cast<size_t>(n), done,
-                                     false);
+      Status text =
+          check_text_chunk(path, bytes.data() + done, static_cast<size_t>(n), done, false);
       if (!text.ok()) {
         ::close(fd);
         return text;
@@ -401,7 +395,7 @@ StatusOr<std::string> read_open_file(int fd, const struct stat& st, const std::s
   }
   ::close(fd);
   bytes.resize(done);
-  if (is_gzip(bytes)) return gunzip(path, bytes, stream);
+  if (has_gzip_magic(bytes)) return gunzip(path, bytes, stream);
   return bytes;
 }
 
@@ -468,9 +462,9 @@ StatusOr<InputText> InputText::read(const std::string& path) {
   struct stat st {};
   CF_ASSIGN_OR_RETURN(int fd, open_for_reading(path, &st));
   {
-    unsigned char magic[2] = {0, 0};
-    if (S_ISREG(st.st_mode) && st.st_size >= kMapAtLeast &&
-        ::pread(fd, magic, 2, 0) == 2 && !(magic[0] == 0x1f && magic[1] == 0x8b)) {
+    char magic[2] = {0, 0};
+    if (S_ISREG(st.st_mode) && st.st_size >= kMapAtLeast && ::pread(fd, magic, 2, 0) == 2 &&
+        !has_gzip_magic(std::string_view(magic, 2))) {
       const size_t size = static_cast<size_t>(st.st_size);
       const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
       const size_t file_len = (size + page - 1) / page * page;

@@ -31,6 +31,13 @@ namespace chakraflow {
 // Extra capacity kept after the data so that simdjson can read past the end safely.
 inline constexpr size_t kInputPadding = 64;
 
+// True when `head`, the first bytes of a file, start with the gzip magic (1f 8b): how every
+// reader tells a gzip'd input from a plain one, whatever its name.
+inline bool has_gzip_magic(std::string_view head) {
+  return head.size() >= 2 && static_cast<unsigned char>(head[0]) == 0x1f &&
+         static_cast<unsigned char>(head[1]) == 0x8b;
+}
+
 // The whole (decompressed) content of `path`. The returned string has capacity >= size() +
 // kInputPadding. Errors name the file.
 StatusOr<std::string> read_input_file(const std::string& path);

@@ -13,7 +13,7 @@
 #include <string_view>
 
 #include "stages/common/file_io.h"
-#include "stages/link/trace_model.h"
+#include "stages/common/time_ns.h"
 
 namespace chakraflow::json {
 

@@ -1,5 +1,5 @@
-// LinkStats: counts of the data problems a stage met without stopping, by kind (the closed set of
-// stat_kinds.h), with a few examples each (docs/bad_input.md). Every stage of every library
+// DataProblems: counts of the data problems a stage met without stopping, by kind (the closed set
+// of stat_kinds.h), with a few examples each (docs/bad_input.md). Every stage of every library
 // reports into one; a run prints them and writes them to its summary. Value type;
 // thread-compatible.
 #pragma once
@@ -21,7 +21,7 @@ struct StatKeyOrder {
 
 // Counts of data problems by kind, with a few examples each. Printed at the end of a run and
 // written to the run summary; nothing is only logged.
-class LinkStats {
+class DataProblems {
  public:
   static constexpr size_t kMaxExamples = 5;
   struct Entry {
@@ -35,7 +35,7 @@ class LinkStats {
   uint64_t count(StatKind kind) const;
   // The kinds counted at least once, by key.
   const std::map<StatKind, Entry, StatKeyOrder>& entries() const { return entries_; }
-  void merge(const LinkStats& other);
+  void merge(const DataProblems& other);
 
  private:
   std::map<StatKind, Entry, StatKeyOrder> entries_;

@@ -100,7 +100,7 @@ std::vector<std::unique_ptr<std::string>> CommTyper::take_names() {
   return std::move(impl_->names);
 }
 
-CommTyper::CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, LinkStats& stats)
+CommTyper::CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, DataProblems& stats)
     : impl_(std::make_unique<Impl>()), t_(trace), options_(options), stats_(stats) {}
 
 CommTyper::~CommTyper() = default;
@@ -271,7 +271,7 @@ struct KernelComm {
 // mode), else from its launching op, which may say it is a send or a recv (k.type changes).
 // False when it stays unknown (counted).
 bool type_collective(const EtPlusTrace& t, const EtPlusNode& n, const EtPlusNode* parent,
-                     bool chakra, bool sendrecv, KernelComm& k, LinkStats& stats) {
+                     bool chakra, bool sendrecv, KernelComm& k, DataProblems& stats) {
   if (chakra) {
     k.coll = chakra_collective_type(n.name);
     if (!k.coll) stats.add(StatKind::kCommCollectiveChakraUntyped, std::string(n.name));
@@ -311,7 +311,7 @@ bool type_collective(const EtPlusTrace& t, const EtPlusNode& n, const EtPlusNode
 // counted): NCCL SendRecv kernels are typed by the op that launched them (through
 // record_param_comms), every other NCCL kernel is a collective.
 std::optional<KernelComm> kernel_comm(const EtPlusTrace& t, const EtPlusNode& n, bool chakra,
-                                      LinkStats& stats) {
+                                      DataProblems& stats) {
   const EtPlusNode* parent = n.parent != kNoNode ? &t.nodes[n.parent] : nullptr;
   KernelComm k;
   k.pg_name = t.pg_name(n);

@@ -63,7 +63,7 @@ P2pDirection p2p_direction_from_name(std::string_view name);
 
 class CommTyper {
  public:
-  CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, LinkStats& stats);
+  CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, DataProblems& stats);
   ~CommTyper();
 
   // Sets record.type, record.is_cpu_op and the communication attributes of node `index` (appended
@@ -94,7 +94,7 @@ class CommTyper {
   std::unique_ptr<Impl> impl_;
   const EtPlusTrace& t_;
   const ConvertOptions& options_;
-  LinkStats& stats_;
+  DataProblems& stats_;
 };
 
 }  // namespace chakraflow

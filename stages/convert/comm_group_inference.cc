@@ -4,7 +4,7 @@
 #include <tuple>
 
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
 
 namespace chakraflow {
 namespace {

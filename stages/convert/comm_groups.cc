@@ -8,9 +8,9 @@
 #include "proto/et_def.pb.h"
 #include "stages/convert/comm_attributes.h"
 #include "stages/convert/convert_model.h"
-#include "stages/convert/et_io.h"
-#include "stages/convert/node_record.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/et/et_io.h"
+#include "stages/et/node_record.h"
 
 namespace chakraflow {
 namespace {
@@ -73,7 +73,7 @@ StatusOr<RankCommGroups> scan_comm_groups(const std::string& et_path, int rank, 
   out.rank = rank;
   CF_ASSIGN_OR_RETURN(EtReader reader, EtReader::open(et_path));
   std::string_view raw;
-  compat::NodeRecord record;
+  NodeRecord record;
   ChakraProtoMsg::AttributeProto attr;
   bool first = true;
   while (true) {
@@ -85,7 +85,7 @@ StatusOr<RankCommGroups> scan_comm_groups(const std::string& et_path, int rank, 
       first = false;
       if (!first_record_is_node(raw)) continue;
     }
-    Status decoded = compat::NodeRecord::decode(std::string(raw), &record);
+    Status decoded = NodeRecord::decode(std::string(raw), &record);
     if (!decoded.ok()) {
       return Status::errorf("{}: record #{} at byte {}: {}", et_path, index, offset,
                             decoded.message());

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stages/et/schema.h"
 #include "stages/link/link_options.h"
 #include "stages/link/trace_model.h"
 
@@ -72,9 +73,9 @@ struct EtPlusNode {
   uint64_t parent_id = 0;
 
   // Node-level fields of ET+ (after attrs overrode them, in Chakra mode).
-  double exclusive_dur = 0;       // µs
-  double inclusive_dur = 0;       // µs (the measured step's end, stages/convert/pytorch_converter.h)
-  double ts = 0;                  // µs
+  double exclusive_dur = 0;  // µs
+  double inclusive_dur = 0;  // µs (the measured step's end, stages/convert/pytorch_converter.h)
+  double ts = 0;             // µs
   uint64_t inter_thread_dep = 0;  // 0 = none (Chakra tests truthiness)
   int64_t stream = 0;
   int64_t device = -1;  // "device", when the node has one (GPU nodes of some linkers)
@@ -157,7 +158,7 @@ struct EtPlusTrace {
   std::deque<std::string> device_arena;  // GPU names and pg_names (read_linked_nodes)
   // Schema 1.0.1 ET+ written by Chakra: `parent` held pre-renumbering ids and was mapped back.
   bool parents_renumbered = false;
-  LinkStats stats;  // data problems that did not stop the conversion, by kind
+  DataProblems stats;  // data problems that did not stop the conversion, by kind
 
   // Index of the node with this id, or kNoNode.
   uint32_t index_of(uint64_t id) const;
@@ -184,32 +185,6 @@ struct EtPlusTrace {
   const uint64_t* sync_deps(const EtPlusNode& n) const {
     return sync_dep_ids.data() + n.sync_dep_begin;
   }
-};
-
-// Chakra NodeType values (proto/et_def.proto).
-enum class ChakraNodeType : uint8_t {
-  kInvalid = 0,
-  kMetadata = 1,
-  kMemLoad = 2,
-  kMemStore = 3,
-  kComp = 4,
-  kCommSend = 5,
-  kCommRecv = 6,
-  kCommColl = 7,
-};
-
-// Chakra CollectiveCommType values.
-enum class CollectiveType : uint8_t {
-  kAllReduce = 0,
-  kReduce = 1,
-  kAllGather = 2,
-  kGather = 3,
-  kScatter = 4,
-  kBroadcast = 5,
-  kAllToAll = 6,
-  kReduceScatter = 7,
-  kReduceScatterBlock = 8,
-  kBarrier = 9,
 };
 
 // The data dependencies of a record, in order: up to four inline (nearly every record has one

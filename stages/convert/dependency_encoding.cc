@@ -131,7 +131,7 @@ void order_off_thread_nodes(const EtPlusTrace& t, ConversionGraph& graph,
 // A CPU node's inter-thread dependency (note_walk_facts found its index), unless it is on itself
 // or on a node not converted (counted).
 void add_inter_thread_dep(const EtPlusTrace& t, const ConversionGraph& graph, uint32_t i,
-                          ChakraNodeRecord& rec, LinkStats& stats) {
+                          ChakraNodeRecord& rec, DataProblems& stats) {
   const uint32_t dep = graph.inter_thread_dep[i];
   const EtPlusNode& node = t.nodes[i];  // read for a message only
   if (dep == i) {
@@ -150,7 +150,7 @@ void add_inter_thread_dep(const EtPlusTrace& t, const ConversionGraph& graph, ui
 // What the walks ask of the nodes was copied out as they were converted (note_walk_facts): the
 // walks read a node only for a message.
 std::vector<uint8_t> walk_from_roots(const EtPlusTrace& t, ConversionGraph& graph,
-                                     LinkStats& stats) {
+                                     DataProblems& stats) {
   const size_t n = t.nodes.size();
   std::vector<uint32_t> roots = graph.thread_roots;
   roots.insert(roots.end(), graph.extra_roots.begin(), graph.extra_roots.end());
@@ -195,7 +195,7 @@ std::vector<uint8_t> walk_from_roots(const EtPlusTrace& t, ConversionGraph& grap
 template <typename CanDepend>
 uint64_t add_sync_deps(const EtPlusTrace& t, ConversionGraph& graph,
                        const std::vector<uint8_t>& reached, const CanDepend& can_depend,
-                       LinkStats& stats) {
+                       DataProblems& stats) {
   uint64_t edges = 0;
   for (uint32_t i : graph.with_sync) {
     if (!reached[i]) continue;
@@ -226,7 +226,7 @@ uint64_t add_sync_deps(const EtPlusTrace& t, ConversionGraph& graph,
 template <typename CanDepend>
 uint64_t chain_gpu_streams(const EtPlusTrace& t, ConversionGraph& graph,
                            const std::vector<uint8_t>& reached, const CanDepend& can_depend,
-                           LinkStats& stats) {
+                           DataProblems& stats) {
   using GpuKey = ConversionGraph::StreamKey;
   std::vector<GpuKey>& keys = graph.stream_keys;
   std::erase_if(keys, [&reached](const GpuKey& k) { return !reached[k.index]; });
@@ -284,7 +284,7 @@ void note_walk_facts(const EtPlusTrace& t, const ConvertOptions& options, uint32
 }
 
 void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
-                         ConversionGraph& graph, LinkStats& stats, DependencyStats* out) {
+                         ConversionGraph& graph, DataProblems& stats, DependencyStats* out) {
   const std::vector<uint8_t> reached = walk_from_roots(t, graph, stats);
   DependencyStats result;
   if (options.compat == Compat::kChakra) {
@@ -305,7 +305,7 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
 }
 
 ChakraTrace remove_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& options,
-                                  ConversionGraph&& graph, LinkStats& stats) {
+                                  ConversionGraph&& graph, DataProblems& stats) {
   const size_t n = t.nodes.size();
   std::vector<uint8_t> referenced(n, 0);
   for (const ChakraNodeRecord& r : graph.records) {

@@ -73,10 +73,10 @@ struct DependencyStats {
 };
 
 void encode_dependencies(const EtPlusTrace& trace, const ConvertOptions& options,
-                         ConversionGraph& graph, LinkStats& stats, DependencyStats* out);
+                         ConversionGraph& graph, DataProblems& stats, DependencyStats* out);
 
 // Moves the nodes that survive dangling removal into a ChakraTrace, sorted by id.
 ChakraTrace remove_dangling_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
-                                  ConversionGraph&& graph, LinkStats& stats);
+                                  ConversionGraph&& graph, DataProblems& stats);
 
 }  // namespace chakraflow

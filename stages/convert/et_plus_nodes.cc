@@ -34,7 +34,7 @@ bool known_schema(std::string_view schema) {
 // bytes replaced by '?', counted in `stats`.
 // `where()` names the place for the report (called only for a string that needs repair).
 template <class Where>
-std::string_view valid_utf8(std::string_view s, std::deque<std::string>& arena, LinkStats& stats,
+std::string_view valid_utf8(std::string_view s, std::deque<std::string>& arena, DataProblems& stats,
                             const Where& where) {
   if (simdjson::validate_utf8(s.data(), s.size())) return s;
   std::string& copy = arena.emplace_back(s);
@@ -491,7 +491,7 @@ void EtPlusNodeSink::restart() {
   trace_.exec_tids.clear();
   trace_.comm_names.clear();
   trace_.arena.clear();
-  trace_.stats = LinkStats();
+  trace_.stats = DataProblems();
 }
 
 Status EtPlusNodeSink::node(const HostNode& h, const HostNodeDetail& d) {

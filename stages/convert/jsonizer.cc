@@ -9,6 +9,7 @@
 #include "stages/common/file_io.h"
 #include "stages/convert/et_io.h"
 #include "stages/convert/python_repr.h"
+#include "stages/et/et_io.h"
 
 namespace chakraflow {
 namespace {

@@ -24,7 +24,7 @@
 #include <string>
 
 #include "stages/common/status.h"
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
 
 namespace ChakraProtoMsg {
 class GlobalMetadata;

@@ -12,14 +12,14 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/common/json_util.h"
-#include "stages/common/wire_format.h"
 #include "stages/convert/comm_attributes.h"
 #include "stages/convert/comm_groups.h"
 #include "stages/convert/cycle_check.h"
 #include "stages/convert/dependency_encoding.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/python_repr.h"
+#include "stages/et/et_io.h"
+#include "stages/et/wire_format.h"
 #include "stages/link/host_et_loader.h"
 
 namespace chakraflow {
@@ -27,7 +27,8 @@ namespace {
 
 namespace pb = ChakraProtoMsg;
 
-uint64_t duration_micros(const EtPlusNode& node, const ConvertOptions& options, LinkStats& stats) {
+uint64_t duration_micros(const EtPlusNode& node, const ConvertOptions& options,
+                         DataProblems& stats) {
   if (options.zero_optimizer_step && node.name.find("Optimizer.step") != std::string_view::npos) {
     return 0;
   }
@@ -149,7 +150,7 @@ std::map<uint32_t, Detached> find_detached(const EtPlusTrace& t, bool chakra,
 // counted by why and where it goes.
 void attach_orphans(const EtPlusTrace& t, const std::map<uint32_t, Detached>& detached,
                     std::vector<uint32_t>& parent, std::vector<uint32_t>* extra_roots,
-                    LinkStats& stats) {
+                    DataProblems& stats) {
   const size_t n = t.nodes.size();
   std::unordered_map<int64_t, uint32_t> thread_root_of_tid;
   for (uint32_t i = 0; i < n; ++i) {
@@ -197,7 +198,7 @@ void attach_orphans(const EtPlusTrace& t, const std::map<uint32_t, Detached>& de
 // everything below it; default mode cuts each cycle at its smallest id and attaches that node like
 // one whose parent is missing. Every such node is counted in both modes.
 std::vector<uint32_t> walk_parents(const EtPlusTrace& t, const ConvertOptions& options,
-                                   std::vector<uint32_t>* extra_roots, LinkStats& stats) {
+                                   std::vector<uint32_t>* extra_roots, DataProblems& stats) {
   const bool chakra = options.compat == Compat::kChakra;
   std::vector<uint32_t> parent(t.nodes.size());
   for (uint32_t i = 0; i < t.nodes.size(); ++i) parent[i] = t.nodes[i].parent;
@@ -247,7 +248,7 @@ std::vector<std::array<int64_t, 4>> input_tensors(const EtPlusTrace& t, const Et
 // caller's ops that start while it runs as its children; the c10d op that enqueued it holds the
 // same tensors among its inputs and comes before it. Its recorded children go back to its
 // recorded parent, where the caller's thread ran them.
-void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent, LinkStats& stats) {
+void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent, DataProblems& stats) {
   std::map<uint32_t, uint32_t> moved;                  // collective -> its recorded parent
   std::map<std::array<int64_t, 4>, uint32_t> c10d_of;  // tensor -> latest c10d op holding it
   simdjson::dom::parser parser;
@@ -301,7 +302,7 @@ void build_children(const std::vector<uint32_t>& parent, ConversionGraph& graph)
 // dependency walks ask of it) appended to the graph.
 void convert_node(const EtPlusTrace& t, const ConvertOptions& options,
                   const std::vector<uint32_t>& parent, uint32_t i, CommTyper& typer,
-                  ConversionGraph& graph, LinkStats& stats) {
+                  ConversionGraph& graph, DataProblems& stats) {
   const bool chakra = options.compat == Compat::kChakra;
   const EtPlusNode& node = t.nodes[i];
   ChakraNodeRecord rec;
@@ -336,7 +337,7 @@ void convert_node(const EtPlusTrace& t, const ConvertOptions& options,
 // Default mode: ctrl_deps = [parent] whenever the parent is converted; a GPU node whose launcher
 // is not converted is counted.
 void set_default_parents(const EtPlusTrace& t, const std::vector<uint32_t>& parent,
-                         ConversionGraph& graph, LinkStats& stats) {
+                         ConversionGraph& graph, DataProblems& stats) {
   for (ChakraNodeRecord& rec : graph.records) {
     const uint32_t p = parent[rec.source];
     if (p != kNoNode && graph.slot[p] != kNoNode) rec.ctrl_dep = p;
@@ -352,7 +353,7 @@ void set_default_parents(const EtPlusTrace& t, const std::vector<uint32_t>& pare
 
 }  // namespace
 
-Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, LinkStats& stats) {
+Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, DataProblems& stats) {
   const size_t n = t.nodes.size();
   const bool chakra = options.compat == Compat::kChakra;
   Conversion conversion;
@@ -382,7 +383,7 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Lin
 }
 
 ChakraTrace drop_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& options,
-                                Conversion&& conversion, LinkStats& stats) {
+                                Conversion&& conversion, DataProblems& stats) {
   ChakraTrace out = remove_dangling_nodes(t, options, std::move(conversion.graph), stats);
   // The group names the typer chose (CommAttrs point into them) live as long as the trace.
   out.renamed_pg_names = std::move(conversion.pg_names);
@@ -405,7 +406,7 @@ ChakraTrace drop_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& opti
 }
 
 StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions& options,
-                                      LinkStats& stats) {
+                                      DataProblems& stats) {
   Conversion conversion = select_nodes(t, options, stats);
   encode_dependencies(t, options, conversion.graph, stats, &conversion.dependencies);
   ChakraTrace out = drop_dangling_nodes(t, options, std::move(conversion), stats);
@@ -793,7 +794,7 @@ Status convert_file(const std::string& input_path, const std::string& output_pat
   return convert_trace(input.trace, output_path, options, report);
 }
 
-Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, LinkStats stats,
+Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, DataProblems stats,
                        const std::string& output_path, const ConvertOptions& options,
                        ConvertReport* report) {
   CF_ASSIGN_OR_RETURN(EtWriter writer, EtWriter::open(output_path));
@@ -814,7 +815,7 @@ Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, Link
 
 Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
                      const ConvertOptions& options, ConvertReport* report) {
-  LinkStats stats = trace.stats;
+  DataProblems stats = trace.stats;
   CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(trace, options, stats));
   return write_converted(trace, chakra, std::move(stats), output_path, options, report);
 }

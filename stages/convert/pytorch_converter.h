@@ -1,7 +1,7 @@
 // The PyTorch → Chakra converter (`chakraflow convert`, Chakra's `chakra_converter PyTorch`).
 //
 // Input: an ET+ (trace_link output) or a plain host execution trace, schema 1.0.1 to 1.1.1,
-// .json or .json.gz. Output: a Chakra .et file (stages/convert/et_io.h). The stages, in order (see
+// .json or .json.gz. Output: a Chakra .et file (stages/et/et_io.h). The stages, in order (see
 // stages/convert/convert_model.h): load_et_plus → node selection and attributes (here, with
 // CommTyper) → encode_dependencies → remove_dangling_nodes → check_acyclic → write.
 //
@@ -46,7 +46,7 @@ struct ConvertReport {
   uint64_t gpu_stream_edges = 0;
   uint64_t sync_edges = 0;
   uint64_t bytes_written = 0;
-  LinkStats stats;  // data problems that did not stop the conversion, by kind
+  DataProblems stats;  // data problems that did not stop the conversion, by kind
   // The trace's communicator groups (stages/convert/comm_groups.h: comm_groups_of), for the
   // group file ASTRA-sim reads; `rank` is the caller's to set.
   RankCommGroups comm_groups;
@@ -55,7 +55,7 @@ struct ConvertReport {
 // ET+ nodes → the Chakra nodes that are written, sorted by id, dependencies encoded and checked
 // for cycles: the stages below, in order. Data problems are added to `stats`.
 StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& trace, const ConvertOptions& options,
-                                      LinkStats& stats);
+                                      DataProblems& stats);
 
 // The conversion's stages, one at a time (the rank graph, pipeline/rank_graph.h, runs each as a
 // node of its own): select_nodes -> encode_dependencies (stages/convert/dependency_encoding.h, on
@@ -70,14 +70,14 @@ struct Conversion {
 // The call tree the walk follows, and the nodes converted, in Chakra's order (CPU and METADATA
 // nodes in input order, each followed by its GPU children), with their type, duration, stream,
 // start and communication attributes.
-Conversion select_nodes(const EtPlusTrace& trace, const ConvertOptions& options, LinkStats& stats);
+Conversion select_nodes(const EtPlusTrace& trace, const ConvertOptions& options, DataProblems& stats);
 // The nodes that are written: the dangling ones removed, sorted by id, their groups renamed by
 // ConvertOptions::pg_name_offset.
 ChakraTrace drop_dangling_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
-                                Conversion&& conversion, LinkStats& stats);
+                                Conversion&& conversion, DataProblems& stats);
 // Writes `output_path` atomically (write_chakra_trace) and fills `report` (optional; its stats:
 // `stats`).
-Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, LinkStats stats,
+Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, DataProblems stats,
                        const std::string& output_path, const ConvertOptions& options,
                        ConvertReport* report);
 

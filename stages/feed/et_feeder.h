@@ -40,14 +40,13 @@
 #include <vector>
 
 #include "stages/common/status.h"
+#include "stages/et/node_scan.h"
 
 namespace ChakraProtoMsg {
 class Node;
 }
 
 namespace chakraflow {
-
-using NodeId = uint64_t;
 
 // A node as the feeder holds it: the fields scheduling needs, and the record's bytes for the rest.
 struct FeederNode {
@@ -62,19 +61,6 @@ struct FeederNode {
   // Decodes `raw` completely. The error names the node and its record.
   Status parse(ChakraProtoMsg::Node* out) const;
 };
-
-// The top-level fields of a serialized Node the feeder needs, read without decoding the rest.
-struct NodeHeader {
-  NodeId id = 0;
-  int32_t type = 0;
-  uint64_t duration_micros = 0;
-};
-
-// Scans a serialized ChakraProtoMsg::Node: fills `header`, appends data_deps (and ctrl_deps when
-// `ctrl_deps` is not null) in file order, packed or not. Checks the top-level wire structure;
-// nested messages (inputs, outputs, attrs) are skipped unchecked. The error says what is wrong.
-Status scan_node(std::string_view raw, NodeHeader* header, std::vector<NodeId>* data_deps,
-                 std::vector<NodeId>* ctrl_deps);
 
 struct FeederOptions {
   // Most nodes held at once (see the contract above). Chakra's window: 4096 * 256.

@@ -1,47 +1,31 @@
 #include "stages/feed/et_index.h"
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
 
-#include "stages/common/wire_format.h"
-#include "stages/convert/et_io.h"
-#include "stages/feed/et_feeder.h"  // scan_node
+#include "stages/et/et_io.h"
+#include "stages/et/node_scan.h"
+#include "stages/et/wire_format.h"
 
 namespace chakraflow {
-namespace {
-
-bool is_gzip(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  unsigned char magic[2] = {0, 0};
-  const ssize_t n = ::pread(fd, magic, 2, 0);
-  ::close(fd);
-  return n == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-}
-
-}  // namespace
 
 // Reads records of a plain file by offset through one block: a run of lookups in ascending file
 // order costs one pread per block, not one per record.
 struct EtIndex::BlockReader {
   static constexpr size_t kBlock = size_t{256} << 10;
-  int fd = -1;
-  std::string path;
+  explicit BlockReader(EtFile f) : file(std::move(f)) {}
+  EtFile file;
   std::string block;
   uint64_t block_start = 0;
   size_t block_len = 0;
 
-  ~BlockReader() {
-    if (fd >= 0) ::close(fd);
-  }
-
   Status read_at(uint64_t offset, char* dst, size_t n) {
+    const std::string& path = file.path();
     while (n > 0) {
-      const ssize_t got = ::pread(fd, dst, n, static_cast<off_t>(offset));
+      const ssize_t got = ::pread(file.fd(), dst, n, static_cast<off_t>(offset));
       if (got < 0 && errno == EINTR) continue;
       if (got < 0)
         return Status::errorf("{}: cannot read at byte {}: {}", path, offset, std::strerror(errno));
@@ -69,18 +53,18 @@ struct EtIndex::BlockReader {
     block_start = offset & ~uint64_t{4095};
     ssize_t got;
     do {
-      got = ::pread(fd, block.data(), kBlock, static_cast<off_t>(block_start));
+      got = ::pread(file.fd(), block.data(), kBlock, static_cast<off_t>(block_start));
     } while (got < 0 && errno == EINTR);
     if (got < 0) {
       block_len = 0;
-      return Status::errorf("{}: cannot read at byte {}: {}", path, block_start,
+      return Status::errorf("{}: cannot read at byte {}: {}", file.path(), block_start,
                             std::strerror(errno));
     }
     block_len = static_cast<size_t>(got);
     if (offset + size > block_start + block_len) {
       block_len = 0;
-      return Status::errorf("{}: ends before byte {} (the file changed after it was indexed)", path,
-                            offset + size);
+      return Status::errorf("{}: ends before byte {} (the file changed after it was indexed)",
+                            file.path(), offset + size);
     }
     out->assign(block.data() + (offset - block_start), size);
     return Status();
@@ -91,16 +75,30 @@ EtIndex::~EtIndex() = default;
 
 StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(const std::string& path,
                                                   const EtIndexOptions& options) {
-  CF_ASSIGN_OR_RETURN(EtReader reader, EtReader::open(path));
+  CF_ASSIGN_OR_RETURN(EtFile file, EtFile::open(path));
+  return build(std::move(file), options);
+}
+
+StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(EtFile file, const EtIndexOptions& options) {
+  const std::string path = file.path();
+  // Records are read again by offset from a plain regular file, through the descriptor the reader
+  // reads too (a duplicate: one open); a gzip'd stream, or a file that cannot be read by offset,
+  // is kept in memory.
+  const bool keep_records = file.gzip() || !file.regular();
+  std::unique_ptr<BlockReader> by_offset;
+  if (!keep_records) {
+    CF_ASSIGN_OR_RETURN(EtFile duplicate, file.duplicate());
+    by_offset = std::make_unique<BlockReader>(std::move(duplicate));
+  }
+  CF_ASSIGN_OR_RETURN(EtReader reader, EtReader::open(std::move(file)));
   std::unique_ptr<EtIndex> index(new EtIndex());
   EtIndex& x = *index;
   x.path_ = path;
-  const bool keep_records = is_gzip(path);
   Edges edges;
   CF_RETURN_IF_ERROR(x.scan_records(reader, options, keep_records, &edges));
   x.deps_listed_ = edges.size();
   CF_RETURN_IF_ERROR(x.index_ids());
-  CF_RETURN_IF_ERROR(x.open_records(keep_records));
+  x.open_records(std::move(by_offset));
   std::vector<uint64_t> count;
   x.resolve_edges(edges, options.keep_dangling, &count);
   x.set_children(std::move(edges), std::move(count));
@@ -189,18 +187,12 @@ Status EtIndex::index_ids() {
   return Status();
 }
 
-Status EtIndex::open_records(bool keep_records) {
-  if (keep_records) {
+void EtIndex::open_records(std::unique_ptr<BlockReader> by_offset) {
+  if (!by_offset) {
     records_.shrink_to_fit();  // offsets_ are into records_
-    return Status();
+    return;
   }
-  fd_reader_ = std::make_unique<BlockReader>();
-  fd_reader_->path = path_;
-  fd_reader_->fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd_reader_->fd < 0) {
-    return Status::errorf("{}: cannot open again: {}", path_, std::strerror(errno));
-  }
-  return Status();
+  fd_reader_ = std::move(by_offset);
 }
 
 void EtIndex::resolve_edges(Edges& edges, bool keep_dangling, std::vector<uint64_t>* count) {

@@ -4,7 +4,8 @@
 // stages/compat/feeder_v3/).
 //
 // Contract
-// - build() reads the file once (EtReader: `.et` or `.et.gz`, by content), scanning each Node's
+// - build() opens the file once (EtFile) and reads it once (EtReader: `.et` or `.et.gz`, by
+//   content), scanning each Node's
 //   top-level fields (scan_node) without decoding it. It keeps, per node: its id, the record's
 //   offset and size, its count of distinct parents and its children (CSR arrays of dense
 //   indexes). Memory: about 40 bytes per node plus 4 per distinct dependency edge, and an id
@@ -31,6 +32,7 @@
 #include <vector>
 
 #include "stages/common/status.h"
+#include "stages/et/et_io.h"
 
 namespace chakraflow {
 
@@ -49,6 +51,9 @@ class EtIndex {
 
   static StatusOr<std::unique_ptr<EtIndex>> build(const std::string& path,
                                                   const EtIndexOptions& options = {});
+  // The same over a file already open (the compat feeders open it first, to tell a file that
+  // cannot be opened from one that is not a trace).
+  static StatusOr<std::unique_ptr<EtIndex>> build(EtFile file, const EtIndexOptions& options = {});
   ~EtIndex();
   EtIndex(const EtIndex&) = delete;
   EtIndex& operator=(const EtIndex&) = delete;
@@ -102,8 +107,9 @@ class EtIndex {
                       Edges* edges);
   // id -> index (dense_ or sparse_); an id that appears twice is an error.
   Status index_ids();
-  // Where read_record() finds the records: in memory (records_) or the file, opened again.
-  Status open_records(bool keep_records);
+  // Where read_record() finds the records: in memory (records_), or the file through
+  // `by_offset` (the descriptor duplicated before the reader took it).
+  void open_records(std::unique_ptr<BlockReader> by_offset);
   // The edges as (parent index, child index), dangling ones dropped (kept in dangling_edges_
   // with keep_dangling), each parent's count in (*count)[parent + 1].
   void resolve_edges(Edges& edges, bool keep_dangling, std::vector<uint64_t>* count);

@@ -153,7 +153,7 @@ class DeviceParser {
       // Not a text the windows can read, or a bad one: the whole document's parse reports it.
       t_.events.clear();
       t_.pg_names.clear();
-      t_.load_stats = LinkStats();
+      t_.load_stats = DataProblems();
       t_.flow_events = 0;
       t_.arena.clear();
     }

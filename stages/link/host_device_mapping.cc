@@ -51,7 +51,7 @@ std::vector<bool> reachable_from_root(const HostTrace& host) {
 }
 
 HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Compat compat,
-                           LinkStats& stats) {
+                           DataProblems& stats) {
   HostDeviceMap map;
   map.device_of.assign(host.nodes.size(), DeviceEventIdx{});
   map.host_of.assign(device.events.size(), HostNodeIdx{});

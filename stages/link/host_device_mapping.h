@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "stages/link/link_options.h"
 #include "stages/common/status.h"
+#include "stages/link/link_options.h"
 #include "stages/link/trace_model.h"
 
 namespace chakraflow {
@@ -51,6 +51,6 @@ struct HostDeviceMap {
 std::vector<bool> reachable_from_root(const HostTrace& host);
 
 HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Compat compat,
-                           LinkStats& stats);
+                           DataProblems& stats);
 
 }  // namespace chakraflow

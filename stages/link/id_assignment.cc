@@ -398,7 +398,7 @@ std::vector<std::pair<uint32_t, int64_t>> exec_tids(const LinkInputs& in,
   return out;
 }
 
-LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkStats stats) {
+LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataProblems stats) {
   LinkedTrace out;
   out.stats = std::move(stats);
   out.ops.resize(in.host.nodes.size());

@@ -30,6 +30,6 @@ struct LinkInputs {
   const SyncDependencies* sync = nullptr;  // null: no synchronization dependencies
 };
 
-LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, LinkStats stats);
+LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataProblems stats);
 
 }  // namespace chakraflow

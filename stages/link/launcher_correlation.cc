@@ -124,7 +124,7 @@ void prefetch_ahead(const DeviceTrace& trace, const KeyIndex& by_correlation,
 
 // correlation -> launch event (the first one wins; later duplicates are counted).
 KeyIndex index_launches(const DeviceTrace& trace, Compat compat, LauncherLinks& out,
-                        LinkStats& stats) {
+                        DataProblems& stats) {
   KeyIndex launch_by_correlation(trace.launches.size());
   for (size_t k = 0; k < trace.launches.size(); ++k) {
     prefetch_ahead(trace, launch_by_correlation, trace.launches, k);
@@ -231,7 +231,7 @@ bool is_launch_name(std::string_view name, Compat compat) {
   return false;
 }
 
-LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkStats& stats) {
+LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataProblems& stats) {
   LauncherLinks out;
   out.launch_of.assign(trace.events.size(), DeviceEventIdx{});
   out.cpu_op_of.assign(trace.events.size(), DeviceEventIdx{});

@@ -11,7 +11,7 @@
 // `nccl:coalesced` ops are skipped in both modes.
 //
 // A GPU op without launch event, a launch without CPU op, and duplicate correlations are counted
-// in LinkStats, never fatal.
+// in DataProblems, never fatal.
 #pragma once
 
 #include <string_view>
@@ -38,6 +38,6 @@ struct LauncherLinks {
 // True for runtime/driver API names that launch work on the GPU.
 bool is_launch_name(std::string_view name, Compat compat);
 
-LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, LinkStats& stats);
+LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataProblems& stats);
 
 }  // namespace chakraflow

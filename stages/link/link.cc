@@ -18,7 +18,7 @@ namespace {
 // pids. An error by default; in Chakra mode (which does not check) a counted warning, as when
 // --min-match-rate 0 turns the checks off.
 Status check_same_process(const HostTrace& host, const DeviceTrace& device,
-                          const LinkOptions& options, LinkStats& stats) {
+                          const LinkOptions& options, DataProblems& stats) {
   std::optional<int64_t> host_pid;
   for (const TopLevelField& f : host.top_level) {
     if (f.key_raw != "\"pid\"") continue;
@@ -53,7 +53,7 @@ MatchMode resolve_mode(const DeviceTrace& device, MatchMode requested) {
 }
 
 StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTrace& device,
-                                           const LinkOptions& options, LinkStats& stats) {
+                                           const LinkOptions& options, DataProblems& stats) {
   MatchMode mode = resolve_mode(device, options.mode);
   if (mode == MatchMode::kSequence) return map_by_sequence(host, device, options, stats);
   if (!device.has_rf_ids) {
@@ -66,7 +66,7 @@ StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTr
 
 StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace& device,
                                         const DeviceFindings& found, const LinkOptions& options,
-                                        LinkStats stats) {
+                                        DataProblems stats) {
   CF_ASSIGN_OR_RETURN(HostDeviceMap mapping, map_host_to_device(host, device, options, stats));
   // Later stages see the mode that was used (auto resolved): sequence mode resolves inter-thread
   // dependencies through the map instead of rf_ids.
@@ -117,7 +117,7 @@ StatusOr<std::optional<ProfilerOverheadNote>> prepare_device_trace(DeviceTrace& 
 
 StatusOr<LinkedRank> link_rank(const HostTrace& host, const DeviceTrace& device,
                                const LinkOptions& options) {
-  LinkStats stats;
+  DataProblems stats;
   ExclusiveDurations exclusive = compute_exclusive_durations(device, options.compat);
   GapDependencies gaps = compute_gap_dependencies(device, options.gap_threshold);
   LauncherLinks launchers = correlate_launchers(device, options.compat, stats);
@@ -152,7 +152,7 @@ LinkSummary summarize(const HostTrace& host, const DeviceTrace& device,
   return s;
 }
 
-std::string format_link_report(const LinkSummary& s, const LinkStats& stats) {
+std::string format_link_report(const LinkSummary& s, const DataProblems& stats) {
   auto pct = [](uint64_t a, uint64_t b) {
     return b == 0 ? 100.0 : 100.0 * static_cast<double>(a) / static_cast<double>(b);
   };

@@ -38,7 +38,7 @@ MatchMode resolve_mode(const DeviceTrace& device, MatchMode requested);
 
 // Stage 6 dispatch: the host-device map for the resolved mode.
 StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTrace& device,
-                                           const LinkOptions& options, LinkStats& stats);
+                                           const LinkOptions& options, DataProblems& stats);
 
 // What the device-side stages found (exclusive durations, gaps, launchers, sync), which the
 // last link stage combines with the host trace.
@@ -61,7 +61,7 @@ struct LinkedRank {
 // counted; the result's trace.stats has them with the mapping's and the id assignment's.
 StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace& device,
                                         const DeviceFindings& found, const LinkOptions& options,
-                                        LinkStats stats);
+                                        DataProblems stats);
 
 // Readies a loaded device trace for linking, before the device-side stages: a timing trace
 // (LinkOptions::other_process) must hold one recorded step; the profiler overhead the options ask
@@ -83,6 +83,6 @@ LinkSummary summarize(const HostTrace& host, const DeviceTrace& device,
                       const GapDependencies& gaps, const LinkedTrace& linked, MatchMode mode);
 
 // Human-readable report (several lines); a warning line reads "count  key: description".
-std::string format_link_report(const LinkSummary& summary, const LinkStats& stats);
+std::string format_link_report(const LinkSummary& summary, const DataProblems& stats);
 
 }  // namespace chakraflow

@@ -99,7 +99,7 @@ struct LinkedTrace {
   // whose matched ops mostly ran there), else the device trace's. A few per trace.
   std::vector<std::pair<uint32_t, int64_t>> exec_tids;
   uint64_t node_count = 0;  // host nodes + GPU nodes
-  LinkStats stats;
+  DataProblems stats;
 
   // New id of the k-th GPU op of host op h.
   uint64_t gpu_new_id(const LinkedHostOp& op, uint32_t k) const { return op.new_id + 1 + k; }

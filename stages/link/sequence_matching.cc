@@ -285,7 +285,7 @@ class PlacedOps {
 class SequenceMatcher {
  public:
   SequenceMatcher(const HostTrace& host, const DeviceTrace& device, const LinkOptions& options,
-                  LinkStats& stats)
+                  DataProblems& stats)
       : host_(host), dev_(device), opt_(options), stats_(stats) {}
 
   StatusOr<HostDeviceMap> run() {
@@ -751,14 +751,14 @@ class SequenceMatcher {
         if (!reach.empty() && !reach[i.value]) continue;
         const HostNode& n = host_.nodes[i.value];
         ++unmatched;
-        if (unmatched <= LinkStats::kMaxExamples) {
+        if (unmatched <= DataProblems::kMaxExamples) {
           stats_.add(StatKind::kSeqHostOpWithoutDeviceOp,
                      fmt::format("node {} '{}' (tid {})", n.id, n.name, n.tid));
         }
       }
     }
-    if (unmatched > LinkStats::kMaxExamples) {
-      stats_.add_count(StatKind::kSeqHostOpWithoutDeviceOp, unmatched - LinkStats::kMaxExamples);
+    if (unmatched > DataProblems::kMaxExamples) {
+      stats_.add_count(StatKind::kSeqHostOpWithoutDeviceOp, unmatched - DataProblems::kMaxExamples);
     }
   }
 
@@ -795,7 +795,7 @@ class SequenceMatcher {
   const HostTrace& host_;
   const DeviceTrace& dev_;
   const LinkOptions& opt_;
-  LinkStats& stats_;
+  DataProblems& stats_;
   NameTable names_;
   std::optional<int64_t> pid_filter_;
   std::vector<HostThread> host_threads_;
@@ -825,7 +825,7 @@ std::string format_thread_match(const ThreadMatch& t) {
 }
 
 StatusOr<HostDeviceMap> map_by_sequence(const HostTrace& host, const DeviceTrace& device,
-                                        const LinkOptions& options, LinkStats& stats) {
+                                        const LinkOptions& options, DataProblems& stats) {
   return SequenceMatcher(host, device, options, stats).run();
 }
 

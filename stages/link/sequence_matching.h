@@ -33,9 +33,9 @@
 #include <utility>
 #include <vector>
 
+#include "stages/common/status.h"
 #include "stages/link/host_device_mapping.h"
 #include "stages/link/link_options.h"
-#include "stages/common/status.h"
 #include "stages/link/trace_model.h"
 
 namespace chakraflow {
@@ -45,7 +45,7 @@ namespace chakraflow {
 // do not come from the same process or fewer than options.min_match_rate of the host ops (of the
 // trace, or of a host thread with at least kMinThreadOpsForRate ops) are matched.
 StatusOr<HostDeviceMap> map_by_sequence(const HostTrace& host, const DeviceTrace& device,
-                                        const LinkOptions& options, LinkStats& stats);
+                                        const LinkOptions& options, DataProblems& stats);
 
 inline constexpr uint64_t kMinThreadOpsForRate = 32;
 

@@ -202,7 +202,7 @@ std::string describe(const DeviceTrace& trace, DeviceEventIdx idx) {
 
 class SyncResolver {
  public:
-  SyncResolver(const DeviceTrace& trace, const LauncherLinks& launchers, LinkStats& stats)
+  SyncResolver(const DeviceTrace& trace, const LauncherLinks& launchers, DataProblems& stats)
       : trace_(trace), stats_(stats) {
     // A few streams, threads and devices: each is looked up once per run of ops on the same one
     // (the groups' vectors stay where they are as the containers grow).
@@ -468,7 +468,7 @@ class SyncResolver {
   }
 
   const DeviceTrace& trace_;
-  LinkStats& stats_;
+  DataProblems& stats_;
   std::map<StreamKey, std::vector<Launched>> by_stream_;  // ordered: deterministic targets
   std::unordered_map<int64_t, std::vector<Launched>> by_thread_;
   std::set<int64_t> devices_;
@@ -514,7 +514,7 @@ void keep_last_per_stream(const DeviceTrace& trace, std::vector<DeviceEventIdx>&
 }
 
 SyncDependencies compute_sync_dependencies(const DeviceTrace& trace, const LauncherLinks& launchers,
-                                           Compat compat, LinkStats& stats) {
+                                           Compat compat, DataProblems& stats) {
   SyncDependencies out;
   if (compat == Compat::kChakra) return out;
   std::vector<std::pair<DeviceEventIdx, SyncKind>> calls;

@@ -102,7 +102,7 @@ struct SyncDependencies {
 };
 
 SyncDependencies compute_sync_dependencies(const DeviceTrace& trace, const LauncherLinks& launchers,
-                                           Compat compat, LinkStats& stats);
+                                           Compat compat, DataProblems& stats);
 
 // Keeps, of the GPU ops `ops`, only the last one of each (device, stream); the result is sorted
 // by DeviceEventIdx and free of duplicates.

@@ -1,6 +1,6 @@
 // The data model shared by the link stages: the host execution trace and the device (Kineto) trace
-// as compact records, typed indices so that the id spaces cannot mix, and the LinkStats table that
-// counts data problems that do not stop a run.
+// as compact records, and typed indices so that the id spaces cannot mix. The loaders count the
+// data problems that do not stop a run in DataProblems (stages/common/stats.h).
 //
 // Ownership: a HostTrace / DeviceTrace owns the (decompressed) text of its file; every
 // std::string_view inside points into that text or into the trace's own string arena, so the
@@ -21,6 +21,7 @@
 
 #include "stages/common/file_io.h"
 #include "stages/common/stats.h"
+#include "stages/common/time_ns.h"
 
 namespace chakraflow {
 
@@ -41,9 +42,6 @@ struct HostNodeIdx {
   friend bool operator==(HostNodeIdx a, HostNodeIdx b) = default;
   friend auto operator<=>(HostNodeIdx a, HostNodeIdx b) = default;
 };
-
-// Time in nanoseconds. Kineto writes microseconds, sometimes with a fractional (ns) part.
-using TimeNs = int64_t;
 
 // ---------- host execution trace ----------
 enum class HostLayout : uint8_t {
@@ -137,7 +135,7 @@ struct HostTrace {
   std::vector<HostNode> nodes;           // sorted by id (stable)
   uint64_t invalid_utf8_bytes = 0;       // replaced by '?' while loading
   size_t parse_windows = 0;              // nodes read in this many windows (0: the whole document)
-  LinkStats load_stats;                  // data problems the loader counted and went on past
+  DataProblems load_stats;               // data problems the loader counted and went on past
 };
 
 // ---------- device trace ----------
@@ -234,7 +232,7 @@ struct DeviceTrace {
   bool has_rf_ids = false;          // some cpu op carries "Record function id"
   uint64_t invalid_utf8_bytes = 0;  // replaced by '?' while loading
   size_t parse_windows = 0;         // traceEvents read in this many windows (0: the whole document)
-  LinkStats load_stats;             // data problems the loader counted and went on past
+  DataProblems load_stats;          // data problems the loader counted and went on past
 
   const DeviceEvent& operator[](DeviceEventIdx i) const { return events[i.value]; }
   // The event's args["Process Group Name"], unescaped; empty if absent.

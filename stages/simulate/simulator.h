@@ -28,9 +28,9 @@
 #include <string>
 #include <vector>
 
+#include "stages/common/stats.h"
 #include "stages/common/status.h"
 #include "stages/feed/et_feeder.h"
-#include "stages/link/trace_model.h"
 #include "stages/simulate/sim_config.h"
 #include "stages/simulate/simulator_rank.h"
 #include "stages/simulate/simulator_report.h"

@@ -7,9 +7,9 @@
 // lasts its cost: the alpha-beta model (model mode), or the recorded duration (replay: the shortest
 // among the members, or each member's own). Members that disagree on type or size are counted.
 //
-// Point-to-point: a message (stages/simulate/simulator_rank.h: sends are eager) matches the first receive
-// posted by its destination for the same (source, tag), in order; the receive completes when both
-// the message is available and the receive was reached.
+// Point-to-point: a message (stages/simulate/simulator_rank.h: sends are eager) matches the first
+// receive posted by its destination for the same (source, tag), in order; the receive completes
+// when both the message is available and the receive was reached.
 //
 // Horizons (conservative parallel simulation): horizon(r) is a lower bound of the time at which
 // any communication rank r waits in can complete, so that rank r may handle every event up to it
@@ -30,10 +30,10 @@
 #include <unordered_map>
 #include <vector>
 
+#include "stages/common/stats.h"
 #include "stages/simulate/sim_config.h"
 #include "stages/simulate/simulator_cost.h"
 #include "stages/simulate/simulator_rank.h"
-#include "stages/link/trace_model.h"
 
 namespace chakraflow {
 
@@ -74,7 +74,7 @@ class CommMatcher {
   uint64_t messages_matched() const { return messages_matched_; }
   // Messages nobody received (the destination never posted a matching receive, or is not a rank).
   uint64_t messages_unreceived() const;
-  const LinkStats& problems() const { return problems_; }
+  const DataProblems& problems() const { return problems_; }
 
  private:
   struct Arrival {
@@ -125,9 +125,7 @@ class CommMatcher {
   std::vector<CommRequest> orphans_;  // collectives on a group without their rank
   uint64_t collectives_matched_ = 0;
   uint64_t messages_matched_ = 0;
-  LinkStats problems_;
+  DataProblems problems_;
 };
-
-const char* collective_name(int32_t comm_type);
 
 }  // namespace chakraflow

@@ -4,7 +4,7 @@
 #include <bit>
 #include <cmath>
 
-#include "stages/convert/convert_model.h"
+#include "stages/et/schema.h"
 
 namespace chakraflow {
 namespace {

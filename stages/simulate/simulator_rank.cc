@@ -3,7 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "stages/convert/convert_model.h"
+#include "stages/et/node_scan.h"
+#include "stages/et/schema.h"
 
 namespace chakraflow {
 namespace {

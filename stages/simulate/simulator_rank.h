@@ -40,9 +40,9 @@
 #include <unordered_map>
 #include <vector>
 
+#include "stages/common/stats.h"
 #include "stages/common/status.h"
 #include "stages/feed/et_feeder.h"
-#include "stages/link/trace_model.h"
 #include "stages/simulate/sim_config.h"
 #include "stages/simulate/simulator_cost.h"
 #include "stages/simulate/simulator_node.h"
@@ -182,7 +182,7 @@ class RankSimulator final : public FeederObserver {
   const std::vector<SimResource>& resources() const { return resources_; }
   std::string_view name(const SimNode& node) const;
   const RankSimStats& stats() const { return stats_; }
-  const LinkStats& problems() const { return problems_; }
+  const DataProblems& problems() const { return problems_; }
   // Nodes holding a resource until a delivery (collectives, receives), in index order.
   std::vector<uint32_t> waiting_comms() const;
   EtFeeder& feeder() { return *feeder_; }
@@ -275,7 +275,7 @@ class RankSimulator final : public FeederObserver {
   std::vector<NodeId> deps_scratch_;
   std::string names_;
   RankSimStats stats_;
-  LinkStats problems_;
+  DataProblems problems_;
 };
 
 }  // namespace chakraflow

@@ -24,7 +24,7 @@
 #include <string>
 #include <vector>
 
-#include "stages/link/trace_model.h"
+#include "stages/common/stats.h"
 #include "stages/simulate/sim_config.h"
 #include "stages/simulate/simulator_rank.h"
 
@@ -80,7 +80,7 @@ struct SimResult {
   uint64_t rounds = 0;
   uint64_t collectives = 0;  // matched
   uint64_t messages = 0;     // point-to-point messages matched
-  LinkStats problems;        // data problems that did not stop the run, by kind
+  DataProblems problems;     // data problems that did not stop the run, by kind
 };
 
 // From the node that ends last (over all ranks; ties: lowest rank, then earliest node) back to

@@ -4,6 +4,7 @@
 
 #include "stages/common/file_io.h"
 #include "stages/common/json_util.h"
+#include "stages/et/schema.h"
 #include "stages/simulate/simulator_comm.h"
 
 namespace chakraflow {

@@ -1,4 +1,4 @@
-// The table of data-problem kinds (stages/common/stat_kinds.h) and LinkStats over it: keys that
+// The table of data-problem kinds (stages/common/stat_kinds.h) and DataProblems over it: keys that
 // outputs and tests can rely on, and counts that merge and list in a fixed order.
 #include <gtest/gtest.h>
 
@@ -49,13 +49,13 @@ TEST(StatKinds, KeyRoundTrip) {
                 "host_parent_missing_reattached");
 }
 
-TEST(LinkStats, CountsMergesAndListsByKey) {
-  LinkStats a;
+TEST(DataProblems, CountsMergesAndListsByKey) {
+  DataProblems a;
   a.add(StatKind::kGpuOpWithoutLaunchEvent, "byte 10");
   a.add(StatKind::kDuplicateCorrelationId);
   a.add_count(StatKind::kHostInvalidUtf8Bytes, 0);  // nothing: not listed
   EXPECT_EQ(a.count(StatKind::kHostInvalidUtf8Bytes), 0u);
-  LinkStats b;
+  DataProblems b;
   for (int i = 0; i < 7; ++i)
     b.add(StatKind::kGpuOpWithoutLaunchEvent, "byte " + std::to_string(i));
   b.add_count(StatKind::kConvertCtrlDepOnRemoved, 3);
@@ -63,7 +63,7 @@ TEST(LinkStats, CountsMergesAndListsByKey) {
   EXPECT_EQ(a.count(StatKind::kGpuOpWithoutLaunchEvent), 8u);
   EXPECT_EQ(a.count(StatKind::kConvertCtrlDepOnRemoved), 3u);
   EXPECT_EQ(a.entries().at(StatKind::kGpuOpWithoutLaunchEvent).examples.size(),
-            LinkStats::kMaxExamples);
+            DataProblems::kMaxExamples);
   EXPECT_EQ(a.entries().at(StatKind::kGpuOpWithoutLaunchEvent).examples.front(), "byte 10");
   std::vector<std::string_view> order;
   for (const auto& [kind, entry] : a.entries()) order.push_back(stat_key(kind));

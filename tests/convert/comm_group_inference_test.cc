@@ -6,7 +6,7 @@
 #include <random>
 
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {

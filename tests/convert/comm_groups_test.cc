@@ -1,11 +1,11 @@
-// Communicator groups (stages/convert/comm_groups.h): read from hand-made traces, combined over ranks,
-// written as ASTRA-sim's JSON.
+// Communicator groups (stages/convert/comm_groups.h): read from hand-made traces, combined over
+// ranks, written as ASTRA-sim's JSON.
 #include "stages/convert/comm_groups.h"
 
 #include <gtest/gtest.h>
 
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {

@@ -48,7 +48,7 @@ std::string trace(const std::vector<std::string>& nodes,
 struct Converted {
   std::map<uint64_t, pb::Node> nodes;
   pb::GlobalMetadata metadata;
-  LinkStats stats;
+  DataProblems stats;
   ChakraTrace chakra;
 };
 
@@ -408,7 +408,7 @@ TEST(pytorch_converter, CollectiveTypesAndUnknownKernels) {
 TEST(pytorch_converter, CommSizeOfNestedListsAndUndefinedTensors) {
   EtPlusTrace t;
   ConvertOptions options;
-  LinkStats stats;
+  DataProblems stats;
   CommTyper typer(t, options, stats);
   // A plain list of tensors: both rules agree.
   EXPECT_EQ(typer.comm_size(R"([[[1,2,0,8,4,"cuda:0"],[3,4,0,8,2,"cuda:0"]], 5])",

@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "proto/et_def.pb.h"
+#include "stages/et/et_io.h"
 #include "stages/feed/et_feeder.h"
-#include "stages/convert/et_io.h"
 
 namespace chakraflow::testing {
 

@@ -10,7 +10,7 @@
 #include <set>
 #include <typeinfo>
 
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
 #include "tests/feed/feeder_test_util.h"
 #include "tests/testing/test_util.h"
 
@@ -35,7 +35,8 @@ struct Reference {
     std::map<uint64_t, std::set<uint64_t>> children;
     for (const auto& [id, n] : nodes) {
       parents[id];
-      auto add = [&](uint64_t p) {
+      // id = id: clang 14 does not capture a structured binding (C++20 allows it, GCC does).
+      auto add = [&, id = id](uint64_t p) {
         if (nodes.count(p) == 0) return;
         parents[id].insert(p);
         children[p].insert(id);
@@ -181,12 +182,8 @@ void write_nodes(const std::string& path, const std::vector<ChakraProtoMsg::Node
 TEST(FeederV3, ForwardReferencesAndDuplicateDependencies) {
   TempDir dir;
   // 3 and 0 come before their parents; 4 lists 1 twice (data and ctrl) and 2 once.
-  write_trace(dir.file("t.et"), {{3, {1, 2}},
-                                 {2, {1}},
-                                 {1, {}},
-                                 {0, {4}},
-                                 {4, {1, 1, 2}, {1}},
-                                 {5, {}, {4}}});
+  write_trace(dir.file("t.et"),
+              {{3, {1, 2}}, {2, {1}}, {1, {}}, {0, {4}}, {4, {1, 1, 2}, {1}}, {5, {}, {4}}});
   Reference ref = load_reference(dir.file("t.et"));
   V3Feeder feeder(dir.file("t.et"));
   EXPECT_EQ(drive_like_astra_sim(feeder), ref.order());

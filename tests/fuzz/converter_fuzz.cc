@@ -14,9 +14,9 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/et/et_io.h"
 #include "stages/feed/et_feeder.h"
 #include "stages/link/host_et_loader.h"
 #include "tests/fuzz/mem_file.h"
@@ -54,7 +54,7 @@ void feed_to_the_end(const std::string& et, size_t nodes) {
 // must name `path`).
 std::optional<std::string> convert(const EtPlusTrace& trace, const ConvertOptions& options,
                                    const std::string& path) {
-  chakraflow::LinkStats stats = trace.stats;
+  chakraflow::DataProblems stats = trace.stats;
   auto chakra = chakraflow::convert_et_plus(trace, options, stats);
   if (!chakra.ok()) {
     if (chakra.status().message().find(path) == std::string::npos) __builtin_trap();

@@ -22,7 +22,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const auto& e = (*trace)[idx];
       if (e.dur >= 0 && (x[idx] < 0 || x[idx] > e.dur)) __builtin_trap();
     }
-    chakraflow::LinkStats stats;
+    chakraflow::DataProblems stats;
     auto l = chakraflow::correlate_launchers(*trace, compat, stats);
     if (l.linked + l.no_launch_event + l.no_cpu_op != l.gpu_ops.size()) __builtin_trap();
   }

@@ -5,13 +5,15 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <unordered_set>
 
 #include <google/protobuf/stubs/logging.h>
 
 #include "proto/et_def.pb.h"
+#include "stages/common/file_io.h"
+#include "stages/et/et_io.h"
 #include "stages/feed/et_feeder.h"
-#include "stages/convert/et_io.h"
 #include "tests/fuzz/mem_file.h"
 
 namespace {
@@ -25,7 +27,8 @@ bool names_file(const chakraflow::Status& s, const std::string& path) {
 }
 
 void read_records(const std::string& path, const uint8_t* data, size_t size) {
-  const bool gzipped = size >= 2 && data[0] == 0x1f && data[1] == 0x8b;
+  const bool gzipped =
+      chakraflow::has_gzip_magic(std::string_view(reinterpret_cast<const char*>(data), size));
   auto reader = chakraflow::EtReader::open(path);
   if (!reader.ok()) __builtin_trap();  // the file exists
   ChakraProtoMsg::GlobalMetadata metadata;

@@ -22,10 +22,10 @@
 
 #include "pipeline/rank_graph.h"
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/jsonizer.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/et/et_io.h"
 #include "stages/generate/synthetic_trace.h"
 #include "stages/link/host_et_loader.h"
 #include "tests/testing/test_util.h"
@@ -570,7 +570,7 @@ TEST(convert_cli, ChakraSpellingsAndExitCodes) {
 size_t expect_windowed_load_converts_as_whole(const std::string& path,
                                               std::initializer_list<size_t> window_sizes) {
   testing::TempDir dir;
-  auto convert = [&](size_t window, std::string* et, LinkStats* stats, size_t* windows) {
+  auto convert = [&](size_t window, std::string* et, DataProblems* stats, size_t* windows) {
     auto file = load_et_plus(path, ConvertOptions(), window);
     if (!file.ok()) return file.status();
     *windows = file->host->parse_windows;
@@ -581,7 +581,7 @@ size_t expect_windowed_load_converts_as_whole(const std::string& path,
     return Status();
   };
   std::string whole_et;
-  LinkStats whole_stats;
+  DataProblems whole_stats;
   size_t whole_windows = 0;
   const Status whole = convert(0, &whole_et, &whole_stats, &whole_windows);
   EXPECT_EQ(whole_windows, 0u);
@@ -589,7 +589,7 @@ size_t expect_windowed_load_converts_as_whole(const std::string& path,
   bool first = true;
   for (size_t window : window_sizes) {
     std::string et;
-    LinkStats stats;
+    DataProblems stats;
     size_t windows = 0;
     const Status windowed = convert(window, &et, &stats, &windows);
     const std::string label = fmt::format("{}, windows of {} bytes", path, window);

@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "stages/et/et_io.h"
 #include "stages/feed/et_feeder.h"
-#include "stages/convert/et_io.h"
 #include "stages/feed/multi_feeder.h"
 #include "tests/feed/feeder_test_util.h"
 #include "tests/testing/test_util.h"

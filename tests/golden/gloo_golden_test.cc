@@ -12,7 +12,7 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/common/stat_kinds.h"
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {

@@ -16,9 +16,9 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/common/file_io.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/et/et_io.h"
 #include "stages/generate/synthetic_trace.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
@@ -120,7 +120,7 @@ Both convert_both_ways(const HostTrace& host, const DeviceTrace& device,
   Status b = convert_trace(*trace, dir.file("memory.et"), convert_options, &out.in_memory.report);
   EXPECT_TRUE(b.ok()) << b.message();
   // The writer encodes nodes without protobuf messages: the same bytes as the messages'.
-  LinkStats stats;
+  DataProblems stats;
   auto chakra = convert_et_plus(*trace, convert_options, stats);
   EXPECT_TRUE(chakra.ok());
   if (chakra.ok()) {
@@ -238,10 +238,11 @@ TEST(LinkedConvert, GeneratedRanksGiveTheSameEt) {
     opt.scale = 0.05;
     opt.legacy = legacy;
     for (int rank = 0; rank < 2; ++rank) {
-      auto [host_text, device_text, stats] = synthesize_rank_text(opt, rank);
-      auto host = parse_host_trace("host.json", host_text);
+      // Named, not a structured binding: clang 14 does not capture a binding in the lambda below.
+      const SynthRankText text = synthesize_rank_text(opt, rank);
+      auto host = parse_host_trace("host.json", text.host);
       ASSERT_TRUE(host.ok()) << host.status().message();
-      auto device = parse_device_trace("kineto.json", device_text);
+      auto device = parse_device_trace("kineto.json", text.device);
       ASSERT_TRUE(device.ok()) << device.status().message();
       testing::TempDir dir;
       for (Compat link_compat : kModes) {
@@ -250,7 +251,7 @@ TEST(LinkedConvert, GeneratedRanksGiveTheSameEt) {
         Both both =
             convert_both_ways(*host, *device, lo, ConvertOptions(), dir, [&](HostNodeSink* sink) {
               // In windows, as `run` reads a large host ET.
-              auto t = parse_host_trace("host.json", host_text, size_t{4096}, sink);
+              auto t = parse_host_trace("host.json", text.host, size_t{4096}, sink);
               EXPECT_TRUE(!t.ok() || t->parse_windows > 10);
               return t;
             });
@@ -330,17 +331,17 @@ TEST(LinkedConvert, OnePassAfterTheWindowsGiveUp) {
   SynthOptions opt;
   opt.ranks = 2;
   opt.scale = 0.05;
-  auto [host_text, device_text, stats] = synthesize_rank_text(opt, 0);
-  const size_t name = host_text.find("\"name\": \"", host_text.size() / 2);
+  SynthRankText text = synthesize_rank_text(opt, 0);  // no structured binding: see above
+  const size_t name = text.host.find("\"name\": \"", text.host.size() / 2);
   ASSERT_NE(name, std::string::npos);
-  host_text.insert(name + 9, "\xff");
-  auto host = parse_host_trace("host.json", host_text);
+  text.host.insert(name + 9, "\xff");
+  auto host = parse_host_trace("host.json", text.host);
   ASSERT_TRUE(host.ok()) << host.status().message();
   EXPECT_EQ(host->invalid_utf8_bytes, 1u);
-  auto device = parse_device_trace("kineto.json", device_text);
+  auto device = parse_device_trace("kineto.json", text.device);
   ASSERT_TRUE(device.ok()) << device.status().message();
   check_all_modes(*host, *device, "invalid UTF-8 halfway", [&](HostNodeSink* sink) {
-    auto t = parse_host_trace("host.json", host_text, size_t{4096}, sink);
+    auto t = parse_host_trace("host.json", text.host, size_t{4096}, sink);
     EXPECT_TRUE(!t.ok() || t->parse_windows == 0);  // the whole parse took over
     return t;
   });

@@ -35,7 +35,7 @@ struct DeviceRun {
   DeviceTrace trace;
   LauncherLinks launchers;
   SyncDependencies sync;
-  LinkStats stats;
+  DataProblems stats;
 
   const SyncCall& call(int64_t correlation) const {
     for (const SyncCall& c : sync.calls) {
@@ -69,7 +69,7 @@ DeviceRun run_device(std::string text) {
   auto t = parse_device_trace("trace", std::move(text));
   EXPECT_TRUE(t.ok()) << t.status().message();
   r.trace = std::move(t).value();
-  LinkStats launch_stats;
+  DataProblems launch_stats;
   r.launchers = correlate_launchers(r.trace, Compat::kDefault, launch_stats);
   r.sync = compute_sync_dependencies(r.trace, r.launchers, Compat::kDefault, r.stats);
   return r;
@@ -418,7 +418,7 @@ TEST_P(SyncGoldenPairs, SyncsInTheLinkedWindowYieldDependenciesPointingBackInTim
   auto device = load_device_trace(dir + "/" + device_file);
   ASSERT_TRUE(host.ok() && device.ok());
   const DeviceTrace& dev = *device;
-  LinkStats stats;
+  DataProblems stats;
   LauncherLinks launchers = correlate_launchers(dev, Compat::kDefault, stats);
   SyncDependencies sync = compute_sync_dependencies(dev, launchers, Compat::kDefault, stats);
   auto mapping = map_host_to_device(*host, dev, {}, stats);

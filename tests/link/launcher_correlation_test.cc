@@ -5,8 +5,8 @@
 #include <random>
 #include <unordered_map>
 
-#include "stages/link/device_trace_loader.h"
 #include "stages/common/key_index.h"
+#include "stages/link/device_trace_loader.h"
 #include "tests/testing/trace_builder.h"
 
 namespace chakraflow {
@@ -36,7 +36,7 @@ TEST(LauncherCorrelation, EnclosingOpVersusChakrasNearestPreceding) {
                             .runtime("cudaLaunchKernel", 1, 10, 2, 77)
                             .gpu("gemm", 20, 5, 77)
                             .json());
-  LinkStats stats;
+  DataProblems stats;
   auto fixed = correlate_launchers(t, Compat::kDefault, stats);
   uint32_t gemm = index_of(t, "gemm");
   EXPECT_EQ(fixed.cpu_op_of[gemm].value, index_of(t, "addmm"));
@@ -56,7 +56,7 @@ TEST(LauncherCorrelation, OrphansAndDuplicateCorrelationsAreCountedNotFatal) {
                             .runtime("cudaLaunchKernel", 2, 40, 1, 6)  // thread without CPU ops
                             .gpu("k_nothread", 45, 1, 6)
                             .json());
-  LinkStats stats;
+  DataProblems stats;
   auto r = correlate_launchers(t, Compat::kDefault, stats);
   EXPECT_EQ(r.duplicate_correlations, 1u);
   EXPECT_EQ(r.no_launch_event, 1u);
@@ -81,7 +81,7 @@ TEST(LauncherCorrelation, HipGraphsAndMemsets) {
                             .gpu("graph_k", 12, 1, 3)
                             .gpu("memset", 13, 1, 4, 7, "gpu_memset")
                             .json());
-  LinkStats stats;
+  DataProblems stats;
   auto fixed = correlate_launchers(t, Compat::kDefault, stats);
   EXPECT_EQ(fixed.linked, 4u);
   EXPECT_EQ(fixed.gpu_ops.size(), 4u);
@@ -102,7 +102,7 @@ TEST(LauncherCorrelation, NcclKernelsSkipCoalescedOps) {
                             .runtime("cudaLaunchKernel", 1, 10, 1, 9)
                             .gpu("ncclDevKernel_AllReduce_Sum_f32_RING_LL", 20, 5, 9)
                             .json());
-  LinkStats stats;
+  DataProblems stats;
   for (Compat c : {Compat::kDefault, Compat::kChakra}) {
     auto r = correlate_launchers(t, c, stats);
     EXPECT_EQ(r.cpu_op_of[index_of(t, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")].value,
@@ -119,15 +119,15 @@ TEST(LauncherCorrelation, ExternalIdMatchPreferredWhenItEnclosesTheLaunch) {
                             .runtime("cudaLaunchKernel", 1, 8, 1, 40)
                             .gpu("k", 30, 1, 40, 7, "kernel", 12)
                             .json());
-  LinkStats stats;
+  DataProblems stats;
   auto r = correlate_launchers(t, Compat::kDefault, stats);
   EXPECT_EQ(r.cpu_op_of[index_of(t, "k")].value, index_of(t, "launcher"));
 }
 
 // KeyIndex finds what a std::unordered_map given the same insertions finds: the first value with
-// try_emplace, the last with assign, nothing for an absent key or a removed one; for keys of every kind (0, the
-// largest, negative ids cast, keys that differ only in their high or low bits) and through its
-// growth from the smallest table.
+// try_emplace, the last with assign, nothing for an absent key or a removed one; for keys of every
+// kind (0, the largest, negative ids cast, keys that differ only in their high or low bits) and
+// through its growth from the smallest table.
 TEST(KeyIndex, FindsWhatAMapFinds) {
   std::mt19937_64 rng(11);
   std::vector<uint64_t> keys = {0, 1, UINT64_MAX, static_cast<uint64_t>(int64_t{-1}),

@@ -154,7 +154,7 @@ TEST(SequenceMatching, PairsThreadsByNamesAndAlignsAroundInsertedAndMissingOps) 
   Traces t = parse(host, device);
   LinkOptions o = sequence_options();
   o.min_match_rate = 0.8;  // 5 of 6
-  LinkStats stats;
+  DataProblems stats;
   auto m = map_by_sequence(t.host, t.device, o, stats);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(matched_name(t, *m, 4), "aten::linear");
@@ -223,7 +223,7 @@ TEST(SequenceMatching, FindsTheIterationWindowAndKeepsThreadsInTimeOrder) {
   // in every iteration, must go to the same iteration (host ids: backward runs between the main
   // thread's "loss" and "step"), not to the first.
   Iterations its(6, 1);
-  LinkStats stats;
+  DataProblems stats;
   auto m = map_by_sequence(its.t.host, its.t.device, sequence_options(), stats);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->matched, its.fwd.size() + its.bwd.size() + 2);
@@ -241,7 +241,7 @@ TEST(SequenceMatching, ThreadsPlacedLaterSearchOnlyWhereTimeAllows) {
   // the number of windows aligned per thread; the backward thread's windows are searched in the
   // time the main thread leaves for them, so it lands there too.
   Iterations its(100, 80);
-  LinkStats stats;
+  DataProblems stats;
   auto m = map_by_sequence(its.t.host, its.t.device, sequence_options(), stats);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(matched_ts(its.t, *m, 10), 80100 * 1000);
@@ -271,7 +271,7 @@ TEST(SequenceMatching, AnnotationRestrictsTheWindowToOneIteration) {
   Traces t = parse(hb.json(), kb.json());
   LinkOptions o = sequence_options();
   o.annotation = "ProfilerStep";
-  LinkStats stats;
+  DataProblems stats;
   auto m = map_by_sequence(t.host, t.device, o, stats);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->matched, body.size());
@@ -281,7 +281,7 @@ TEST(SequenceMatching, AnnotationRestrictsTheWindowToOneIteration) {
   EXPECT_EQ(m->threads[0].window_begin, 28u);       // iteration 0 holds 28 ops
   EXPECT_EQ(m->threads[0].window_end, 58u);
 
-  LinkStats by_name_stats;
+  DataProblems by_name_stats;
   auto by_name = map_by_sequence(t.host, t.device, sequence_options(), by_name_stats);
   ASSERT_TRUE(by_name.ok()) << by_name.status().message();
   EXPECT_EQ(matched_ts(t, *by_name, 10), 1001 * 1000);
@@ -290,7 +290,7 @@ TEST(SequenceMatching, AnnotationRestrictsTheWindowToOneIteration) {
 
   // An annotation the trace does not have: counted, and the window is found by names.
   o.annotation = "DataLoader";
-  LinkStats stats2;
+  DataProblems stats2;
   m = map_by_sequence(t.host, t.device, o, stats2);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(m->matched, body.size());
@@ -311,7 +311,7 @@ TEST(SequenceMatching, TracesThatDoNotAlignAreAnErrorNotASilentEmptyLink) {
                            .cpu_op("aten::index_select", 5, 4, 1)
                            .json();
   Traces t = parse(host, device);
-  LinkStats stats;
+  DataProblems stats;
   auto m = map_by_sequence(t.host, t.device, sequence_options(), stats);
   ASSERT_FALSE(m.ok());
   const std::string msg = m.status().message();
@@ -339,7 +339,7 @@ TEST(SequenceMatching, AThreadBelowTheRateFailsEvenWhenTheTraceAsAWholePasses) {
   for (int k = 0; k < 400; ++k) kb.cpu_op("main" + std::to_string(k % 17), 11, k, 0.5);
   for (int k = 0; k < 20; ++k) kb.cpu_op("side" + std::to_string(k), 12, 1000 + k, 0.5);
   Traces t = parse(hb.json(), kb.json());
-  LinkStats stats;
+  DataProblems stats;
   auto m = map_by_sequence(t.host, t.device, sequence_options(), stats);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("host thread 2: 20 of 40 ops matched (50.0%)"),
@@ -351,7 +351,7 @@ TEST(SequenceMatching, TracesOfAnotherProcessAreRejected) {
   std::string host = HostBuilder().pid(7).roots({{2, 1}}).node(4, "aten::mm", 2, 1, 1).json();
   std::string device = KinetoBuilder().cpu_op("aten::mm", 5, 0, 1).json();  // pid 1
   Traces t = parse(host, device);
-  LinkStats stats;
+  DataProblems stats;
   auto m = map_by_sequence(t.host, t.device, sequence_options(), stats);
   ASSERT_FALSE(m.ok());
   EXPECT_NE(m.status().message().find("recorded by process 7"), std::string::npos)
@@ -383,7 +383,7 @@ TEST(SequenceMatching, ChakraModeLeavesOpsUnreachableFromTheRootUnmatched) {
   Traces t = parse(host, device);
   LinkOptions chakra = sequence_options();
   chakra.compat = Compat::kChakra;
-  LinkStats stats;
+  DataProblems stats;
   auto m = map_by_sequence(t.host, t.device, chakra, stats);
   ASSERT_TRUE(m.ok()) << m.status().message();
   EXPECT_EQ(matched_name(t, *m, 5), "");

@@ -22,7 +22,7 @@ struct SyncRun {
   DeviceTrace trace;
   LauncherLinks launchers;
   SyncDependencies sync;
-  LinkStats stats;
+  DataProblems stats;
 
   // The sync call starting at `ts_us`.
   const SyncCall& call_at(double ts_us) const {
@@ -55,7 +55,7 @@ SyncRun run(const std::string& json, Compat compat = Compat::kDefault) {
   auto t = parse_device_trace("d.json", json);
   EXPECT_TRUE(t.ok()) << t.status().message();
   r.trace = std::move(t).value();
-  LinkStats launch_stats;
+  DataProblems launch_stats;
   r.launchers = correlate_launchers(r.trace, compat, launch_stats);
   r.sync = compute_sync_dependencies(r.trace, r.launchers, compat, r.stats);
   return r;
@@ -452,7 +452,7 @@ TEST(SyncDependencies, LinkReportCountsThem) {
   auto host = parse_host_trace("h.json", e2e_host());
   auto device = parse_device_trace("d.json", e2e_device());
   ASSERT_TRUE(host.ok() && device.ok());
-  LinkStats stats;
+  DataProblems stats;
   LauncherLinks launchers = correlate_launchers(*device, Compat::kDefault, stats);
   auto mapping = map_host_to_device(*host, *device, {}, stats);
   ASSERT_TRUE(mapping.ok());

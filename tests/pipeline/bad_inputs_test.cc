@@ -31,9 +31,9 @@
 
 #include "pipeline/run_config.h"
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/et/et_io.h"
 #include "stages/feed/et_feeder.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
@@ -70,7 +70,7 @@ Outcome failed(const Status& status) {
   return Outcome{Outcome::kError, status.message(), {}};
 }
 
-void add_stats(const LinkStats& stats, Outcome& out) {
+void add_stats(const DataProblems& stats, Outcome& out) {
   for (const auto& [kind, entry] : stats.entries()) {
     out.values["stat:" + std::string(stat_key(kind))] += entry.count;
   }
@@ -97,7 +97,7 @@ Outcome link_and_convert(const HostTrace& host, const DeviceTrace& device, Outco
   auto reread = parse_et_plus(host.path + " (its ET+)", std::move(et_plus), convert_options);
   if (!reread.ok()) return failed(reread.status());
   const EtPlusTrace& nodes = reread->trace;
-  LinkStats convert_stats = nodes.stats;
+  DataProblems convert_stats = nodes.stats;
   auto chakra = convert_et_plus(nodes, convert_options, convert_stats);
   if (!chakra.ok()) return failed(chakra.status());
   out.values["et_nodes"] = chakra->nodes.size();
@@ -490,7 +490,8 @@ TEST(BadInputCorpus, ManifestListsEveryFileOnce) {
     EXPECT_TRUE(listed.count(f)) << f << " is in the corpus but not in expected.tsv";
   }
   // Every format has its cases (a directory that went missing is not silently skipped).
-  for (const auto& [format, driver] : drivers()) {
+  for (const auto& entry : drivers()) {
+    const std::string& format = entry.first;  // not a structured binding: the lambda captures it
     EXPECT_TRUE(std::any_of(files.begin(), files.end(),
                             [&](const std::string& f) { return f.rfind(format + "/", 0) == 0; }))
         << "no corpus file for " << format;

@@ -18,7 +18,7 @@
 #include "proto/et_def.pb.h"
 #include "stages/common/file_io.h"
 #include "stages/common/stat_kinds.h"
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
 #include "stages/generate/synthetic_trace.h"
 #include "tests/testing/generated_ranks.h"
 #include "tests/testing/test_util.h"

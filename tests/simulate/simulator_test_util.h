@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "proto/et_def.pb.h"
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
 
 namespace chakraflow::testing {
 

@@ -7,7 +7,8 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include "stages/convert/node_record.h"
+#include "stages/et/et_io.h"
+#include "stages/et/node_record.h"
 #include "stages/feed/compat/child_source.h"
 #include "stages/feed/compat/record_loader.h"
 #include "stages/feed/et_feeder.h"  // StallReport
@@ -34,12 +35,12 @@ struct ETFeeder::Impl : chakraflow::compat::ChildSource {
   ETFeederOptions options;
   std::unique_ptr<chakraflow::EtIndex> index;
   uint32_t n = 0;
-  uint32_t read = 0;                // nodes read (a prefix of the file)
-  std::vector<uint32_t> waiting;    // parents not released yet (+1 per missing id)
+  uint32_t read = 0;              // nodes read (a prefix of the file)
+  std::vector<uint32_t> waiting;  // parents not released yet (+1 per missing id)
   std::vector<uint8_t> state;
-  std::vector<uint8_t> forced;      // queued by pushBackIssuableNode: not queued again
-  std::vector<uint32_t> released;   // `read` when its children were freed, or kNever
-  std::vector<uint32_t> reach;      // per prefix: the furthest parent it names (forward refs)
+  std::vector<uint8_t> forced;     // queued by pushBackIssuableNode: not queued again
+  std::vector<uint32_t> released;  // `read` when its children were freed, or kNever
+  std::vector<uint32_t> reach;     // per prefix: the furthest parent it names (forward refs)
   std::priority_queue<uint64_t, std::vector<uint64_t>, std::greater<>> heap;  // ids (lazy)
   uint64_t queued = 0;
   uint64_t issued = 0;  // handed out, not removed nor pushed back
@@ -197,15 +198,12 @@ ETFeeder::ETFeeder(std::string filename, const ETFeederOptions& options)
   f.self = impl_;
   f.path = filename;
   f.options = options;
-  {
-    std::FILE* probe = std::fopen(filename.c_str(), "rb");
-    if (probe == nullptr) throw std::runtime_error("Failed to open trace file: " + filename);
-    std::fclose(probe);
-  }
+  auto file = chakraflow::EtFile::open(filename);  // the file's one open
+  if (!file.ok()) throw std::runtime_error("Failed to open trace file: " + filename);
   chakraflow::EtIndexOptions index_options;
   index_options.ctrl_deps = options.ctrl_deps;
   index_options.keep_dangling = true;
-  auto index = chakraflow::EtIndex::build(filename, index_options);
+  auto index = chakraflow::EtIndex::build(std::move(*file), index_options);
   if (!index.ok()) {
     throw std::runtime_error("Failed to open trace file: " + filename + " (" +
                              index.status().message() + ")");
@@ -248,7 +246,7 @@ void ETFeeder::removeNode(uint64_t node_id) {
   f.added.erase(node_id);
   const uint32_t i = f.held(node_id);
   if (i == chakraflow::EtIndex::kNoIndex) return;  // unknown or removed: a no-op, as in Chakra
-  if (f.state[i] == kQueued) --f.queued;            // leaves the heap lazily
+  if (f.state[i] == kQueued) --f.queued;           // leaves the heap lazily
   if (f.state[i] == kIssued) --f.issued;
   f.state[i] = kRemoved;
   ++f.removed;

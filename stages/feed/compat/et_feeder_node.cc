@@ -1,7 +1,7 @@
 #include "stages/feed/compat/et_feeder_node.h"
 
+#include "stages/et/node_record.h"
 #include "stages/feed/compat/child_source.h"
-#include "stages/convert/node_record.h"
 
 #include <algorithm>
 #include <stdexcept>
@@ -125,10 +125,10 @@ ETFeederNode::ETFeederNode(std::shared_ptr<ChakraProtoMsg::Node> node) : node_(s
   others_indexed_ = true;
 }
 
-ETFeederNode::ETFeederNode(RecordKey, std::shared_ptr<const chakraflow::compat::NodeRecord> record,
+ETFeederNode::ETFeederNode(RecordKey, std::shared_ptr<const chakraflow::NodeRecord> record,
                            std::weak_ptr<chakraflow::compat::ChildSource> children)
     : record_(std::move(record)), child_source_(std::move(children)) {
-  const chakraflow::compat::NodeRecord& r = *record_;
+  const chakraflow::NodeRecord& r = *record_;
   id_ = r.id();
   name_ = std::string(r.name());
   type_ = static_cast<ChakraProtoMsg::NodeType>(r.type());

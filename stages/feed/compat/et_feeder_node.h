@@ -21,7 +21,8 @@
 #pragma once
 
 #if defined(CHAKRAFLOW_FEEDER_V3_ALIASES)
-#error "Include Chakra's old feeder (et_feeder_node.h) before feeder_v3/et_feeder_node.h, or define CHAKRAFLOW_NO_FEEDER_V3_ALIASES: both define Chakra::ETFeederNode"
+#error \
+    "Include Chakra's old feeder (et_feeder_node.h) before feeder_v3/et_feeder_node.h, or define CHAKRAFLOW_NO_FEEDER_V3_ALIASES: both define Chakra::ETFeederNode"
 #endif
 #define CHAKRAFLOW_COMPAT_V1_FEEDER 1
 
@@ -35,10 +36,12 @@
 
 #include "proto/et_def.pb.h"
 
-namespace chakraflow::compat {
+namespace chakraflow {
 class NodeRecord;
+namespace compat {
 class ChildSource;
-}  // namespace chakraflow::compat
+}  // namespace compat
+}  // namespace chakraflow
 
 namespace Chakra {
 
@@ -54,7 +57,7 @@ class ETFeederNode {
     friend class ETFeeder;
     RecordKey() = default;
   };
-  ETFeederNode(RecordKey, std::shared_ptr<const chakraflow::compat::NodeRecord> record,
+  ETFeederNode(RecordKey, std::shared_ptr<const chakraflow::NodeRecord> record,
                std::weak_ptr<chakraflow::compat::ChildSource> children);
 
   std::shared_ptr<ChakraProtoMsg::Node> getChakraNode();
@@ -125,7 +128,7 @@ class ETFeederNode {
   }
 
   mutable std::shared_ptr<ChakraProtoMsg::Node> node_;  // parsed on first need for records
-  std::shared_ptr<const chakraflow::compat::NodeRecord> record_;
+  std::shared_ptr<const chakraflow::NodeRecord> record_;
   std::weak_ptr<chakraflow::compat::ChildSource> child_source_;  // the feeder, while it lives
   mutable bool others_indexed_ = false;
   std::vector<std::shared_ptr<ETFeederNode>> children_vec_;

@@ -1,5 +1,5 @@
 // The compat feeders' one way to a node's contents: its record read again from the trace's index
-// (stages/feed/et_index.h) and decoded (stages/convert/node_record.h). Internal. The compat APIs
+// (stages/feed/et_index.h) and decoded (stages/et/node_record.h). Internal. The compat APIs
 // report bad input by exceptions, as Chakra's do: the error names the file, the record and the
 // node.
 #pragma once
@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "stages/convert/node_record.h"
+#include "stages/et/node_record.h"
 #include "stages/feed/et_index.h"
 
 namespace chakraflow::compat {

@@ -6,9 +6,10 @@
 #include <stdexcept>
 #include <vector>
 
-#include "stages/convert/node_record.h"
+#include "stages/et/et_io.h"
+#include "stages/et/node_record.h"
+#include "stages/et/node_scan.h"
 #include "stages/feed/compat/record_loader.h"
-#include "stages/feed/et_feeder.h"  // scan_node
 #include "stages/feed/et_index.h"
 
 namespace Chakra {
@@ -25,7 +26,7 @@ struct ETFeeder::Impl {
   std::unique_ptr<chakraflow::EtIndex> index;
   // Decoded records of recently looked-up nodes, direct-mapped by dense index: bounded memory,
   // and the nodes a simulator handles together (a free set, a node and its children) hit.
-  std::vector<std::shared_ptr<const chakraflow::compat::NodeRecord>> cache;
+  std::vector<std::shared_ptr<const chakraflow::NodeRecord>> cache;
   std::vector<uint32_t> cache_index;
   std::string scratch;
 };
@@ -41,23 +42,19 @@ struct DependancyResolver::Graph {
 ETFeeder::ETFeeder(const std::string& file_path)
     : ETFeeder(file_path, USE_DATA_DEPS, USE_CTRL_DEPS, DEFAULT_ETFEEDER_CACHE_SIZE) {}
 
-ETFeeder::ETFeeder(const std::string& file_path, bool data_deps, bool ctrl_deps,
-                   size_t cache_nodes)
+ETFeeder::ETFeeder(const std::string& file_path, bool data_deps, bool ctrl_deps, size_t cache_nodes)
     : impl_(std::make_unique<Impl>()), feeder_id_(g_feeder_count++) {
   if (!data_deps && !ctrl_deps) {
     throw std::runtime_error(
         "Should not create a dependancy resolver that resolves neither data nor control "
         "dependancy");
   }
-  {
-    std::FILE* probe = std::fopen(file_path.c_str(), "rb");
-    if (probe == nullptr) throw std::runtime_error("Failed to open file " + file_path);
-    std::fclose(probe);
-  }
+  auto file = chakraflow::EtFile::open(file_path);  // the file's one open
+  if (!file.ok()) throw std::runtime_error("Failed to open file " + file_path);
   chakraflow::EtIndexOptions options;
   options.data_deps = data_deps;
   options.ctrl_deps = ctrl_deps;
-  auto index = chakraflow::EtIndex::build(file_path, options);
+  auto index = chakraflow::EtIndex::build(std::move(*file), options);
   if (!index.ok()) throw std::runtime_error(index.status().message());
   impl_->index = std::move(*index);
   const chakraflow::EtIndex& x = *impl_->index;
@@ -90,14 +87,14 @@ ETFeeder::ETFeeder(const std::string& file_path, bool data_deps, bool ctrl_deps,
                  ids.c_str(), x.dangling_examples().size() >= 8 ? ", ..." : "");
   }
   if (x.size() > 0 && dependancy_resolver_.free_.empty()) {
-    throw std::runtime_error(file_path + ": no node is free of dependencies: " +
-                             dependancy_resolver_.stallReport());
+    throw std::runtime_error(
+        file_path + ": no node is free of dependencies: " + dependancy_resolver_.stallReport());
   }
 }
 
 ETFeeder::~ETFeeder() = default;
 
-std::shared_ptr<const chakraflow::compat::NodeRecord> ETFeeder::record(NodeId node_id) {
+std::shared_ptr<const chakraflow::NodeRecord> ETFeeder::record(NodeId node_id) {
   const chakraflow::EtIndex& x = *impl_->index;
   const uint32_t i = x.index_of(node_id);
   if (i == chakraflow::EtIndex::kNoIndex) {
@@ -106,7 +103,7 @@ std::shared_ptr<const chakraflow::compat::NodeRecord> ETFeeder::record(NodeId no
   }
   const size_t slot = i % impl_->cache.size();
   if (impl_->cache_index[slot] == i) return impl_->cache[slot];
-  std::shared_ptr<const chakraflow::compat::NodeRecord> record =
+  std::shared_ptr<const chakraflow::NodeRecord> record =
       chakraflow::compat::load_node_record(x, i, impl_->scratch);
   impl_->cache[slot] = record;
   impl_->cache_index[slot] = i;
@@ -177,8 +174,8 @@ DependancyResolver::~DependancyResolver() = default;
 uint32_t DependancyResolver::index_or_throw(NodeId node, const char* call) const {
   const uint32_t i = graph_->index->index_of(node);
   if (i == chakraflow::EtIndex::kNoIndex) {
-    throw std::out_of_range(std::string(call) + "(" + std::to_string(node) + "): " +
-                            graph_->index->path() + " has no node " + std::to_string(node));
+    throw std::out_of_range(std::string(call) + "(" + std::to_string(node) +
+                            "): " + graph_->index->path() + " has no node " + std::to_string(node));
   }
   return i;
 }
@@ -296,8 +293,8 @@ std::string DependancyResolver::stallReport() const {
 void DependancyResolver::report_stall_once() {
   if (stall_reported_ || !stalled()) return;
   stall_reported_ = true;
-  std::fprintf(stderr, "chakraflow FeederV3: %s: stalled: %s\n",
-               graph_->index->path().c_str(), stallReport().c_str());
+  std::fprintf(stderr, "chakraflow FeederV3: %s: stalled: %s\n", graph_->index->path().c_str(),
+               stallReport().c_str());
 }
 
 }  // namespace FeederV3

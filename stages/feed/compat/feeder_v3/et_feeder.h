@@ -83,7 +83,7 @@ class ETFeeder {
   friend class ETFeederNode;
   friend class DependancyResolver;
   struct Impl;
-  std::shared_ptr<const chakraflow::compat::NodeRecord> record(NodeId node_id);
+  std::shared_ptr<const chakraflow::NodeRecord> record(NodeId node_id);
 
   std::unique_ptr<Impl> impl_;
   DependancyResolver dependancy_resolver_;

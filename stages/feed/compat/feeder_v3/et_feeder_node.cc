@@ -1,18 +1,18 @@
 #include "stages/feed/compat/feeder_v3/et_feeder_node.h"
 
+#include "stages/et/node_record.h"
 #include "stages/feed/compat/feeder_v3/et_feeder.h"
-#include "stages/convert/node_record.h"
 
 namespace Chakra {
 namespace FeederV3 {
 
-const chakraflow::compat::NodeRecord& ETFeederNode::record() const {
+const chakraflow::NodeRecord& ETFeederNode::record() const {
   if (!record_) record_ = feeder_->record(node_id_);
   return *record_;
 }
 
 bool ETFeederNode::load_attr(const std::string& attr_name, ChakraAttr* out) const {
-  const chakraflow::compat::NodeRecord& r = record();
+  const chakraflow::NodeRecord& r = record();
   const int i = r.find_attr(attr_name);
   if (i < 0) return false;
   if (!r.parse_attr(static_cast<size_t>(i), out)) {
@@ -45,9 +45,9 @@ bool ETFeederNode::get_attr_msg(const std::string& attr_name, const ChakraAttr**
 }
 
 void ETFeederNode::complain_attr_not_found(const std::string& attr_name) const {
-  throw std::runtime_error("Attribute " + attr_name + " not found in node " +
-                           std::to_string(node_id_) + " feeder->id=" +
-                           std::to_string(feeder_->feeder_id()) + " (" + feeder_->path() + ")");
+  throw std::runtime_error(
+      "Attribute " + attr_name + " not found in node " + std::to_string(node_id_) +
+      " feeder->id=" + std::to_string(feeder_->feeder_id()) + " (" + feeder_->path() + ")");
 }
 
 std::string ETFeederNode::name() const {

@@ -36,7 +36,7 @@
 
 #include "common.h"
 
-namespace chakraflow::compat {
+namespace chakraflow {
 class NodeRecord;
 }
 
@@ -148,13 +148,13 @@ class ETFeederNode {
     }
   }
 
-  const chakraflow::compat::NodeRecord& record() const;
+  const chakraflow::NodeRecord& record() const;
   bool load_attr(const std::string& attr_name, ChakraAttr* out) const;
   [[noreturn]] void complain_attr_not_found(const std::string& attr_name) const;
 
   ETFeeder* feeder_;
   NodeId node_id_;
-  mutable std::shared_ptr<const chakraflow::compat::NodeRecord> record_;
+  mutable std::shared_ptr<const chakraflow::NodeRecord> record_;
   mutable std::shared_ptr<const ChakraNode> message_;  // for get_attr_msg(name, const ChakraAttr**)
 };
 

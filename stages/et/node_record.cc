@@ -1,9 +1,9 @@
-#include "stages/convert/node_record.h"
+#include "stages/et/node_record.h"
 
 #include "proto/et_def.pb.h"
-#include "stages/common/wire_format.h"
+#include "stages/et/wire_format.h"
 
-namespace chakraflow::compat {
+namespace chakraflow {
 
 using wire::kLen;
 using wire::kVarint;
@@ -114,4 +114,4 @@ std::string NodeRecord::io_field(int which, int field, const std::string& fallba
   }
 }
 
-}  // namespace chakraflow::compat
+}  // namespace chakraflow

@@ -1,12 +1,15 @@
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
 
+#include <fcntl.h>
 #include <google/protobuf/message_lite.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 namespace chakraflow {
 namespace {
@@ -18,6 +21,15 @@ constexpr uint64_t kMaxRecordBytes = std::numeric_limits<int32_t>::max();
 
 gzFile as_gz(void* p) {
   return static_cast<gzFile>(p);
+}
+
+// gzerror()'s message. zlib starts it with the name it opened the file by, "<fd:N>" for a
+// descriptor: it names the path instead, as when zlib opened the file by its name.
+std::string gz_error_text(gzFile gz, int fd, const std::string& path, int* errnum) {
+  std::string text = gzerror(gz, errnum);
+  const std::string by_fd = fmt::format("<fd:{}>: ", fd);
+  if (text.starts_with(by_fd)) text = path + ": " + text.substr(by_fd.size());
+  return text;
 }
 
 }  // namespace
@@ -54,6 +66,64 @@ void append_varint(std::string& out, uint64_t value) {
   out.push_back(static_cast<char>(value));
 }
 
+EtFile::EtFile(EtFile&& other) noexcept {
+  *this = std::move(other);
+}
+
+EtFile& EtFile::operator=(EtFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    path_ = std::move(other.path_);
+    fd_ = std::exchange(other.fd_, -1);
+    regular_ = other.regular_;
+    directory_ = other.directory_;
+    gzip_ = other.gzip_;
+  }
+  return *this;
+}
+
+EtFile::~EtFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+StatusOr<EtFile> EtFile::open(const std::string& path) {
+  EtFile file;
+  file.path_ = path;
+  file.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  struct stat st;
+  if (file.fd_ < 0 || ::fstat(file.fd_, &st) != 0) {
+    return Status::errorf("{}: cannot open: {}", path, std::strerror(errno));
+  }
+  file.regular_ = S_ISREG(st.st_mode);
+  file.directory_ = S_ISDIR(st.st_mode);
+  if (file.regular_) {
+    char magic[2];
+    ssize_t n;
+    do {
+      n = ::pread(file.fd_, magic, 2, 0);
+    } while (n < 0 && errno == EINTR);
+    file.gzip_ = n == 2 && has_gzip_magic(std::string_view(magic, 2));
+  }
+  return file;
+}
+
+StatusOr<EtFile> EtFile::duplicate() const {
+  EtFile copy;
+  copy.fd_ = ::fcntl(fd_, F_DUPFD_CLOEXEC, 0);
+  if (copy.fd_ < 0) {
+    return Status::errorf("{}: cannot duplicate its descriptor: {}", path_, std::strerror(errno));
+  }
+  copy.path_ = path_;
+  copy.regular_ = regular_;
+  copy.directory_ = directory_;
+  copy.gzip_ = gzip_;
+  return copy;
+}
+
+int EtFile::release() {
+  return std::exchange(fd_, -1);
+}
+
 EtReader::EtReader(EtReader&& other) noexcept {
   *this = std::move(other);
 }
@@ -64,6 +134,7 @@ EtReader& EtReader::operator=(EtReader&& other) noexcept {
     path_ = std::move(other.path_);
     gz_ = other.gz_;
     other.gz_ = nullptr;
+    fd_ = std::exchange(other.fd_, -1);
     buf_ = std::move(other.buf_);
     buf_pos_ = other.buf_pos_;
     buf_end_ = other.buf_end_;
@@ -81,16 +152,20 @@ EtReader::~EtReader() {
 }
 
 StatusOr<EtReader> EtReader::open(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    return Status::errorf("{}: cannot open: {}", path, std::strerror(errno));
+  CF_ASSIGN_OR_RETURN(EtFile file, EtFile::open(path));
+  return open(std::move(file));
+}
+
+StatusOr<EtReader> EtReader::open(EtFile file) {
+  if (file.directory()) return Status::errorf("{}: is a directory, not a .et file", file.path());
+  gzFile gz = gzdopen(file.fd(), "rb");
+  if (gz == nullptr) {
+    return Status::errorf("{}: cannot open: {}", file.path(), std::strerror(errno));
   }
-  if (S_ISDIR(st.st_mode)) return Status::errorf("{}: is a directory, not a .et file", path);
-  gzFile gz = gzopen(path.c_str(), "rb");
-  if (gz == nullptr) return Status::errorf("{}: cannot open: {}", path, std::strerror(errno));
   gzbuffer(gz, 64 << 10);
   EtReader reader;
-  reader.path_ = path;
+  reader.path_ = file.path();
+  reader.fd_ = file.release();  // gzclose closes it
   reader.gz_ = gz;
   reader.buf_.resize(kReadChunk);
   return reader;
@@ -112,14 +187,15 @@ StatusOr<size_t> EtReader::fill(size_t n) {
     size_t room = std::min<size_t>(buf_.size() - buf_end_, 1u << 30);
     int got = gzread(as_gz(gz_), buf_.data() + buf_end_, static_cast<unsigned>(room));
     if (got < 0) {
+      const int read_errno = errno;
       int errnum = 0;
-      const char* msg = gzerror(as_gz(gz_), &errnum);
+      const std::string msg = gz_error_text(as_gz(gz_), fd_, path_, &errnum);
       return Status::errorf("{}: read error near byte {}: {}", path_, offset_ + buf_end_,
-                            errnum == Z_ERRNO ? std::strerror(errno) : msg);
+                            errnum == Z_ERRNO ? std::strerror(read_errno) : msg);
     }
     if (got == 0) {
       int errnum = 0;
-      const char* msg = gzerror(as_gz(gz_), &errnum);
+      const std::string msg = gz_error_text(as_gz(gz_), fd_, path_, &errnum);
       if (errnum != Z_OK && errnum != Z_STREAM_END) {
         return Status::errorf("{}: corrupt or truncated gzip data after {} decompressed bytes: {}",
                               path_, offset_ + buf_end_, msg);

@@ -23,7 +23,7 @@ class AttributeProto;
 class Node;
 }  // namespace ChakraProtoMsg
 
-namespace chakraflow::compat {
+namespace chakraflow {
 
 class NodeRecord {
  public:
@@ -69,4 +69,4 @@ class NodeRecord {
   std::vector<Attr> attrs_;
 };
 
-}  // namespace chakraflow::compat
+}  // namespace chakraflow

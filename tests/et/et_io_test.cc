@@ -1,6 +1,6 @@
-// stages/convert/et_io: the .et record stream. Round trips, the framing example of
+// stages/et/et_io: the .et record stream. Round trips, the framing example of
 // reference/chakra_spec.md §3, gzip detection, and errors that name the record and byte offset.
-#include "stages/convert/et_io.h"
+#include "stages/et/et_io.h"
 
 #include <google/protobuf/util/message_differencer.h>
 #include <gtest/gtest.h>

@@ -6,6 +6,9 @@
 // as Chakra's C++ reader has it (its Python reader stops there instead); two in a row among the
 // nodes are an error (the same node twice: input such as /dev/zero, which would never end).
 //
+// EtFile is a .et file opened for reading, once: what reads it (EtReader, then the feeders' index
+// reading its records again by offset) shares the one descriptor.
+//
 // EtReader streams: it holds one buffer of compressed and one of decompressed input plus the
 // current record, so memory is bounded by the largest record, not the file. gzip'd files are
 // detected by their magic bytes (1f 8b), whatever their name. Errors name the file and the byte
@@ -31,6 +34,36 @@ class MessageLite;
 
 namespace chakraflow {
 
+class EtFile {
+ public:
+  EtFile(EtFile&& other) noexcept;
+  EtFile& operator=(EtFile&& other) noexcept;
+  ~EtFile();
+
+  // Opens `path` for reading. Error: "<path>: cannot open: <reason>".
+  static StatusOr<EtFile> open(const std::string& path);
+  // Another descriptor of the same open file (dup(2), no second open). The two share the file
+  // offset, which reading by offset (pread) does not use.
+  StatusOr<EtFile> duplicate() const;
+
+  int fd() const { return fd_; }
+  const std::string& path() const { return path_; }
+  bool regular() const { return regular_; }      // a regular file: its bytes can be read by offset
+  bool directory() const { return directory_; }  // not a .et file; EtReader refuses it
+  // A regular file that starts with the gzip magic (stages/common/file_io.h: has_gzip_magic).
+  bool gzip() const { return gzip_; }
+  // Gives up the descriptor (the caller closes it).
+  int release();
+
+ private:
+  EtFile() = default;
+  std::string path_;
+  int fd_ = -1;
+  bool regular_ = false;
+  bool directory_ = false;
+  bool gzip_ = false;
+};
+
 class EtReader {
  public:
   EtReader(EtReader&&) noexcept;
@@ -38,6 +71,8 @@ class EtReader {
   ~EtReader();
 
   static StatusOr<EtReader> open(const std::string& path);
+  // Reads `file`, which it takes, from its current offset (the start, for a file just opened).
+  static StatusOr<EtReader> open(EtFile file);
 
   // Reads the next record into `message` (cleared first). Returns false at a clean end of file
   // (no byte left where a record would start); an error for a truncated record, a length that does
@@ -63,6 +98,7 @@ class EtReader {
 
   std::string path_;
   void* gz_ = nullptr;  // gzFile: reads gzip'd and plain files alike
+  int fd_ = -1;         // gz_'s descriptor (gzclose closes it)
   std::string buf_;
   size_t buf_pos_ = 0;
   size_t buf_end_ = 0;

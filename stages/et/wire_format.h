@@ -52,7 +52,7 @@ inline bool read_varint(const uint8_t*& p, const uint8_t* end, uint64_t* out) {
 // Skips one field whose tag was just read. Groups (deprecated, but legal as unknown fields) are
 // skipped to their matching end tag.
 inline bool skip_field(const uint8_t*& p, const uint8_t* end, uint32_t wire_type, uint32_t field,
-                int depth = 0) {
+                       int depth = 0) {
   uint64_t v;
   switch (wire_type) {
     case kVarint:
