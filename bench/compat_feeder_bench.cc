@@ -46,12 +46,12 @@ const Generated& generated() {
     std::filesystem::create_directories(g.dir);
     const std::string d = g.dir.string();
     const std::string bin = CHAKRAFLOW_BINARY;
-    const std::string cmd =
-        bin + " synth --out " + d + "/synth --ranks 1 --iterations 2 --scale " + scale + " && " +
-        bin + " link --host " + d + "/synth/rank0/host_et.json --device " + d +
-        "/synth/rank0/kineto.json --output-file " + d + "/et_plus.json && " + bin +
-        " convert --input " + d + "/et_plus.json --output " + d + "/rank0.et && rm -r " + d +
-        "/synth " + d + "/et_plus.json";
+    const std::string cmd = bin + " synth --out " + d + "/synth --ranks 1 --iterations 2 --scale " +
+                            scale + " && " + bin + " link --host " + d +
+                            "/synth/rank0/host_et.json --device " + d +
+                            "/synth/rank0/kineto.json --output-file " + d + "/et_plus.json && " +
+                            bin + " convert --input " + d + "/et_plus.json --output " + d +
+                            "/rank0.et && rm -r " + d + "/synth " + d + "/et_plus.json";
     if (std::system(("(" + cmd + ") > /dev/null 2>&1").c_str()) != 0) {
       g.error = "could not generate the trace: " + cmd;
     }

@@ -4,8 +4,8 @@
 #include <filesystem>
 #include <string>
 
-#include "stages/link/device_trace_loader.h"
 #include "stages/common/file_io.h"
+#include "stages/link/device_trace_loader.h"
 #include "stages/link/host_et_loader.h"
 
 namespace chakraflow::bench {

@@ -16,10 +16,10 @@
 #include <fmt/format.h>
 
 #include "bench/pair_fixture.h"
-#include "stages/link/et_plus_writer.h"
 #include "stages/common/file_io.h"
-#include "stages/link/link.h"
 #include "stages/convert/pytorch_converter.h"
+#include "stages/link/et_plus_writer.h"
+#include "stages/link/link.h"
 #include "stages/simulate/simulator.h"
 
 namespace chakraflow {

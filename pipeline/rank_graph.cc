@@ -55,7 +55,7 @@ struct RankInFlight {
   std::optional<LinkedDeviceFacts> device_facts;
   std::unique_ptr<HostTrace> et_plus_host;  // the ET+ file's text, when the nodes come from a file
   std::optional<EtPlusTrace> nodes;         // the converter's input
-  DataProblems convert_stats;                  // the converter's data problems (the nodes' first)
+  DataProblems convert_stats;               // the converter's data problems (the nodes' first)
   std::optional<Conversion> conversion;     // select_nodes to drop_dangling
   std::optional<ChakraTrace> chakra;        // the nodes written, from drop_dangling on
   std::string et_plus_file;                 // the ET+ written (or to read)

@@ -10,6 +10,8 @@ pkgs=(build-essential cmake ninja-build pkg-config
       python3-dev pybind11-dev python3-pytest python3-pandas
       # clang and its libFuzzer: scripts/test.sh's Sanitize pass, the fuzz targets (scripts/fuzz.sh)
       clang libclang-rt-14-dev
+      # clang-format 14: scripts/check_format.sh, run first by scripts/test.sh
+      clang-format
       # optional: `mpirun -n K chakraflow run` (the build works without it)
       libopenmpi-dev openmpi-bin)
 missing=()

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
-# Every test: install dependencies, then build and run the whole suite twice: Release (GCC, warnings
-# as errors) and Sanitize (clang, ASan + UBSan, with the libFuzzer targets), then checks that
+# Every test: install dependencies, check that every C++ source is formatted
+# (scripts/check_format.sh), then build and run the whole suite twice: Release (GCC, warnings as
+# errors) and Sanitize (clang, ASan + UBSan, with the libFuzzer targets), then check that
 # scripts/tsan.sh configures. Golden tests read ../shared/data and skip loudly when it is absent.
 # Set CHAKRAFLOW_SKIP_SANITIZE=1 to run the Release pass only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/install_deps.sh
 jobs="$(nproc)"
+
+# Formatting first (a second): every C++ source as .clang-format says, each one that is not named.
+# The suite still runs; a format failure fails the command at the end.
+format_rc=0
+bash scripts/check_format.sh || format_rc=1
 
 # The Release pass builds the Python module (required: ON) and runs its pytest suite as the ctest
 # test python_module, with Debian's interpreter (pyenv's python3 may come first on PATH).
@@ -39,4 +45,9 @@ if [ "${CHAKRAFLOW_SKIP_SANITIZE:-0}" != 1 ]; then
   # scripts/tsan.sh configured and its targets checked, nothing compiled: its TSan build would cost
   # CI minutes it does not have (README.md, "Two more checks").
   bash scripts/tsan.sh --check
+fi
+
+if [ "$format_rc" != 0 ]; then
+  echo "scripts/test.sh: the sources are not formatted (see check_format above; scripts/check_format.sh --fix)" >&2
+  exit 1
 fi

@@ -9,8 +9,8 @@
 // Plain function; thread-safe on distinct inputs.
 #pragma once
 
-#include "stages/convert/convert_model.h"
 #include "stages/common/status.h"
+#include "stages/convert/convert_model.h"
 
 namespace chakraflow {
 

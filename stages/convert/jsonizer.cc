@@ -7,7 +7,6 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/common/file_io.h"
-#include "stages/convert/et_io.h"
 #include "stages/convert/python_repr.h"
 #include "stages/et/et_io.h"
 

@@ -248,7 +248,8 @@ std::vector<std::array<int64_t, 4>> input_tensors(const EtPlusTrace& t, const Et
 // caller's ops that start while it runs as its children; the c10d op that enqueued it holds the
 // same tensors among its inputs and comes before it. Its recorded children go back to its
 // recorded parent, where the caller's thread ran them.
-void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent, DataProblems& stats) {
+void parent_cpu_collectives(const EtPlusTrace& t, std::vector<uint32_t>& parent,
+                            DataProblems& stats) {
   std::map<uint32_t, uint32_t> moved;                  // collective -> its recorded parent
   std::map<std::array<int64_t, 4>, uint32_t> c10d_of;  // tensor -> latest c10d op holding it
   simdjson::dom::parser parser;

@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "stages/feed/et_feeder.h"
 #include "stages/common/status.h"
+#include "stages/feed/et_feeder.h"
 
 namespace chakraflow {
 

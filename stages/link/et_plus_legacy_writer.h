@@ -15,10 +15,10 @@
 // matching and the legacy format"). One node per line; output bytes depend only on the inputs.
 #pragma once
 
+#include "stages/common/status.h"
 #include "stages/link/et_plus_writer.h"
 #include "stages/link/link_options.h"
 #include "stages/link/linked_trace.h"
-#include "stages/common/status.h"
 #include "stages/link/trace_model.h"
 
 namespace chakraflow {

@@ -13,9 +13,9 @@
 #include <functional>
 #include <string_view>
 
+#include "stages/common/status.h"
 #include "stages/link/link_options.h"
 #include "stages/link/linked_trace.h"
-#include "stages/common/status.h"
 #include "stages/link/trace_model.h"
 
 namespace chakraflow {

@@ -59,6 +59,34 @@ bool any_recording_facts(const SimResult& result) {
   return false;
 }
 
+// One entry of simulation.json's "ranks".
+void append_rank_json(std::string& out, const RankResult& r, bool first) {
+  auto num = [](const std::optional<double>& v) { return v ? us(*v) : std::string("null"); };
+  const auto err = error_pct(r);
+  out += fmt::format(
+      "{}\n  {{\"rank\": {}, \"predicted_us\": {}, \"measured_us\": {}, \"error_pct\": {}, "
+      "\"nodes\": {}, \"state\": \"{}\", \"trace\": ",
+      first ? "" : ",", r.rank, num(r.predicted_us), num(r.measured_us),
+      err ? fmt::format("{:.3f}", *err) : "null", r.nodes_done, r.state);
+  json::append_escaped(out, r.path);
+  if (r.recorded_us || r.unprofiled_median_us) {
+    const auto unprofiled_err = unprofiled_error_pct(r);
+    out += fmt::format(
+        ", \"recorded_us\": {}, \"profiler_overhead_removed\": {}, "
+        "\"measured_unprofiled_us\": {}, \"unprofiled_error_pct\": {}",
+        num(r.recorded_us ? r.recorded_us : r.measured_us), r.overhead_removed,
+        r.unprofiled_median_us ? fmt::format("{{\"median\": {}, \"min\": {}}}",
+                                             num(r.unprofiled_median_us), num(r.unprofiled_min_us))
+                               : std::string("null"),
+        unprofiled_err ? fmt::format("{:.3f}", *unprofiled_err) : "null");
+  }
+  if (!r.problem.empty()) {
+    out += ", \"problem\": ";
+    json::append_escaped(out, r.problem);
+  }
+  out += "}";
+}
+
 }  // namespace
 
 const char* to_string(PathKind kind) {
@@ -149,7 +177,6 @@ CriticalPath critical_path(const std::vector<const RankSimulator*>& ranks) {
 
 std::string report_json(const SimResult& result, const SimConfig& config) {
   std::string out;
-  auto num = [](const std::optional<double>& v) { return v ? us(*v) : std::string("null"); };
   out += fmt::format("{{\"status\": \"{}\", \"mode\": \"{}\",\n",
                      result.completed ? "completed" : "stalled", to_string(config.mode));
   out += fmt::format(
@@ -161,31 +188,7 @@ std::string report_json(const SimResult& result, const SimConfig& config) {
       config.compute_scale);
   out += " \"ranks\": [";
   for (size_t k = 0; k < result.ranks.size(); ++k) {
-    const RankResult& r = result.ranks[k];
-    const auto err = error_pct(r);
-    out += fmt::format(
-        "{}\n  {{\"rank\": {}, \"predicted_us\": {}, \"measured_us\": {}, \"error_pct\": {}, "
-        "\"nodes\": {}, \"state\": \"{}\", \"trace\": ",
-        k ? "," : "", r.rank, num(r.predicted_us), num(r.measured_us),
-        err ? fmt::format("{:.3f}", *err) : "null", r.nodes_done, r.state);
-    json::append_escaped(out, r.path);
-    if (r.recorded_us || r.unprofiled_median_us) {
-      const auto unprofiled_err = unprofiled_error_pct(r);
-      out += fmt::format(
-          ", \"recorded_us\": {}, \"profiler_overhead_removed\": {}, "
-          "\"measured_unprofiled_us\": {}, \"unprofiled_error_pct\": {}",
-          num(r.recorded_us ? r.recorded_us : r.measured_us), r.overhead_removed,
-          r.unprofiled_median_us
-              ? fmt::format("{{\"median\": {}, \"min\": {}}}", num(r.unprofiled_median_us),
-                            num(r.unprofiled_min_us))
-              : std::string("null"),
-          unprofiled_err ? fmt::format("{:.3f}", *unprofiled_err) : "null");
-    }
-    if (!r.problem.empty()) {
-      out += ", \"problem\": ";
-      json::append_escaped(out, r.problem);
-    }
-    out += "}";
+    append_rank_json(out, result.ranks[k], k == 0);
   }
   out += "],\n";
   const CriticalPath& cp = result.critical_path;

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "stages/simulate/simulator_rank.h"
 #include "stages/common/status.h"
+#include "stages/simulate/simulator_rank.h"
 
 namespace chakraflow {
 

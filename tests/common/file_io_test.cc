@@ -153,8 +153,9 @@ TEST(FileIo, ErrorsNameTheFile) {
 
 // A host ET padded with spaces to exactly `size` bytes.
 std::string host_et_of_size(size_t size, std::string_view name) {
-  std::string text = std::string(R"({"schema": "1.1.1-chakra.0.0.4", "nodes": [{"id": 1, "name": ")") +
-                     std::string(name) + R"("}]})";
+  std::string text =
+      std::string(R"({"schema": "1.1.1-chakra.0.0.4", "nodes": [{"id": 1, "name": ")") +
+      std::string(name) + R"("}]})";
   text.append(size - text.size(), ' ');
   return text;
 }
@@ -205,8 +206,8 @@ TEST(FileIo, StaleTempsOfDeadProcessesAreRemovedAndNothingElse) {
   ASSERT_GT(child, 0);
   ::waitpid(child, nullptr, 0);  // a pid no process has now
   const std::string gone = std::to_string(child), live = std::to_string(::getpid());
-  const std::vector<std::string> stale = {
-      "out.et.tmp." + gone + ".0", "out.et.tmp." + gone + ".12.tmp." + gone + ".3"};
+  const std::vector<std::string> stale = {"out.et.tmp." + gone + ".0",
+                                          "out.et.tmp." + gone + ".12.tmp." + gone + ".3"};
   const std::vector<std::string> kept = {
       "out.et.tmp." + live + ".0",   // a live process's
       "out.et.tmp.notes",            // a user's file

@@ -1,5 +1,5 @@
-// stages/convert/python_repr: Python's str() of JSON values. Hand-made cases from CPython's rules, plus a
-// randomized comparison against a real python3 when one is installed.
+// stages/convert/python_repr: Python's str() of JSON values. Hand-made cases from CPython's rules,
+// plus a randomized comparison against a real python3 when one is installed.
 #include "stages/convert/python_repr.h"
 
 #include <gtest/gtest.h>

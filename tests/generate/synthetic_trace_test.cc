@@ -11,7 +11,9 @@ namespace {
 
 using Generated = SynthRankText;
 
-Generated generate(const SynthOptions& opt, int rank) { return synthesize_rank_text(opt, rank); }
+Generated generate(const SynthOptions& opt, int rank) {
+  return synthesize_rank_text(opt, rank);
+}
 
 TEST(SyntheticTrace, LinksCompletelyInBothSchemas) {
   for (bool legacy : {false, true}) {

@@ -8,11 +8,11 @@
 
 #include <set>
 
+#include "stages/generate/synthetic_trace.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
 #include "stages/link/host_et_loader.h"
 #include "stages/link/link.h"
-#include "stages/generate/synthetic_trace.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {

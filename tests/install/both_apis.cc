@@ -6,11 +6,11 @@
 //   both_apis TRACE.et [chakra.0.et]
 // writes a small trace to TRACE.et and walks it with both APIs, then chakra.0.et when it exists.
 // Prints one line per trace; exits 1 if the two APIs disagree.
+#include "et_def.pb.h"
 #include "et_feeder.h"
 #include "et_feeder_node.h"
 #include "feeder_v3/et_feeder.h"
 #include "feeder_v3/et_feeder_node.h"
-#include "et_def.pb.h"
 #include "record_writer.h"
 
 #include <cstdio>
@@ -98,12 +98,11 @@ bool compare(const std::string& label, const std::string& path) {
   const Walk v3 = walk_v3(path);
   const std::set<uint64_t> s1(v1.order.begin(), v1.order.end());
   const std::set<uint64_t> s3(v3.order.begin(), v3.order.end());
-  std::printf("%s: v1 %zu nodes, v3 %zu nodes, runtime %llu/%llu us, comm %llu/%llu bytes\n",
-              label.c_str(), v1.order.size(), v3.order.size(),
-              static_cast<unsigned long long>(v1.runtime),
-              static_cast<unsigned long long>(v3.runtime),
-              static_cast<unsigned long long>(v1.comm_bytes),
-              static_cast<unsigned long long>(v3.comm_bytes));
+  std::printf(
+      "%s: v1 %zu nodes, v3 %zu nodes, runtime %llu/%llu us, comm %llu/%llu bytes\n", label.c_str(),
+      v1.order.size(), v3.order.size(), static_cast<unsigned long long>(v1.runtime),
+      static_cast<unsigned long long>(v3.runtime), static_cast<unsigned long long>(v1.comm_bytes),
+      static_cast<unsigned long long>(v3.comm_bytes));
   return s1 == s3 && s1.size() == v1.order.size() && s3.size() == v3.order.size() &&
          v1.runtime == v3.runtime && v1.comm_bytes == v3.comm_bytes;
 }

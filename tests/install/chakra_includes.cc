@@ -5,10 +5,10 @@
 // It also includes the simulator's own generated schema header first, then ours under Chakra's
 // name: one definition of every ChakraProtoMsg type must result (the headers share their include
 // guard), where two would not compile ("multiple definition of enum ChakraProtoMsg::NodeType").
-#include "schema/protobuf/et_def.pb.h"  // the simulator's copy (tests/install/run_consumer_test.cmake)
-#include "et_def.pb.h"                   // ours, installed under Chakra's name
+#include "et_def.pb.h"  // ours, installed under Chakra's name
 #include "et_feeder.h"
 #include "et_feeder_node.h"
+#include "schema/protobuf/et_def.pb.h"  // the simulator's copy (tests/install/run_consumer_test.cmake)
 
 // What Chakra's et_feeder.h and et_feeder_node.h include: <memory>, <queue>, <unordered_map>,
 // <unordered_set>, <vector>, and the protobuf-generated schema.

@@ -126,7 +126,8 @@ TEST(FileSafety, ADeviceOutputIsWrittenToAndStaysADevice) {
   }
   std::string out;
   for (const std::string& cmd :
-       {f.link_to(null_dev), kBin + " convert --quiet --input " + f.et_plus + " --output " + null_dev,
+       {f.link_to(null_dev),
+        kBin + " convert --quiet --input " + f.et_plus + " --output " + null_dev,
         kBin + " jsonize --quiet --input " + f.et + " --output " + null_dev}) {
     ASSERT_EQ(run_command(cmd, &out), 0) << cmd << "\n" << out;
     struct stat st {};
@@ -205,8 +206,7 @@ TEST(FileSafety, AnOutputThatIsAnInputIsRefused) {
   EXPECT_EQ(read_bytes(f.device), read_bytes(hard));
   // convert, jsonize and simulate.
   const std::string et_before = read_bytes(f.et);
-  EXPECT_EQ(run_command(kBin + " convert --input " + f.et_plus + " --output " + f.et_plus, &out),
-            2)
+  EXPECT_EQ(run_command(kBin + " convert --input " + f.et_plus + " --output " + f.et_plus, &out), 2)
       << out;
   EXPECT_EQ(run_command(kBin + " jsonize --input " + f.et + " --output " + f.et, &out), 2) << out;
   fs::copy_file(f.et, f.dir.file("t.0.et"));
@@ -335,10 +335,10 @@ TEST(FileSafety, TheNextRunRemovesWhatAKilledOneLeft) {
   testing::write_text(user_file, "mine");
   testing::write_text(live, "a live process's");
   std::string out;
-  ASSERT_EQ(run_command(kBin + " jsonize --quiet --input " + f.et + " --output " +
-                            f.dir.file("out.json"),
-                        &out),
-            0)
+  ASSERT_EQ(
+      run_command(kBin + " jsonize --quiet --input " + f.et + " --output " + f.dir.file("out.json"),
+                  &out),
+      0)
       << out;
   std::vector<std::string> left = temp_files(dir);
   std::sort(left.begin(), left.end());
@@ -352,10 +352,11 @@ TEST(FileSafety, RunResumeRemovesStaleTemporaryFiles) {
   fs::create_directories(f.dir.path() / "traces");
   fs::copy_file(f.host, f.dir.file("traces/host.0.json"));
   fs::copy_file(f.device, f.dir.file("traces/device.0.json"));
-  testing::write_text(f.dir.file("run.yaml"),
-                      "inputs:\n  host: traces/host.{rank}.json\n  device: traces/device.{rank}.json\n"
-                      "  ranks: 0\nstages: [link, convert]\noutputs:\n  dir: out\n  prefix: trace\n"
-                      "  keep_et_plus: true\n");
+  testing::write_text(
+      f.dir.file("run.yaml"),
+      "inputs:\n  host: traces/host.{rank}.json\n  device: traces/device.{rank}.json\n"
+      "  ranks: 0\nstages: [link, convert]\noutputs:\n  dir: out\n  prefix: trace\n"
+      "  keep_et_plus: true\n");
   std::string out;
   ASSERT_EQ(run_command(kBin + " run --quiet " + f.dir.file("run.yaml"), &out), 0) << out;
   // What a process killed with SIGKILL leaves: a pid that has exited.
@@ -363,7 +364,8 @@ TEST(FileSafety, RunResumeRemovesStaleTemporaryFiles) {
   ASSERT_GT(gone, 0);
   ::waitpid(gone, nullptr, 0);
   const std::string stale_et = f.dir.file(fmt::format("out/trace.0.et.tmp.{}.3", gone));
-  const std::string stale_plus = f.dir.file(fmt::format("out/et_plus/trace.0.json.gz.tmp.{}.0", gone));
+  const std::string stale_plus =
+      f.dir.file(fmt::format("out/et_plus/trace.0.json.gz.tmp.{}.0", gone));
   testing::write_text(stale_et, "partial");
   testing::write_text(stale_plus, "partial");
   // The rank is up to date and skipped; its stale files go all the same.
@@ -405,12 +407,10 @@ TEST(FileSafety, EndlessInputStopsWithALocatedError) {
   // A pipe that ends is read to its end: the host trace from a FIFO links as from its file.
   const std::string fifo = f.dir.file("host.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
-  std::thread writer([&] {
-    std::ofstream(fifo, std::ios::binary) << read_bytes(f.host);
-  });
-  const int rc = run_command(kBin + " link --chakra-host-trace " + fifo + " --chakra-device-trace " +
-                                 f.device + " --output-file " + f.dir.file("from_fifo.json") +
-                                 " --log-level ERROR",
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary) << read_bytes(f.host); });
+  const int rc = run_command(kBin + " link --chakra-host-trace " + fifo +
+                                 " --chakra-device-trace " + f.device + " --output-file " +
+                                 f.dir.file("from_fifo.json") + " --log-level ERROR",
                              &out);
   writer.join();
   ASSERT_EQ(rc, 0) << out;
@@ -425,8 +425,7 @@ TEST(FileSafety, FlagsThatNameNothingOrTooMuchAreUsageErrors) {
   EXPECT_EQ(run_command(kBin + " convert --input " + f.et_plus + " --output ''", &out), 2) << out;
   EXPECT_EQ(run_command(kBin + " jsonize --input '' --output x.json", &out), 2) << out;
   EXPECT_EQ(run_command(f.link_to(f.dir.file("t.json")) + " --threads 100000", &out), 2) << out;
-  EXPECT_NE(out.find("'--threads': 100000 is out of range (between 0 and 4096)"),
-            std::string::npos)
+  EXPECT_NE(out.find("'--threads': 100000 is out of range (between 0 and 4096)"), std::string::npos)
       << out;
   EXPECT_EQ(run_command(f.link_to(f.dir.file("t.json")) + " --threads -1", &out), 2) << out;
   EXPECT_EQ(run_command(kBin + " simulate --traces " + f.et + " --ranks 1 --threads 100000", &out),
@@ -440,9 +439,9 @@ TEST(FileSafety, EtWithoutMetadataOrWithAnUnknownTypeIsTreatedAlikeByEveryReader
   std::string out;
   // No GlobalMetadata: every reader takes all the nodes and says so.
   const std::string missing = kBadInputs + "/et/missing_metadata.et";
-  ASSERT_EQ(run_command(kBin + " jsonize --input " + missing + " --output " + dir.file("m.json"),
-                        &out),
-            0)
+  ASSERT_EQ(
+      run_command(kBin + " jsonize --input " + missing + " --output " + dir.file("m.json"), &out),
+      0)
       << out;
   EXPECT_NE(out.find("no GlobalMetadata record"), std::string::npos) << out;
   EXPECT_NE(out.find("4 nodes"), std::string::npos) << out;
@@ -450,23 +449,23 @@ TEST(FileSafety, EtWithoutMetadataOrWithAnUnknownTypeIsTreatedAlikeByEveryReader
   ASSERT_EQ(run_command(kBin + " feed " + missing, &out), 0) << out;
   EXPECT_NE(out.find("no GlobalMetadata record"), std::string::npos) << out;
   fs::copy_file(missing, dir.file("m.0.et"));
-  ASSERT_EQ(run_command(kBin + " simulate --traces " + dir.file("m.{rank}.et") + " --ranks 1", &out),
-            0)
+  ASSERT_EQ(
+      run_command(kBin + " simulate --traces " + dir.file("m.{rank}.et") + " --ranks 1", &out), 0)
       << out;
   EXPECT_NE(out.find("without a GlobalMetadata record"), std::string::npos) << out;
   // A node type the schema does not have: an error everywhere, naming the node's record.
   const std::string bad_type = kBadInputs + "/et/node_type_999.et";
-  EXPECT_EQ(run_command(kBin + " jsonize --input " + bad_type + " --output " + dir.file("t.json"),
-                        &out),
-            1)
+  EXPECT_EQ(
+      run_command(kBin + " jsonize --input " + bad_type + " --output " + dir.file("t.json"), &out),
+      1)
       << out;
   EXPECT_NE(out.find("record #2 at byte"), std::string::npos) << out;
   EXPECT_NE(out.find("type 999 is not a NodeType"), std::string::npos) << out;
   EXPECT_NE(run_command(kBin + " feed " + bad_type, &out), 0) << out;
   EXPECT_NE(out.find("(type) is 999, not a NodeType"), std::string::npos) << out;
   fs::copy_file(bad_type, dir.file("b.0.et"));
-  EXPECT_NE(run_command(kBin + " simulate --traces " + dir.file("b.{rank}.et") + " --ranks 1", &out),
-            0)
+  EXPECT_NE(
+      run_command(kBin + " simulate --traces " + dir.file("b.{rank}.et") + " --ranks 1", &out), 0)
       << out;
   EXPECT_NE(out.find("(type) is 999, not a NodeType"), std::string::npos) << out;
   EXPECT_FALSE(fs::exists(dir.file("t.json")));

@@ -48,7 +48,8 @@
 #pragma once
 
 #if defined(CHAKRAFLOW_FEEDER_V3_ALIASES)
-#error "Include Chakra's old feeder (et_feeder.h) before feeder_v3/et_feeder.h, or define CHAKRAFLOW_NO_FEEDER_V3_ALIASES: both define Chakra::ETFeeder"
+#error \
+    "Include Chakra's old feeder (et_feeder.h) before feeder_v3/et_feeder.h, or define CHAKRAFLOW_NO_FEEDER_V3_ALIASES: both define Chakra::ETFeeder"
 #endif
 #define CHAKRAFLOW_COMPAT_V1_FEEDER 1
 

@@ -18,9 +18,9 @@ using ChakraGlobalMetadata = ChakraProtoMsg::GlobalMetadata;
 using ChakraAttr = ChakraProtoMsg::AttributeProto;
 
 // How get_attr<T> converts an attribute's value to T when not strict (FeederV3's settings).
-constexpr bool ALLOW_IMPLICIT_INTEGER_CONVERSION = true;           // integer (bool too) -> integer
-constexpr bool ALLOW_IMPLICIT_FLOAT_CONVERSION = true;             // floating -> floating
-constexpr bool ALLOW_IMPLICIT_INTEGER_TO_FLOAT_CONVERSION = true;  // integer -> floating
+constexpr bool ALLOW_IMPLICIT_INTEGER_CONVERSION = true;            // integer (bool too) -> integer
+constexpr bool ALLOW_IMPLICIT_FLOAT_CONVERSION = true;              // floating -> floating
+constexpr bool ALLOW_IMPLICIT_INTEGER_TO_FLOAT_CONVERSION = true;   // integer -> floating
 constexpr bool ALLOW_IMPLICIT_FLOAT_TO_INTEGER_CONVERSION = false;  // floating -> integer throws
 constexpr bool NO_IMPLICIT_CONVERSION = false;
 constexpr bool DEFAULT_STRICT_TYPING = NO_IMPLICIT_CONVERSION;

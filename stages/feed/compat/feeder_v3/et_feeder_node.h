@@ -70,23 +70,23 @@ class ETFeederNode {
     return get_attr<T>(attr, DEFAULT_STRICT_TYPING);
   }
 
-#define CHAKRAFLOW_V3_ATTR(attr_name)                     \
-  template <typename T>                                   \
-  T attr_name() const {                                   \
-    return this->get_attr<T>(#attr_name);                 \
-  }                                                       \
-  template <typename T>                                   \
-  T attr_name(const T& default_value) const {             \
+#define CHAKRAFLOW_V3_ATTR(attr_name)                    \
+  template <typename T>                                  \
+  T attr_name() const {                                  \
+    return this->get_attr<T>(#attr_name);                \
+  }                                                      \
+  template <typename T>                                  \
+  T attr_name(const T& default_value) const {            \
     return this->get_attr<T>(#attr_name, default_value); \
   }
-#define CHAKRAFLOW_V3_ATTR_WITH_DEFAULT(attr_name, system_default)                       \
-  template <typename T>                                                                  \
-  T attr_name() const {                                                                  \
-    return this->get_attr<T>(#attr_name, static_cast<T>(system_default));               \
-  }                                                                                      \
-  template <typename T>                                                                  \
-  T attr_name(const T& default_value) const {                                            \
-    return this->get_attr<T>(#attr_name, default_value);                                 \
+#define CHAKRAFLOW_V3_ATTR_WITH_DEFAULT(attr_name, system_default)        \
+  template <typename T>                                                   \
+  T attr_name() const {                                                   \
+    return this->get_attr<T>(#attr_name, static_cast<T>(system_default)); \
+  }                                                                       \
+  template <typename T>                                                   \
+  T attr_name(const T& default_value) const {                             \
+    return this->get_attr<T>(#attr_name, default_value);                  \
   }
   CHAKRAFLOW_V3_ATTR_WITH_DEFAULT(is_cpu_op, false)
   CHAKRAFLOW_V3_ATTR(num_ops)
@@ -102,23 +102,43 @@ class ETFeederNode {
 #undef CHAKRAFLOW_V3_ATTR
 #undef CHAKRAFLOW_V3_ATTR_WITH_DEFAULT
 
-  NodeId id() const { return node_id_; }
+  NodeId id() const {
+    return node_id_;
+  }
   std::string name() const;
   ChakraProtoMsg::NodeType type() const;
   uint64_t runtime() const;
 
-  bool is_cpu_op() const { return is_cpu_op<bool>(); }
-  uint64_t num_ops() const { return num_ops<uint64_t>(); }
-  uint32_t tensor_loc() const { return tensor_loc<uint32_t>(); }
-  uint64_t tensor_size() const { return tensor_size<uint64_t>(); }
+  bool is_cpu_op() const {
+    return is_cpu_op<bool>();
+  }
+  uint64_t num_ops() const {
+    return num_ops<uint64_t>();
+  }
+  uint32_t tensor_loc() const {
+    return tensor_loc<uint32_t>();
+  }
+  uint64_t tensor_size() const {
+    return tensor_size<uint64_t>();
+  }
   ChakraProtoMsg::CollectiveCommType comm_type() const {
     return static_cast<ChakraProtoMsg::CollectiveCommType>(comm_type<uint64_t>());
   }
-  uint32_t comm_priority() const { return comm_priority<uint32_t>(); }
-  uint64_t comm_size() const { return comm_size<uint64_t>(); }
-  uint32_t comm_src() const { return comm_src<uint32_t>(); }
-  uint32_t comm_dst() const { return comm_dst<uint32_t>(); }
-  uint32_t comm_tag() const { return comm_tag<uint32_t>(); }
+  uint32_t comm_priority() const {
+    return comm_priority<uint32_t>();
+  }
+  uint64_t comm_size() const {
+    return comm_size<uint64_t>();
+  }
+  uint32_t comm_src() const {
+    return comm_src<uint32_t>();
+  }
+  uint32_t comm_dst() const {
+    return comm_dst<uint32_t>();
+  }
+  uint32_t comm_tag() const {
+    return comm_tag<uint32_t>();
+  }
 
   std::string get_inputs_values(const std::string& default_ = "") const;
   std::string get_inputs_shapes(const std::string& default_ = "") const;
