@@ -332,9 +332,9 @@ class RankGraph {
     // Named references, not structured bindings: the lambda below captures them, which C++20
     // allows but clang 14 rejects ("reference to local binding"), and fuzz.sh builds with clang.
     const LauncherLinks& launch = std::get<4>(in).value->first;
-    const LinkStats& launch_stats = std::get<4>(in).value->second;
+    const DataProblems& launch_stats = std::get<4>(in).value->second;
     const SyncDependencies& sync = std::get<5>(in).value->first;
-    const LinkStats& sync_stats = std::get<5>(in).value->second;
+    const DataProblems& sync_stats = std::get<5>(in).value->second;
     result.input_bytes = job->host->trace.text.size() + job->device->text.size();
     auto t0 = Clock::now();
     result.status = guarded("link", [&]() -> Status {
