@@ -5,7 +5,7 @@ SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
 pkgs=(build-essential cmake ninja-build pkg-config
       libtbb-dev libsimdjson-dev libprotobuf-dev protobuf-compiler libfmt-dev libyaml-cpp-dev
-      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev
+      libgtest-dev libgmock-dev libbenchmark-dev zlib1g-dev libisal-dev
       # the Python module (python/) and its tests: pybind11, Debian's python3, pytest, pandas
       python3-dev pybind11-dev python3-pytest python3-pandas
       # clang and its libFuzzer: scripts/test.sh's Sanitize pass, the fuzz targets (scripts/fuzz.sh)

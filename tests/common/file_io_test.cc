@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
 #include "stages/link/host_et_loader.h"
@@ -120,6 +121,49 @@ TEST(FileIo, ReadsConcatenatedGzipMembers) {
   auto back = read_input_file(path);
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(*back, "hello world");
+}
+
+// A gzip'd text is inflated into memory of its own: padded with zeros, writable, and grown past
+// the size the last member's trailer gives (here 5 bytes, for 300,005 bytes in all).
+TEST(FileIo, InputTextInflatesGzipPastItsSizeHint) {
+  TempDir dir;
+  std::string path = dir.file("members.json.gz");
+  const std::string big(300000, 'x');
+  for (const std::string& part : {big, std::string("tail!")}) {
+    gzFile f = gzopen(path.c_str(), "ab");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(gzwrite(f, part.data(), static_cast<unsigned>(part.size())),
+              static_cast<int>(part.size()));
+    gzclose(f);
+  }
+  auto text = InputText::read(path);
+  ASSERT_TRUE(text.ok()) << text.status().message();
+  ASSERT_EQ(text->size(), big.size() + 5);
+  EXPECT_EQ(std::string_view(*text), big + "tail!");
+  ASSERT_GE(text->capacity(), text->size() + kInputPadding);
+  for (size_t i = 0; i < kInputPadding; ++i) ASSERT_EQ(text->data()[text->size() + i], '\0');
+  text->mutable_data()[0] = 'y';
+  EXPECT_EQ(text->data()[0], 'y');
+  InputText moved = std::move(*text);
+  EXPECT_EQ(moved.size(), big.size() + 5);
+  EXPECT_EQ(moved.data()[1], 'x');
+
+  // Corrupt deflate data is an error naming the file and the place, never a short text.
+  std::string raw;
+  {
+    std::ifstream in(path, std::ios::binary);
+    raw.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(raw.size(), 100u);
+  raw[raw.size() / 3] ^= 0x55;
+  raw[raw.size() / 3 + 1] ^= 0x55;
+  std::string bad = dir.file("bad.json.gz");
+  testing::write_text(bad, raw);
+  auto corrupt = InputText::read(bad);
+  ASSERT_FALSE(corrupt.ok());
+  EXPECT_NE(corrupt.status().message().find("bad.json.gz"), std::string::npos);
+  EXPECT_NE(corrupt.status().message().find("gzip"), std::string::npos)
+      << corrupt.status().message();
 }
 
 TEST(FileIo, ErrorsNameTheFile) {
