@@ -9,14 +9,28 @@
 // generated rank: `chakraflow synth --scale S` linked and converted (S = CHAKRAFLOW_BENCH_SCALE,
 // default 10: 118,855 nodes; 100 gives the 1.19M-node rank of docs/performance.md). The generated
 // files live in a temporary folder removed at exit. Targets: docs/performance.md.
+//
+// *_AstraPattern: the same APIs walked in simulated time, as an ASTRA-sim run walks them: one CPU
+// op and one GPU op at a time (a node whose resource is busy waits), communication unbounded,
+// each node done `runtime` after its issue, looked up at issue and at completion. The CPU ops run
+// ahead of the GPU ops they launch, so several regions of the file are in use at once. Reported:
+// the bytes the process read (/proc/self/io rchar, the index's scan included) per byte of the
+// file (read_per_file_byte), and its system CPU seconds per walk (sys_s).
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
+#include <sys/resource.h>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+
+#include <fstream>
+#include <queue>
 #include <set>
 #include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
 
 #include "stages/feed/compat/et_feeder.h"
 #include "stages/feed/compat/feeder_v3/et_feeder.h"
@@ -115,6 +129,136 @@ uint64_t walk_v3(const std::string& path, bool ctrl_deps, size_t* peak_heap) {
   return issued;
 }
 
+// Bytes read by the process so far (rchar: every read and pread, from the page cache or not).
+uint64_t bytes_read_so_far() {
+  std::ifstream io("/proc/self/io");
+  std::string key;
+  uint64_t value = 0;
+  while (io >> key >> value) {
+    if (key == "rchar:") return value;
+  }
+  return 0;
+}
+
+double system_seconds() {
+  rusage u{};
+  ::getrusage(RUSAGE_SELF, &u);
+  return static_cast<double>(u.ru_stime.tv_sec) + static_cast<double>(u.ru_stime.tv_usec) / 1e6;
+}
+
+// The simulated machine of the *_AstraPattern walks: which resource a node holds, and the
+// completions to come as (time, id).
+enum Resource { kCpu, kGpu, kNone };
+using Completions = std::priority_queue<std::pair<uint64_t, uint64_t>,
+                                        std::vector<std::pair<uint64_t, uint64_t>>, std::greater<>>;
+struct Machine {
+  bool busy[2] = {false, false};
+  Completions done;
+  uint64_t now = 0;
+  template <typename Node>
+  static Resource resource_of(const Node& n) {
+    if (n.type() == ChakraProtoMsg::COMP_NODE) return n.is_cpu_op() ? kCpu : kGpu;
+    return n.type() == ChakraProtoMsg::COMM_COLL_NODE ? kNone : kCpu;
+  }
+};
+
+uint64_t walk_v3_astra(const std::string& path, size_t* peak_heap) {
+  Chakra::FeederV3::ETFeeder feeder(path, true, false);
+  *peak_heap = 0;
+  auto& resolver = feeder.getDependancyResolver();
+  Machine m;
+  std::unordered_map<uint64_t, uint8_t> held;  // node -> the resource it holds
+  std::set<uint64_t> ready;
+  uint64_t issued = 0, sum = 0;
+  while (true) {
+    ready.clear();
+    ready.insert(resolver.get_dependancy_free_nodes().begin(),
+                 resolver.get_dependancy_free_nodes().end());
+    for (uint64_t id : ready) {
+      std::shared_ptr<Chakra::FeederV3::ETFeederNode> node = feeder.lookupNode(id);
+      const Resource r = Machine::resource_of(*node);
+      if (r != kNone && m.busy[r]) continue;  // stays free; issued when its resource is
+      if (r != kNone) m.busy[r] = true;
+      held[id] = static_cast<uint8_t>(r);
+      resolver.take_node(id);
+      m.done.emplace(m.now + node->runtime(), id);
+      ++issued;
+    }
+    if (m.done.empty()) break;
+    const auto [t, id] = m.done.top();
+    m.done.pop();
+    m.now = t;
+    std::shared_ptr<Chakra::FeederV3::ETFeederNode> node = feeder.lookupNode(id);
+    sum += node->runtime() + node->type();
+    auto h = held.find(id);
+    if (h->second != kNone) m.busy[h->second] = false;
+    held.erase(h);
+    resolver.finish_node(id);
+  }
+  benchmark::DoNotOptimize(sum);
+  return issued;
+}
+
+uint64_t walk_v1_astra(const std::string& path, size_t* peak_heap) {
+  Chakra::ETFeeder feeder(path);
+  *peak_heap = 0;
+  Machine m;
+  std::unordered_map<uint64_t, uint8_t> held;
+  uint64_t issued = 0, sum = 0;
+  while (feeder.hasNodesToIssue() || !m.done.empty()) {
+    // Issue in id order until a node's resource is busy: it goes back, as the Workload does.
+    while (std::shared_ptr<Chakra::ETFeederNode> node = feeder.getNextIssuableNode()) {
+      const Resource r = Machine::resource_of(*node);
+      if (r != kNone && m.busy[r]) {
+        feeder.pushBackIssuableNode(node->id());
+        break;
+      }
+      if (r != kNone) m.busy[r] = true;
+      held[node->id()] = static_cast<uint8_t>(r);
+      m.done.emplace(m.now + node->runtime(), node->id());
+      ++issued;
+    }
+    if (m.done.empty()) break;
+    const auto [t, id] = m.done.top();
+    m.done.pop();
+    m.now = t;
+    std::shared_ptr<Chakra::ETFeederNode> node = feeder.lookupNode(id);
+    sum += node->runtime() + node->type();
+    auto h = held.find(id);
+    if (h->second != kNone) m.busy[h->second] = false;
+    held.erase(h);
+    feeder.freeChildrenNodes(id);
+    feeder.removeNode(id);
+  }
+  benchmark::DoNotOptimize(sum);
+  return issued;
+}
+
+// A walk in the pattern of an ASTRA-sim run: nodes per second, bytes read per byte of the file,
+// system seconds per walk.
+template <typename Walk>
+void run_astra(benchmark::State& state, const std::string& path, const Walk& walk) {
+  const double file_bytes = static_cast<double>(std::filesystem::file_size(path));
+  uint64_t nodes = 0, last = 0, read = 0;
+  double sys = 0;
+  int walks = 0;
+  for (auto _ : state) {
+    const uint64_t read0 = bytes_read_so_far();
+    const double sys0 = system_seconds();
+    size_t unused = 0;
+    last = walk(path, &unused);
+    read += bytes_read_so_far() - read0;
+    sys += system_seconds() - sys0;
+    ++walks;
+    if (last == 0) return state.SkipWithError("no node issued");
+    nodes += last;
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(nodes));
+  state.counters["nodes"] = static_cast<double>(last);
+  state.counters["read_per_file_byte"] = static_cast<double>(read) / walks / file_bytes;
+  state.counters["sys_s"] = sys / walks;
+}
+
 template <typename Walk>
 void run(benchmark::State& state, const std::string& path, const Walk& walk) {
   uint64_t nodes = 0;
@@ -156,6 +300,20 @@ void BM_FeederV3_Generated(benchmark::State& state) {
   run(state, g.et, [](const std::string& p, size_t* h) { return walk_v3(p, true, h); });
 }
 BENCHMARK(BM_FeederV3_Generated)->Unit(benchmark::kMillisecond);
+
+void BM_CompatV1_AstraPattern(benchmark::State& state) {
+  const Generated& g = generated();
+  if (!g.error.empty()) return state.SkipWithError(g.error.c_str());
+  run_astra(state, g.et, walk_v1_astra);
+}
+BENCHMARK(BM_CompatV1_AstraPattern)->Unit(benchmark::kMillisecond);
+
+void BM_FeederV3_AstraPattern(benchmark::State& state) {
+  const Generated& g = generated();
+  if (!g.error.empty()) return state.SkipWithError(g.error.c_str());
+  run_astra(state, g.et, walk_v3_astra);
+}
+BENCHMARK(BM_FeederV3_AstraPattern)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

@@ -12,15 +12,24 @@
 
 namespace chakraflow {
 
-// Reads records of a plain file by offset through one block: a run of lookups in ascending file
-// order costs one pread per block, not one per record.
+// Reads records of a plain file by offset through a few blocks, least recently used replaced: a
+// run of lookups in ascending file order costs one pread per block, and so do several such runs
+// at once in different regions of the file (a simulator walks its CPU ops, each GPU stream and
+// the communication at their own pace: with one block, each switch of region read a block again).
 struct EtIndex::BlockReader {
   static constexpr size_t kBlock = size_t{256} << 10;
+  static constexpr size_t kBlocks = 16;  // 4 MB per open trace
+  struct Block {
+    std::string bytes;
+    uint64_t start = 0;
+    size_t len = 0;
+    uint64_t used = 0;  // the lookup that used it last
+  };
   explicit BlockReader(EtFile f) : file(std::move(f)) {}
   EtFile file;
-  std::string block;
-  uint64_t block_start = 0;
-  size_t block_len = 0;
+  std::vector<Block> blocks;
+  uint64_t lookups = 0;
+  EtIndex::IoStats io;
 
   Status read_at(uint64_t offset, char* dst, size_t n) {
     const std::string& path = file.path();
@@ -29,6 +38,8 @@ struct EtIndex::BlockReader {
       if (got < 0 && errno == EINTR) continue;
       if (got < 0)
         return Status::errorf("{}: cannot read at byte {}: {}", path, offset, std::strerror(errno));
+      ++io.reads;
+      io.bytes_read += static_cast<uint64_t>(got);
       if (got == 0) {
         return Status::errorf("{}: ends before byte {} (the file changed after it was indexed)",
                               path, offset + n);
@@ -40,33 +51,52 @@ struct EtIndex::BlockReader {
     return Status();
   }
 
+  // The block to fill for a miss: a new one while fewer than kBlocks, else the least recently
+  // used.
+  Block& victim() {
+    if (blocks.size() < kBlocks) return blocks.emplace_back();
+    return *std::min_element(blocks.begin(), blocks.end(),
+                             [](const Block& a, const Block& b) { return a.used < b.used; });
+  }
+
   Status get(uint64_t offset, uint32_t size, std::string* out) {
-    if (offset >= block_start && offset + size <= block_start + block_len) {
-      out->assign(block.data() + (offset - block_start), size);
-      return Status();
+    ++lookups;
+    for (Block& b : blocks) {
+      if (offset >= b.start && offset + size <= b.start + b.len) {
+        b.used = lookups;
+        out->assign(b.bytes.data() + (offset - b.start), size);
+        return Status();
+      }
     }
-    if (size > kBlock / 2) {  // a large record: straight into `out`
+    // Blocks sit on a grid of kBlock: lookups in two regions close to each other share a block
+    // instead of each reading its own, overlapping one, and no byte is in two blocks. A record
+    // across a block's end (one per block) or larger than a block is read on its own.
+    const uint64_t start = offset & ~uint64_t{kBlock - 1};
+    if (offset + size > start + kBlock) {
       out->resize(size);
       return read_at(offset, out->data(), size);
     }
-    block.resize(kBlock);
-    block_start = offset & ~uint64_t{4095};
+    Block& b = victim();
+    b.bytes.resize(kBlock);
+    b.start = start;
+    b.len = 0;
+    b.used = lookups;
     ssize_t got;
     do {
-      got = ::pread(file.fd(), block.data(), kBlock, static_cast<off_t>(block_start));
+      got = ::pread(file.fd(), b.bytes.data(), kBlock, static_cast<off_t>(b.start));
     } while (got < 0 && errno == EINTR);
     if (got < 0) {
-      block_len = 0;
-      return Status::errorf("{}: cannot read at byte {}: {}", file.path(), block_start,
+      return Status::errorf("{}: cannot read at byte {}: {}", file.path(), b.start,
                             std::strerror(errno));
     }
-    block_len = static_cast<size_t>(got);
-    if (offset + size > block_start + block_len) {
-      block_len = 0;
+    ++io.reads;
+    io.bytes_read += static_cast<uint64_t>(got);
+    if (offset + size > b.start + static_cast<uint64_t>(got)) {
       return Status::errorf("{}: ends before byte {} (the file changed after it was indexed)",
                             file.path(), offset + size);
     }
-    out->assign(block.data() + (offset - block_start), size);
+    b.len = static_cast<size_t>(got);
+    out->assign(b.bytes.data() + (offset - b.start), size);
     return Status();
   }
 };
@@ -269,6 +299,10 @@ Status EtIndex::read_record(uint32_t index, std::string* out) const {
     return Status();
   }
   return fd_reader_->get(offsets_[index], sizes_[index], out);
+}
+
+EtIndex::IoStats EtIndex::io_stats() const {
+  return fd_reader_ ? fd_reader_->io : IoStats{};
 }
 
 uint64_t EtIndex::memory_bytes() const {

@@ -12,16 +12,17 @@
 //   table (4 bytes per id of the id range when ids are dense, else a hash table). During build, a
 //   temporary 16 bytes per listed dependency.
 // - Records: read_record() returns a node's bytes. A plain file is read again by offset (pread
-//   through a small block buffer; ascending access is sequential I/O), so the records are not held
-//   in memory. A gzip'd file cannot be read by offset: its decompressed records are kept in one
-//   buffer (memory = the decompressed size), which build() reports in records_in_memory().
+//   through 16 blocks of 256 KB, least recently used replaced: ascending access is sequential I/O,
+//   also in several regions of the file at once), so the records are not held in memory. A gzip'd
+//   file cannot be read by offset: its decompressed records are kept in one buffer (memory = the
+//   decompressed size), which build() reports in records_in_memory().
 // - Dependencies: data_deps, and ctrl_deps when asked. A dependency listed twice counts once. A
 //   dependency on an id that is no node of the file is dropped and counted (dangling); a node
 //   that depends on itself keeps that edge (it can never be issued: a cycle of one).
 // - Errors: unreadable file, malformed record, a node id that appears twice: build() fails with a
 //   message naming the file, the record and its byte offset.
 // Thread safety: const methods other than read_record may be called concurrently; read_record
-// uses the block buffer and must be called from one thread at a time.
+// uses the block buffers and must be called from one thread at a time.
 #pragma once
 
 #include <cstdint>
@@ -97,6 +98,12 @@ class EtIndex {
   bool records_in_memory() const { return !fd_reader_; }
   // Bytes of the arrays above and the record buffer (not the block buffer).
   uint64_t memory_bytes() const;
+  // What read_record() read from the file: preads and bytes (zero when the records are in memory).
+  struct IoStats {
+    uint64_t reads = 0;
+    uint64_t bytes_read = 0;
+  };
+  IoStats io_stats() const;
 
  private:
   struct BlockReader;
