@@ -1,6 +1,7 @@
 #include "pipeline/rank_graph.h"
 
 #include <oneapi/tbb/flow_graph.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include <chrono>
 #include <cstdio>
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "pipeline/parallel_batches.h"
 #include "stages/common/file_io.h"
 #include "stages/convert/cycle_check.h"
 #include "stages/convert/dependency_encoding.h"
@@ -425,11 +427,15 @@ class RankGraph {
       job.temporary_guard = RemoveOnSignal(job.et_plus_file);
     }
     CF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::open(job.et_plus_file));
-    auto write = spec.link.format == OutputFormat::kLegacy ? write_et_plus_legacy
-                                                           : chakraflow::write_et_plus;
     const LinkedRank& linked = *job.linked;
-    Status written = write(job.host->trace, *job.device, linked.trace, linked.options,
-                           [&out](std::string_view bytes) { out.write(bytes); });
+    const ByteSink sink = [&out](std::string_view bytes) { out.write(bytes); };
+    // The nodes formatted in batches on the workers, two per worker in flight at most.
+    const ParallelBatches batches(2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()));
+    Status written =
+        spec.link.format == OutputFormat::kLegacy
+            ? write_et_plus_legacy(job.host->trace, *job.device, linked.trace, linked.options, sink)
+            : chakraflow::write_et_plus(job.host->trace, *job.device, linked.trace, linked.options,
+                                        sink, &batches);
     Status committed = written.ok() ? out.commit() : written;
     result.output_bytes = out.bytes_written();
     result.times.write = seconds_since(t0);

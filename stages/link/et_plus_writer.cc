@@ -10,31 +10,38 @@
 namespace chakraflow {
 namespace {
 
-constexpr size_t kChunk = 1 << 20;
-
-class Writer {
+// Formats host nodes, each followed by its GPU nodes, into `buf_`. One per batch: its cursors
+// start where the batch does.
+class NodeFormatter {
  public:
-  Writer(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
-         const LinkOptions& options, const ByteSink& sink)
-      : host_(host), dev_(device), linked_(linked), opt_(options), sink_(sink) {
-    buf_.reserve(kChunk + 4096);
-  }
+  NodeFormatter(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
+                const LinkOptions& options, std::string& buf)
+      : host_(host), dev_(device), linked_(linked), opt_(options), buf_(buf) {}
 
-  Status run() {
-    std::string extra;
-    if (linked_.profiler && opt_.compat == Compat::kDefault) {
-      extra = ",\"profiler_overhead\":";
-      append_profiler_overhead_json(extra, *linked_.profiler);
+  // Host nodes [begin, end) and their GPU nodes, each preceded by ",\n" but the trace's first.
+  void format(uint32_t begin, uint32_t end) {
+    // The cursors in exec_tids (by host node) and gpu_sync_deps (by GPU position), both sorted.
+    const auto& exec = linked_.exec_tids;
+    exec_next_ = static_cast<size_t>(
+        std::lower_bound(exec.begin(), exec.end(), begin,
+                         [](const auto& e, uint32_t i) { return e.first < i; }) -
+        exec.begin());
+    const auto& gpu_sync = linked_.gpu_sync_deps;
+    const uint32_t first_gpu = begin < linked_.ops.size() ? linked_.ops[begin].gpu_begin : 0;
+    gpu_sync_next_ = static_cast<size_t>(
+        std::lower_bound(gpu_sync.begin(), gpu_sync.end(), first_gpu,
+                         [](const auto& d, uint32_t k) { return d.gpu_position < k; }) -
+        gpu_sync.begin());
+    for (uint32_t i = begin; i < end; ++i) {
+      if (i > 0) buf_.append(",\n");
+      write_host_node(i);
+      const LinkedHostOp& op = linked_.ops[i];
+      number(cpu_id_text_, op.new_id);
+      for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
+        buf_.append(",\n");
+        write_gpu_node(host_.nodes[i], op, k);
+      }
     }
-    CF_RETURN_IF_ERROR(write_document(
-        buf_, host_,
-        [this] {
-          write_nodes();
-          return Status();
-        },
-        extra));
-    flush();
-    return Status();
   }
 
  private:
@@ -42,14 +49,6 @@ class Writer {
     Span span;
     std::string_view text;
   };
-
-  void maybe_flush() {
-    if (buf_.size() >= kChunk) flush();
-  }
-  void flush() {
-    if (!buf_.empty()) sink_(buf_);
-    buf_.clear();
-  }
 
   void append_minified(std::string_view s) { json::append_minified(buf_, s); }
 
@@ -118,23 +117,6 @@ class Writer {
   bool remap_parent_key(const HostNode& n) const {
     if (n.parent_key == ParentKey::kCtrlDeps) return true;
     return n.parent_key == ParentKey::kParent && opt_.compat == Compat::kDefault;
-  }
-
-  void write_nodes() {
-    buf_.append("[\n");
-    for (uint32_t i = 0; i < host_.nodes.size(); ++i) {
-      if (i > 0) buf_.append(",\n");
-      write_host_node(i);
-      maybe_flush();
-      const LinkedHostOp& op = linked_.ops[i];
-      number(cpu_id_text_, op.new_id);
-      for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
-        buf_.append(",\n");
-        write_gpu_node(host_.nodes[i], op, k);
-        maybe_flush();
-      }
-    }
-    buf_.append("\n]");
   }
 
   // Host node i: its text with the new id and parent, its timing from the matched event, the
@@ -242,13 +224,71 @@ class Writer {
   const DeviceTrace& dev_;
   const LinkedTrace& linked_;
   const LinkOptions& opt_;
-  const ByteSink& sink_;
-  std::string buf_;
-  // write_nodes' state: the numbers spliced in, and its cursors in linked_.gpu_sync_deps and
+  std::string& buf_;
+  // format's state: the numbers spliced in, and its cursors in linked_.gpu_sync_deps and
   // linked_.exec_tids.
   std::string id_text_, parent_text_, cpu_id_text_;
   size_t gpu_sync_next_ = 0;
   size_t exec_next_ = 0;
+};
+
+// The document: the host trace's top level, its nodes in batches (formatted through `batches`,
+// written in order), the extra members.
+class Writer {
+ public:
+  Writer(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
+         const LinkOptions& options, const ByteSink& sink, const OrderedBatches& batches,
+         uint32_t batch_nodes)
+      : host_(host),
+        dev_(device),
+        linked_(linked),
+        opt_(options),
+        sink_(sink),
+        batches_(batches),
+        batch_nodes_(batch_nodes < 1 ? 1 : batch_nodes) {}
+
+  Status run() {
+    std::string extra;
+    if (linked_.profiler && opt_.compat == Compat::kDefault) {
+      extra = ",\"profiler_overhead\":";
+      append_profiler_overhead_json(extra, *linked_.profiler);
+    }
+    std::string buf;
+    CF_RETURN_IF_ERROR(write_document(
+        buf, host_,
+        [&] {
+          buf.append("[\n");
+          sink_(buf);
+          buf.clear();
+          const auto n = static_cast<uint32_t>(host_.nodes.size());
+          const size_t count = (n + batch_nodes_ - 1) / batch_nodes_;
+          CF_RETURN_IF_ERROR(batches_.run(
+              count,
+              [&](size_t b, std::string& out) {
+                const auto begin = static_cast<uint32_t>(b * batch_nodes_);
+                NodeFormatter(host_, dev_, linked_, opt_, out)
+                    .format(begin, std::min(n, begin + batch_nodes_));
+              },
+              [&](std::string& out) {
+                sink_(out);
+                return Status();
+              }));
+          buf.append("\n]");
+          return Status();
+        },
+        extra));
+    sink_(buf);
+    return Status();
+  }
+
+ private:
+  const HostTrace& host_;
+  const DeviceTrace& dev_;
+  const LinkedTrace& linked_;
+  const LinkOptions& opt_;
+  const ByteSink& sink_;
+  const OrderedBatches& batches_;
+  const uint32_t batch_nodes_;
 };
 
 }  // namespace
@@ -274,8 +314,12 @@ Status write_document(std::string& buf, const HostTrace& host,
 }
 
 Status write_et_plus(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
-                     const LinkOptions& options, const ByteSink& sink) {
-  return Writer(host, device, linked, options, sink).run();
+                     const LinkOptions& options, const ByteSink& sink,
+                     const OrderedBatches* batches, uint32_t batch_nodes) {
+  const OrderedBatches one_at_a_time;
+  return Writer(host, device, linked, options, sink, batches ? *batches : one_at_a_time,
+                batch_nodes)
+      .run();
 }
 
 }  // namespace chakraflow

@@ -10,9 +10,11 @@
 // new ids, ascending, of GPU nodes of this output that ended before this node started.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string_view>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/common/status.h"
 #include "stages/link/link_options.h"
 #include "stages/link/linked_trace.h"
@@ -21,6 +23,10 @@
 namespace chakraflow {
 
 using ByteSink = std::function<void(std::string_view)>;
+
+// Host nodes per batch of the ET+ writer: about 1-2 MB of output (a batch is formatted whole,
+// possibly on a worker thread, then written).
+inline constexpr uint32_t kEtPlusBatchNodes = 2048;
 
 // Writes the host trace's top-level object into `buf` (keys and values as in the file, whitespace
 // removed), calling `write_nodes` where the "nodes" array goes, then `extra_members` (",\"key\":
@@ -31,9 +37,13 @@ Status write_document(std::string& buf, const HostTrace& host,
 
 // Writes ET+ (default mode: with the "exec_tid" of ops that ran off their thread and, when the
 // link took profiler overhead out or knows the unprofiled step, a top-level "profiler_overhead"
-// object: stages/link/profiler_overhead.h).
+// object: stages/link/profiler_overhead.h). The nodes are formatted in batches through `batches`
+// (concurrently where it runs them so; one after another without it), `batch_nodes` host nodes
+// each, and written in order: the same bytes either way.
 
 Status write_et_plus(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
-                     const LinkOptions& options, const ByteSink& sink);
+                     const LinkOptions& options, const ByteSink& sink,
+                     const OrderedBatches* batches = nullptr,
+                     uint32_t batch_nodes = kEtPlusBatchNodes);
 
 }  // namespace chakraflow

@@ -1,0 +1,45 @@
+#include "pipeline/parallel_batches.h"
+
+#include <tbb/parallel_pipeline.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace chakraflow {
+
+Status ParallelBatches::run(size_t batches,
+                            const std::function<void(size_t, std::string&)>& produce,
+                            const std::function<Status(std::string&)>& consume) const {
+  if (batches <= 1) return OrderedBatches::run(batches, produce, consume);
+  struct Batch {
+    size_t index = 0;
+    std::string out;
+  };
+  size_t next = 0;
+  Status failed;
+  tbb::parallel_pipeline(
+      in_flight_,
+      tbb::make_filter<void, Batch*>(tbb::filter_mode::serial_in_order,
+                                     [&](tbb::flow_control& fc) -> Batch* {
+                                       if (next == batches || !failed.ok()) {
+                                         fc.stop();
+                                         return nullptr;
+                                       }
+                                       auto* b = new Batch();
+                                       b->index = next++;
+                                       return b;
+                                     }) &
+          tbb::make_filter<Batch*, Batch*>(tbb::filter_mode::parallel,
+                                           [&](Batch* b) {
+                                             produce(b->index, b->out);
+                                             return b;
+                                           }) &
+          tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order, [&](Batch* b) {
+            std::unique_ptr<Batch> owned(b);
+            if (failed.ok()) failed = consume(owned->out);
+          }));
+  return failed;
+}
+
+}  // namespace chakraflow

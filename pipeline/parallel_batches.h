@@ -1,0 +1,22 @@
+// OrderedBatches (stages/common/ordered_batches.h) over the process's oneTBB workers: batches are
+// produced concurrently and consumed in order, at most `in_flight` of them held at once (memory:
+// that many batches of output).
+#pragma once
+
+#include <cstddef>
+
+#include "stages/common/ordered_batches.h"
+
+namespace chakraflow {
+
+class ParallelBatches final : public OrderedBatches {
+ public:
+  explicit ParallelBatches(size_t in_flight) : in_flight_(in_flight < 2 ? 2 : in_flight) {}
+  Status run(size_t batches, const std::function<void(size_t, std::string&)>& produce,
+             const std::function<Status(std::string&)>& consume) const override;
+
+ private:
+  size_t in_flight_;
+};
+
+}  // namespace chakraflow
