@@ -2,6 +2,7 @@
 
 #include <tbb/parallel_pipeline.h>
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <utility>
@@ -17,12 +18,14 @@ Status ParallelBatches::run(size_t batches,
     std::string out;
   };
   size_t next = 0;
-  Status failed;
+  Status failed;                     // written by the (serial) consuming filter only
+  std::atomic<bool> stopped{false};  // read by the input filter, on another thread
   tbb::parallel_pipeline(
       in_flight_,
       tbb::make_filter<void, Batch*>(tbb::filter_mode::serial_in_order,
                                      [&](tbb::flow_control& fc) -> Batch* {
-                                       if (next == batches || !failed.ok()) {
+                                       if (next == batches ||
+                                           stopped.load(std::memory_order_acquire)) {
                                          fc.stop();
                                          return nullptr;
                                        }
@@ -37,7 +40,9 @@ Status ParallelBatches::run(size_t batches,
                                            }) &
           tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order, [&](Batch* b) {
             std::unique_ptr<Batch> owned(b);
-            if (failed.ok()) failed = consume(owned->out);
+            if (!failed.ok()) return;
+            failed = consume(owned->out);
+            if (!failed.ok()) stopped.store(true, std::memory_order_release);
           }));
   return failed;
 }
