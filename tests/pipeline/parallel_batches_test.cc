@@ -63,7 +63,7 @@ std::string write_with(const HostTrace& host, const DeviceTrace& device, const L
 }
 
 // A generated rank of several thousand host nodes (several batches), with collectives and
-// sync dependencies: the same bytes with 1, 2 and 8 workers as without ParallelBatches.
+// sync dependencies: the same bytes with 1, 2 and 16 workers as without ParallelBatches.
 TEST(ParallelBatches, EtPlusIsTheSameBytesWhateverTheThreads) {
   SynthOptions opt;
   opt.ranks = 2;
@@ -81,7 +81,7 @@ TEST(ParallelBatches, EtPlusIsTheSameBytesWhateverTheThreads) {
 
   const std::string sequential = write_with(*host, *device, *linked, options, nullptr);
   ASSERT_GT(sequential.size(), 1000000u);
-  for (int threads : {1, 2, 8}) {
+  for (int threads : {1, 2, 16}) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
     const ParallelBatches batches(2 * static_cast<size_t>(threads));
     const std::string parallel = write_with(*host, *device, *linked, options, &batches);

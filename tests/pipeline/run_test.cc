@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <set>
 
 #include "pipeline/commands.h"
@@ -200,6 +201,50 @@ TEST(RunConfig, RunsFromItsOwnFolder) {
     for (int r = 0; r < 3; ++r) {
       EXPECT_TRUE(fs::exists(dir.file("traces/out/trace." + std::to_string(r) + ".et")))
           << name << ": rank " << r;
+    }
+  }
+}
+
+// The same bytes whatever the thread count: `link` of a generated rank large enough for several
+// ET+ batches, and `run` of three ranks keeping their ET+, at 1, 2 and 16 threads.
+TEST(RunThreads, OutputsAreTheSameBytesAtAnyThreadCount) {
+  TempDir dir;
+  testing::write_generated_ranks(
+      3, [&](int r) { return dir.file("t/rank" + std::to_string(r) + "/host_et.json"); },
+      [&](int r) { return dir.file("t/rank" + std::to_string(r) + "/kineto.json"); }, -1, 1.0);
+  std::map<std::string, std::string> first;
+  for (int threads : {1, 2, 16}) {
+    const std::string n = std::to_string(threads);
+    std::string out;
+    ASSERT_EQ(
+        run_command(kBin + " link --threads " + n + " --host " + dir.file("t/rank0/host_et.json") +
+                        " --device " + dir.file("t/rank0/kineto.json") + " --output-file " +
+                        dir.file("link" + n + ".json"),
+                    &out),
+        0)
+        << out;
+    testing::write_text(dir.file("run" + n + ".yaml"),
+                        "inputs:\n  host: t/rank{rank}/host_et.json\n  device: "
+                        "t/rank{rank}/kineto.json\nstages: [link, convert]\noutputs: {dir: out" +
+                            n + ", prefix: trace, keep_et_plus: true}\nrun: {threads: " + n +
+                            "}\n");
+    ASSERT_EQ(run_command(kBin + " run --quiet " + dir.file("run" + n + ".yaml"), &out), 0) << out;
+    std::map<std::string, std::string> files;
+    files["link"] = testing::read_text(dir.file("link" + n + ".json"));
+    const fs::path root = dir.file("out" + n);
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+      const std::string name = fs::relative(entry.path(), root).string();
+      if (entry.is_regular_file() && name != "summary.json") {
+        files[name] = testing::read_text(entry.path().string());
+      }
+    }
+    ASSERT_GE(files.size(), 7u);  // link, 3 x (ET+, .et), the group file
+    if (threads == 1) {
+      first = std::move(files);
+      continue;
+    }
+    for (const auto& [name, bytes] : first) {
+      EXPECT_TRUE(files[name] == bytes) << name << " differs at " << threads << " threads";
     }
   }
 }
