@@ -1,5 +1,9 @@
 #include "stages/common/json_util.h"
 
+#if defined(__AVX2__) && defined(__PCLMUL__)
+#include <immintrin.h>
+#endif
+
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -164,16 +168,138 @@ void append_escaped(std::string& out, std::string_view s) {
   out.push_back('"');
 }
 
+namespace {
+
+bool is_json_space(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
+
+// The minifier's state between blocks: inside a string, and whether the next byte is escaped.
+// As simdjson's minify (which the writers used before, and whose output they keep): a backslash
+// escapes the next byte inside strings and outside them alike, and an escaped byte is no quote;
+// whitespace outside strings is dropped, escaped or not.
+struct MinifyState {
+  bool in_string = false;
+  bool escaped = false;
+};
+
+// Copies [p, end) to `o` without the whitespace outside strings, one byte at a time; returns the
+// end of what was written.
+char* minify_scalar(const char* p, const char* end, char* o, MinifyState& st) {
+  for (; p < end; ++p) {
+    const char c = *p;
+    const bool escaped = st.escaped;
+    st.escaped = !escaped && c == '\\';
+    if (!escaped && c == '"') st.in_string = !st.in_string;
+    if (st.in_string || !is_json_space(c)) *o++ = c;
+  }
+  return o;
+}
+
+#if defined(__AVX2__) && defined(__PCLMUL__)
+// For each 8-bit keep mask, the pshufb indices that gather the kept bytes of 8 to the front.
+struct CompactTable {
+  alignas(16) uint8_t index[256][16];
+  CompactTable() {
+    for (int m = 0; m < 256; ++m) {
+      int k = 0;
+      for (int b = 0; b < 8; ++b) {
+        if (m & (1 << b)) index[m][k++] = static_cast<uint8_t>(b);
+      }
+      for (; k < 16; ++k) index[m][k] = 0x80;  // zero
+    }
+  }
+};
+const CompactTable kCompact;
+
+uint64_t byte_mask(__m256i lo, __m256i hi, char c) {
+  const __m256i v = _mm256_set1_epi8(c);
+  const uint32_t a = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(lo, v)));
+  const uint32_t b = static_cast<uint32_t>(_mm256_movemask_epi8(_mm256_cmpeq_epi8(hi, v)));
+  return a | (uint64_t{b} << 32);
+}
+
+// The bytes of a 64-byte block escaped by a backslash before them (in it, or carried in
+// `st.escaped` from the last one), and in `st.escaped` whether the next block's first byte is.
+// Each run of backslashes escapes the byte after it when its length is odd.
+uint64_t escaped_bytes(uint64_t backslashes, MinifyState& st) {
+  uint64_t escaped = 0;
+  uint64_t b = backslashes;
+  if (st.escaped) {  // byte 0 is escaped: a backslash there escapes nothing
+    escaped = 1;
+    b &= ~uint64_t{1};
+  }
+  st.escaped = false;
+  while (b != 0) {
+    const int start = __builtin_ctzll(b);
+    const uint64_t from = b >> start;
+    const int len = from == (~uint64_t{0} >> start) ? 64 - start : __builtin_ctzll(~from);
+    const int end = start + len;
+    if (len & 1) {
+      if (end < 64) {
+        escaped |= uint64_t{1} << end;
+      } else {
+        st.escaped = true;
+      }
+    }
+    if (end >= 64) break;
+    b &= ~uint64_t{0} << end;
+  }
+  return escaped;
+}
+
+// 64 bytes at a time: a block's strings are found by the prefix XOR of its unescaped quotes (a
+// carry-less multiply by all ones) and the whitespace outside them dropped, 8 bytes per shuffle;
+// the last bytes one at a time. `o` may be written up to 16 bytes past what is kept.
+char* minify_simd(const char* p, const char* end, char* o, MinifyState& st) {
+  for (; end - p >= 64; p += 64) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + 32));
+    uint64_t quotes = byte_mask(lo, hi, '"');
+    const uint64_t backslashes = byte_mask(lo, hi, '\\');
+    if (backslashes != 0 || st.escaped) quotes &= ~escaped_bytes(backslashes, st);
+    const __m128i q = _mm_set_epi64x(0, static_cast<long long>(quotes));
+    uint64_t inside = static_cast<uint64_t>(
+        _mm_cvtsi128_si64(_mm_clmulepi64_si128(q, _mm_set1_epi8(static_cast<char>(0xFF)), 0)));
+    if (st.in_string) inside = ~inside;
+    st.in_string = (inside >> 63) != 0;
+    const uint64_t space = byte_mask(lo, hi, ' ') | byte_mask(lo, hi, '\n') |
+                           byte_mask(lo, hi, '\r') | byte_mask(lo, hi, '\t');
+    const uint64_t keep = ~(space & ~inside);
+    if (keep == ~uint64_t{0}) {
+      std::memcpy(o, p, 64);
+      o += 64;
+      continue;
+    }
+    for (int k = 0; k < 8; ++k) {
+      const auto m = static_cast<uint8_t>(keep >> (8 * k));
+      const __m128i bytes = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * k));
+      const __m128i idx = _mm_load_si128(reinterpret_cast<const __m128i*>(kCompact.index[m]));
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(o), _mm_shuffle_epi8(bytes, idx));
+      o += __builtin_popcount(m);
+    }
+  }
+  return minify_scalar(p, end, o, st);
+}
+#endif
+
+}  // namespace
+
 void append_minified(std::string& out, std::string_view s) {
   const size_t old = out.size();
-  out.resize(old + s.size() + 64);
-  size_t len = 0;
-  if (simdjson::minify(s.data(), s.size(), out.data() + old, len) != simdjson::SUCCESS) {
+  out.resize(old + s.size() + 64);  // room for the block stores past the end
+  MinifyState st;
+#if defined(__AVX2__) && defined(__PCLMUL__)
+  char* end = minify_simd(s.data(), s.data() + s.size(), out.data() + old, st);
+#else
+  char* end = minify_scalar(s.data(), s.data() + s.size(), out.data() + old, st);
+#endif
+  if (st.in_string) {  // an unterminated string: not JSON, kept as it is (as simdjson did)
     out.resize(old);
     out.append(s);
     return;
   }
-  out.resize(old + len);
+  out.resize(static_cast<size_t>(end - out.data()));
 }
 
 void append_uint(std::string& out, uint64_t v) {

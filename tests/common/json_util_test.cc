@@ -1,6 +1,7 @@
 #include "stages/common/json_util.h"
 
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <array>
 #include <charconv>
@@ -11,6 +12,51 @@
 
 namespace chakraflow::json {
 namespace {
+
+// What the writers got from simdjson::minify (the text as it is where minify fails: an
+// unterminated string).
+std::string reference_minified(std::string_view s) {
+  std::string out(s.size() + 64, '\0');
+  size_t len = 0;
+  if (simdjson::minify(s.data(), s.size(), out.data(), len) != simdjson::SUCCESS) {
+    return std::string(s);
+  }
+  out.resize(len);
+  return out;
+}
+
+// append_minified drops the whitespace outside strings as simdjson::minify does, on random texts
+// of quotes, backslashes, whitespace and bytes of every kind, of lengths across the 64-byte
+// blocks, and on texts with long runs of each.
+TEST(JsonUtil, MinifiesAsSimdjsonDoes) {
+  std::mt19937_64 rng(7);
+  const std::string alphabet = std::string("\"\\ \n\r\t{}[]:,a1\xc3\xa9") + '\0';
+  for (int round = 0; round < 20000; ++round) {
+    const size_t len = rng() % 300;
+    std::string text;
+    // 0: uniform, 1: few quotes, 2: no backslash, 3: runs of backslashes across block ends
+    const int bias = static_cast<int>(rng() % 4);
+    for (size_t i = 0; i < len; ++i) {
+      char c = alphabet[rng() % alphabet.size()];
+      if (bias >= 1 && c == '"' && rng() % 4 != 0) c = ' ';
+      if (bias == 2 && c == '\\') c = 'x';
+      if (bias == 3 && c == '\\') text.append(rng() % 70, '\\');
+      text.push_back(c);
+    }
+    std::string out = "prefix";
+    append_minified(out, text);
+    ASSERT_EQ(out, "prefix" + reference_minified(text)) << "round " << round;
+  }
+  // Long runs: a string across several blocks, spaces across blocks, escapes at block ends.
+  for (const std::string& text :
+       {std::string(200, ' '), "\"" + std::string(150, ' ') + "\"  x  ",
+        "{\"a\":  \"" + std::string(61, 'b') + "\\\"  \"  , \"c\" : 1 }" + std::string(70, ' '),
+        std::string(63, ' ') + "\"\\" + std::string(64, '\\') + "\"" + std::string(10, '\t')}) {
+    std::string out;
+    append_minified(out, text);
+    EXPECT_EQ(out, reference_minified(text));
+  }
+}
 
 TEST(JsonUtil, ParsesMicrosecondsAsNanoseconds) {
   TimeNs ns = 0;
