@@ -10,11 +10,12 @@
 namespace chakraflow {
 
 Status ParallelBatches::run(size_t batches,
-                            const std::function<void(size_t, std::string&)>& produce,
+                            const std::function<Status(size_t, std::string&)>& produce,
                             const std::function<Status(std::string&)>& consume) const {
   if (batches <= 1) return OrderedBatches::run(batches, produce, consume);
   struct Batch {
     size_t index = 0;
+    Status produced;
     std::string out;
   };
   size_t next = 0;
@@ -35,13 +36,13 @@ Status ParallelBatches::run(size_t batches,
                                      }) &
           tbb::make_filter<Batch*, Batch*>(tbb::filter_mode::parallel,
                                            [&](Batch* b) {
-                                             produce(b->index, b->out);
+                                             b->produced = produce(b->index, b->out);
                                              return b;
                                            }) &
           tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order, [&](Batch* b) {
             std::unique_ptr<Batch> owned(b);
             if (!failed.ok()) return;
-            failed = consume(owned->out);
+            failed = owned->produced.ok() ? consume(owned->out) : std::move(owned->produced);
             if (!failed.ok()) stopped.store(true, std::memory_order_release);
           }));
   return failed;

@@ -12,7 +12,7 @@ namespace chakraflow {
 class ParallelBatches final : public OrderedBatches {
  public:
   explicit ParallelBatches(size_t in_flight) : in_flight_(in_flight < 2 ? 2 : in_flight) {}
-  Status run(size_t batches, const std::function<void(size_t, std::string&)>& produce,
+  Status run(size_t batches, const std::function<Status(size_t, std::string&)>& produce,
              const std::function<Status(std::string&)>& consume) const override;
 
  private:

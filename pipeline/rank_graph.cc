@@ -499,8 +499,10 @@ class RankGraph {
 
   Status write_et(RankInFlight& job) {
     const RankJob& spec = jobs_[job.seq];
+    // The records encoded in batches on the workers, two per worker in flight at most.
+    const ParallelBatches batches(2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()));
     return write_converted(*job.nodes, *job.chakra, std::move(job.convert_stats), spec.et_path,
-                           spec.convert, &results_[job.seq].convert);
+                           spec.convert, &results_[job.seq].convert, &batches);
   }
 
   flow::continue_msg finish(const Job& job) {

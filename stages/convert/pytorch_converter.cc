@@ -740,17 +740,16 @@ Status encode_node(const EtPlusTrace& t, const ChakraTrace& chakra, const Chakra
   return Status();
 }
 
-Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
-                          const ConvertOptions& options, EtWriter& writer) {
-  pb::GlobalMetadata md;
-  fill_global_metadata(t, options, &md);
-  writer.write(md);
-  // Each record: its length (a varint), then the node, encoded in place in the output buffer.
-  // The length's size is guessed from the node's bound; when the node comes out shorter and its
-  // length takes fewer bytes (a node of fewer than 128 bytes, or just below a power of 128), the
-  // node moves up against it.
-  // The IOInfo strings are rendered per node into one buffer; a GPU node shares its launcher's
-  // lists (the same text), rendered once for both.
+namespace {
+
+// Records [begin, end) of `chakra`, each framed (its length varint, then the node), appended to
+// `out`. Each node is encoded in place: the length's size is guessed from the node's bound; when
+// the node comes out shorter and its length takes fewer bytes (a node of fewer than 128 bytes, or
+// just below a power of 128), the node moves up against it. The IOInfo strings are rendered per
+// node into one buffer; a GPU node shares its launcher's lists (the same text), rendered once for
+// both.
+Status encode_records(const EtPlusTrace& t, const ChakraTrace& chakra, size_t begin, size_t end,
+                      std::string& out) {
   RenderedIo io;
   const EtPlusNode* rendered = nullptr;
   auto same_io = [](const EtPlusNode& a, const EtPlusNode& b) {
@@ -767,9 +766,10 @@ Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
     }
   };
   const std::vector<ChakraNodeRecord>& records = chakra.nodes;
-  for (size_t k = 0; k < records.size(); ++k) {
+  size_t used = out.size();
+  for (size_t k = begin; k < end; ++k) {
     const ChakraNodeRecord& rec = records[k];
-    if (k + kAhead < records.size()) prefetch_io(t.nodes[records[k + kAhead].source]);
+    if (k + kAhead < end) prefetch_io(t.nodes[records[k + kAhead].source]);
     const EtPlusNode& src = t.nodes[rec.source];
     if (rendered == nullptr || !same_io(*rendered, src)) {
       CF_RETURN_IF_ERROR(render_io(t, src, io));
@@ -778,15 +778,46 @@ Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
     const CommAttrs* c = chakra.comm_of(rec);
     const size_t bound = node_size_bound(t, rec, c, io);
     const size_t guess = enc::varint_size(bound);
-    char* start = writer.record_room(guess + bound);
+    if (out.size() < used + guess + bound)
+      out.resize(std::max(out.size() * 2, used + guess + bound));
+    char* start = out.data() + used;
     char* body = start + guess;
     const size_t size = static_cast<size_t>(encode_node_at(t, rec, c, io, body) - body);
     const size_t prefix = enc::varint_size(size);
     if (prefix < guess) std::memmove(start + prefix, body, size);
     enc::varint(start, size);
-    writer.keep_record(prefix + size);
+    used += prefix + size;
   }
+  out.resize(used);
   return Status();
+}
+
+}  // namespace
+
+Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
+                          const ConvertOptions& options, EtWriter& writer,
+                          const OrderedBatches* batches) {
+  pb::GlobalMetadata md;
+  fill_global_metadata(t, options, &md);
+  writer.write(md);
+  // The nodes in batches, encoded through `batches` (concurrently where it runs them so) and
+  // written in order: the same bytes either way.
+  const size_t n = chakra.nodes.size();
+  const size_t count = (n + kEtBatchRecords - 1) / kEtBatchRecords;
+  const OrderedBatches one_at_a_time;
+  size_t next = 0;  // the batch consumed next
+  return (batches ? *batches : one_at_a_time)
+      .run(
+          count,
+          [&](size_t b, std::string& out) {
+            const size_t begin = b * kEtBatchRecords;
+            return encode_records(t, chakra, begin, std::min(n, begin + kEtBatchRecords), out);
+          },
+          [&](std::string& out) {
+            const size_t begin = next++ * kEtBatchRecords;
+            writer.append_records(out, std::min(n, begin + kEtBatchRecords) - begin);
+            return Status();
+          });
 }
 
 Status convert_file(const std::string& input_path, const std::string& output_path,
@@ -797,9 +828,9 @@ Status convert_file(const std::string& input_path, const std::string& output_pat
 
 Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, DataProblems stats,
                        const std::string& output_path, const ConvertOptions& options,
-                       ConvertReport* report) {
+                       ConvertReport* report, const OrderedBatches* batches) {
   CF_ASSIGN_OR_RETURN(EtWriter writer, EtWriter::open(output_path));
-  CF_RETURN_IF_ERROR(write_chakra_trace(trace, chakra, options, writer));
+  CF_RETURN_IF_ERROR(write_chakra_trace(trace, chakra, options, writer, batches));
   CF_RETURN_IF_ERROR(writer.commit());
   if (report != nullptr) {
     CF_ASSIGN_OR_RETURN(report->comm_groups, comm_groups_of(trace, chakra, options.pg_name_offset));

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/common/status.h"
 #include "stages/convert/comm_groups.h"
 #include "stages/convert/convert_model.h"
@@ -76,11 +77,11 @@ Conversion select_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
 // ConvertOptions::pg_name_offset.
 ChakraTrace drop_dangling_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
                                 Conversion&& conversion, DataProblems& stats);
-// Writes `output_path` atomically (write_chakra_trace) and fills `report` (optional; its stats:
-// `stats`).
+// Writes `output_path` atomically (write_chakra_trace, through `batches`) and fills `report`
+// (optional; its stats: `stats`).
 Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, DataProblems stats,
                        const std::string& output_path, const ConvertOptions& options,
-                       ConvertReport* report);
+                       ConvertReport* report, const OrderedBatches* batches = nullptr);
 
 // The step the trace recorded, in the device trace's clock (µs): from the first start to the last
 // end (ts + inclusive_dur, or exclusive_dur when larger) of the nodes linked to the device trace
@@ -115,9 +116,15 @@ Status fill_node(const EtPlusTrace& trace, const ChakraTrace& chakra,
 Status encode_node(const EtPlusTrace& trace, const ChakraTrace& chakra,
                    const ChakraNodeRecord& record, std::string& out);
 
-// Writes the GlobalMetadata then every node (in id order) to `writer` (not committed).
+// Records per batch of write_chakra_trace: about 1-2 MB of output.
+inline constexpr size_t kEtBatchRecords = 4096;
+
+// Writes the GlobalMetadata then every node (in id order) to `writer` (not committed). The nodes
+// are encoded in batches of kEtBatchRecords through `batches` (concurrently where it runs them
+// so; one after another without it) and written in order: the same bytes either way.
 Status write_chakra_trace(const EtPlusTrace& trace, const ChakraTrace& chakra,
-                          const ConvertOptions& options, EtWriter& writer);
+                          const ConvertOptions& options, EtWriter& writer,
+                          const OrderedBatches* batches = nullptr);
 
 // The whole converter: loads `input_path`, converts, and writes `output_path` atomically.
 Status convert_file(const std::string& input_path, const std::string& output_path,

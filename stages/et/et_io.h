@@ -124,6 +124,11 @@ class EtWriter {
     out_.keep(written);
     ++records_;
   }
+  // Appends `records` records already framed (each its length varint, then its bytes).
+  void append_records(std::string_view framed, uint64_t records) {
+    out_.write(framed);
+    records_ += records;
+  }
   // Flushes and renames the file into place. Errors name the file.
   Status commit();
 

@@ -268,6 +268,7 @@ class Writer {
                 const auto begin = static_cast<uint32_t>(b * batch_nodes_);
                 NodeFormatter(host_, dev_, linked_, opt_, out)
                     .format(begin, std::min(n, begin + batch_nodes_));
+                return Status();
               },
               [&](std::string& out) {
                 sink_(out);

@@ -11,11 +11,14 @@
 #include <thread>
 #include <vector>
 
+#include "stages/convert/et_plus_nodes.h"
+#include "stages/convert/pytorch_converter.h"
 #include "stages/generate/synthetic_trace.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
 #include "stages/link/host_et_loader.h"
 #include "stages/link/link.h"
+#include "tests/testing/test_util.h"
 
 namespace chakraflow {
 namespace {
@@ -29,6 +32,7 @@ TEST(ParallelBatches, ConsumesInOrderAndStopsAtTheFirstFailure) {
       [&](size_t i, std::string& out) {
         ++produced;
         out = std::to_string(i);
+        return Status();
       },
       [&](std::string& out) {
         seen.push_back(std::stoul(out));
@@ -41,7 +45,11 @@ TEST(ParallelBatches, ConsumesInOrderAndStopsAtTheFirstFailure) {
 
   seen.clear();
   Status failed = batches.run(
-      1000, [&](size_t i, std::string& out) { out = std::to_string(i); },
+      1000,
+      [&](size_t i, std::string& out) {
+        out = std::to_string(i);
+        return Status();
+      },
       [&](std::string& out) {
         seen.push_back(std::stoul(out));
         return seen.size() == 10 ? Status::error("disk full") : Status();
@@ -49,6 +57,24 @@ TEST(ParallelBatches, ConsumesInOrderAndStopsAtTheFirstFailure) {
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.message(), "disk full");
   EXPECT_EQ(seen.size(), 10u);  // nothing consumed after the failure
+
+  // The first batch that fails to be produced, in order, whichever thread saw it first; the
+  // batches before it are consumed.
+  for (const size_t in_flight : {2, 16}) {
+    seen.clear();
+    Status produce_failed = ParallelBatches(in_flight).run(
+        1000,
+        [&](size_t i, std::string& out) {
+          out = std::to_string(i);
+          return i == 300 || i == 301 || i == 700 ? Status::errorf("batch {} failed", i) : Status();
+        },
+        [&](std::string& out) {
+          seen.push_back(std::stoul(out));
+          return Status();
+        });
+    EXPECT_EQ(produce_failed.message(), "batch 300 failed");
+    EXPECT_EQ(seen.size(), 300u);
+  }
 }
 
 std::string write_with(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
@@ -117,6 +143,47 @@ TEST(ParallelBatches, EtPlusCursorsStartWhereTheBatchDoes) {
     const std::string parallel =
         write_with(*host, *device, *linked, options, &batches, batch_nodes);
     EXPECT_TRUE(parallel == sequential) << "batches of " << batch_nodes << " host nodes";
+  }
+}
+
+// The .et of a generated rank of several batches of records: the same bytes through
+// ParallelBatches (2 and 16 workers) as one batch after another.
+TEST(ParallelBatches, EtIsTheSameBytesWhateverTheThreads) {
+  SynthOptions opt;
+  opt.ranks = 2;
+  opt.scale = 1.0;
+  const SynthRankText text = synthesize_rank_text(opt, 0);
+  auto host = parse_host_trace("host.json", text.host);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  auto device = parse_device_trace("kineto.json", text.device);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  LinkOptions link_options;
+  auto linked = link_traces(*host, *device, link_options);
+  ASSERT_TRUE(linked.ok()) << linked.status().message();
+  link_options.mode = resolve_mode(*device, link_options.mode);
+  std::string et_plus = write_with(*host, *device, *linked, link_options, nullptr);
+
+  ConvertOptions options;
+  auto input = parse_et_plus("et_plus.json", std::move(et_plus), options);
+  ASSERT_TRUE(input.ok()) << input.status().message();
+  DataProblems stats;
+  auto chakra = convert_et_plus(input->trace, options, stats);
+  ASSERT_TRUE(chakra.ok()) << chakra.status().message();
+  ASSERT_GT(chakra->nodes.size(), 2 * kEtBatchRecords);
+
+  testing::TempDir dir;
+  auto write = [&](const std::string& name, const OrderedBatches* batches) {
+    Status s =
+        write_converted(input->trace, *chakra, stats, dir.file(name), options, nullptr, batches);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return testing::read_text(dir.file(name));
+  };
+  const std::string sequential = write("one.et", nullptr);
+  ASSERT_GT(sequential.size(), 100000u);
+  for (int threads : {2, 16}) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    const ParallelBatches batches(2 * static_cast<size_t>(threads));
+    EXPECT_TRUE(write("many.et", &batches) == sequential) << threads << " threads";
   }
 }
 
