@@ -288,24 +288,25 @@ Status read_inputs(const Checker& c, const YAML::Node& root, RunConfig& cfg) {
     }
   }
   if (const YAML::Node r = inputs["ranks"]) {
-    std::set<int> ranks;
     if (r.IsSequence()) {
+      std::set<int> ranks;
       for (const auto& item : r) {
         CF_ASSIGN_OR_RETURN(int64_t v, c.integer(item, "ranks[]", 0, INT32_MAX));
         if (!ranks.insert(static_cast<int>(v)).second) {
           return c.at(item, fmt::format("rank {} is listed twice", v));
         }
       }
+      cfg.ranks.assign(ranks.begin(), ranks.end());
     } else if (r.IsScalar()) {
+      // Sorted and distinct already: a range of a million ranks costs a million ints, no tree.
       auto list = parse_rank_list(r.as<std::string>());
       if (!list.ok()) return c.at(r, list.status().message());
-      ranks.insert(list->begin(), list->end());
+      cfg.ranks = std::move(*list);
     } else {
       return c.at(
           r, "'ranks' must be a range like 0-7, a list, or absent (discovered from the pattern)");
     }
-    if (ranks.empty()) return c.at(r, "'ranks' is empty");
-    cfg.ranks.assign(ranks.begin(), ranks.end());
+    if (cfg.ranks.empty()) return c.at(r, "'ranks' is empty");
   } else {
     cfg.discover_ranks = true;
   }
