@@ -182,7 +182,8 @@ std::string RunConfig::comm_group_path() const {
 StatusOr<std::vector<int>> parse_rank_list(const std::string& text) {
   // Far beyond any cluster; bounds the work on a hostile list ("0-999999,0-999999,...").
   constexpr int64_t kMaxRanks = int64_t{1} << 20;
-  std::vector<int> ranks;
+  std::vector<std::pair<int, int>> ranges;  // [lo, hi] as listed
+  int64_t total = 0;
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
@@ -204,18 +205,27 @@ StatusOr<std::vector<int>> parse_rank_list(const std::string& text) {
     }
     const int64_t count = int64_t{hi} - lo + 1;
     if (count > kMaxRanks) return Status::errorf("rank range '{}' is too large", part);
-    if (static_cast<int64_t>(ranks.size()) + count > kMaxRanks) {
+    total += count;
+    if (total > kMaxRanks) {
       return Status::errorf("rank list '{}' names more than {} ranks", text, kMaxRanks);
     }
-    for (int64_t r = lo; r <= hi; ++r) ranks.push_back(static_cast<int>(r));  // hi may be INT_MAX
+    ranges.emplace_back(lo, hi);
     if (comma == std::string::npos) break;
     pos = comma + 1;
   }
   // A rank named twice is a mistake in the list (two ranges that overlap), not something to drop
-  // silently.
-  std::sort(ranks.begin(), ranks.end());
-  if (auto dup = std::adjacent_find(ranks.begin(), ranks.end()); dup != ranks.end()) {
-    return Status::errorf("rank {} is listed twice in '{}'", *dup, text);
+  // silently. With the ranges in order, the first that starts within what came before starts at
+  // the smallest rank named twice; then the ranks come out in order without sorting them.
+  std::sort(ranges.begin(), ranges.end());
+  int64_t covered = -1;  // the largest rank of the ranges so far
+  for (const auto& [lo, hi] : ranges) {
+    if (lo <= covered) return Status::errorf("rank {} is listed twice in '{}'", lo, text);
+    covered = hi;
+  }
+  std::vector<int> ranks;
+  ranks.reserve(static_cast<size_t>(total));
+  for (const auto& [lo, hi] : ranges) {
+    for (int64_t r = lo; r <= hi; ++r) ranks.push_back(static_cast<int>(r));  // hi may be INT_MAX
   }
   return ranks;
 }

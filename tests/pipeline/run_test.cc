@@ -144,6 +144,16 @@ TEST(RunConfig, RankListsAndDiscovery) {
       << twice.status().message();
   EXPECT_FALSE(parse_rank_list("a-b").ok());
   EXPECT_FALSE(parse_rank_list("1,,2").ok());
+  // The smallest rank named twice, whatever the order of the ranges.
+  for (const auto& [list, rank] : std::vector<std::pair<std::string, int>>{
+           {"0-10,5-6,3-4", 3}, {"7,20-30,6-7", 7}, {"0-1000000,0-1000,0-0000100", 0}}) {
+    auto dup = parse_rank_list(list);
+    ASSERT_FALSE(dup.ok()) << list;
+    EXPECT_NE(dup.status().message().find("rank " + std::to_string(rank) + " is listed twice"),
+              std::string::npos)
+        << dup.status().message();
+  }
+  EXPECT_EQ(*parse_rank_list("9,4-5,0-1"), (std::vector<int>{0, 1, 4, 5, 9}));
 
   // A range of a million ranks, as a configuration's 'ranks' (fuzz.sh found it took 11 s under
   // ASan through a std::set): every rank, in order.
