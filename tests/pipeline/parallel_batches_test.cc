@@ -88,29 +88,42 @@ std::string write_with(const HostTrace& host, const DeviceTrace& device, const L
   return out;
 }
 
-// A generated rank of several thousand host nodes (several batches), with collectives and
-// sync dependencies: the same bytes with 1, 2 and 16 workers as without ParallelBatches.
-TEST(ParallelBatches, EtPlusIsTheSameBytesWhateverTheThreads) {
+// Generated rank `rank` (several thousand host nodes: several batches), parsed and linked.
+struct LinkedRank {
+  HostTrace host;
+  DeviceTrace device;
+  LinkedTrace linked;
+  LinkOptions options;  // its mode resolved, as the writers take it
+};
+void link_generated_rank(int rank, LinkedRank* out) {
   SynthOptions opt;
   opt.ranks = 2;
   opt.scale = 1.0;
-  const SynthRankText text = synthesize_rank_text(opt, 1);
+  const SynthRankText text = synthesize_rank_text(opt, rank);
   auto host = parse_host_trace("host.json", text.host);
   ASSERT_TRUE(host.ok()) << host.status().message();
   ASSERT_GT(host->nodes.size(), 3u * 2048);
   auto device = parse_device_trace("kineto.json", text.device);
   ASSERT_TRUE(device.ok()) << device.status().message();
-  LinkOptions options;
-  auto linked = link_traces(*host, *device, options);
+  auto linked = link_traces(*host, *device, out->options);
   ASSERT_TRUE(linked.ok()) << linked.status().message();
-  options.mode = resolve_mode(*device, options.mode);
+  out->options.mode = resolve_mode(*device, out->options.mode);
+  out->host = std::move(*host);
+  out->device = std::move(*device);
+  out->linked = std::move(*linked);
+}
 
-  const std::string sequential = write_with(*host, *device, *linked, options, nullptr);
+// A generated rank of several thousand host nodes (several batches), with collectives and
+// sync dependencies: the same bytes with 1, 2 and 16 workers as without ParallelBatches.
+TEST(ParallelBatches, EtPlusIsTheSameBytesWhateverTheThreads) {
+  LinkedRank r;
+  ASSERT_NO_FATAL_FAILURE(link_generated_rank(1, &r));
+  const std::string sequential = write_with(r.host, r.device, r.linked, r.options, nullptr);
   ASSERT_GT(sequential.size(), 1000000u);
   for (int threads : {1, 2, 16}) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
     const ParallelBatches batches(2 * static_cast<size_t>(threads));
-    const std::string parallel = write_with(*host, *device, *linked, options, &batches);
+    const std::string parallel = write_with(r.host, r.device, r.linked, r.options, &batches);
     EXPECT_TRUE(parallel == sequential)
         << threads << " threads: " << parallel.size() << " vs " << sequential.size() << " bytes";
   }
@@ -149,19 +162,9 @@ TEST(ParallelBatches, EtPlusCursorsStartWhereTheBatchDoes) {
 // The .et of a generated rank of several batches of records: the same bytes through
 // ParallelBatches (2 and 16 workers) as one batch after another.
 TEST(ParallelBatches, EtIsTheSameBytesWhateverTheThreads) {
-  SynthOptions opt;
-  opt.ranks = 2;
-  opt.scale = 1.0;
-  const SynthRankText text = synthesize_rank_text(opt, 0);
-  auto host = parse_host_trace("host.json", text.host);
-  ASSERT_TRUE(host.ok()) << host.status().message();
-  auto device = parse_device_trace("kineto.json", text.device);
-  ASSERT_TRUE(device.ok()) << device.status().message();
-  LinkOptions link_options;
-  auto linked = link_traces(*host, *device, link_options);
-  ASSERT_TRUE(linked.ok()) << linked.status().message();
-  link_options.mode = resolve_mode(*device, link_options.mode);
-  std::string et_plus = write_with(*host, *device, *linked, link_options, nullptr);
+  LinkedRank r;
+  ASSERT_NO_FATAL_FAILURE(link_generated_rank(0, &r));
+  std::string et_plus = write_with(r.host, r.device, r.linked, r.options, nullptr);
 
   ConvertOptions options;
   auto input = parse_et_plus("et_plus.json", std::move(et_plus), options);
