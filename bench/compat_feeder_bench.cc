@@ -8,14 +8,16 @@
 // on chakra.0.et (3,664 nodes; FeederV3 with data_deps only: its ctrl_deps close cycles) and on a
 // generated rank: `chakraflow synth --scale S` linked and converted (S = CHAKRAFLOW_BENCH_SCALE,
 // default 10: 118,855 nodes; 100 gives the 1.19M-node rank of docs/performance.md). The generated
-// files live in a temporary folder removed at exit. Targets: docs/performance.md.
+// files live in a temporary folder removed at exit; CHAKRAFLOW_BENCH_ET=FILE walks FILE instead.
+// Targets: docs/performance.md.
 //
 // *_AstraPattern: the same APIs walked in simulated time, as an ASTRA-sim run walks them: one CPU
 // op and one GPU op at a time (a node whose resource is busy waits), communication unbounded,
 // each node done `runtime` after its issue, looked up at issue and at completion. The CPU ops run
 // ahead of the GPU ops they launch, so several regions of the file are in use at once. Reported:
 // the bytes the process read (/proc/self/io rchar, the index's scan included) per byte of the
-// file (read_per_file_byte), and its system CPU seconds per walk (sys_s).
+// file (read_per_file_byte), its system CPU seconds per walk (sys_s), and the heap in use at the
+// walk's peak per node (bytes_per_node).
 #include <benchmark/benchmark.h>
 #include <malloc.h>
 
@@ -53,6 +55,12 @@ struct Generated {
 const Generated& generated() {
   static Generated g = [] {
     Generated g;
+    // A trace of the user's instead of a generated one (it is read, never removed).
+    if (const char* et = std::getenv("CHAKRAFLOW_BENCH_ET"); et != nullptr && *et != '\0') {
+      g.et = et;
+      if (!std::filesystem::is_regular_file(g.et)) g.error = "CHAKRAFLOW_BENCH_ET: no file " + g.et;
+      return g;
+    }
     const char* scale_env = std::getenv("CHAKRAFLOW_BENCH_SCALE");
     const std::string scale = scale_env ? scale_env : "10";
     g.dir = std::filesystem::temp_directory_path() /
@@ -163,8 +171,9 @@ struct Machine {
 };
 
 uint64_t walk_v3_astra(const std::string& path, size_t* peak_heap) {
+  const size_t before = heap_in_use();
   Chakra::FeederV3::ETFeeder feeder(path, true, false);
-  *peak_heap = 0;
+  size_t peak = heap_in_use();
   auto& resolver = feeder.getDependancyResolver();
   Machine m;
   std::unordered_map<uint64_t, uint8_t> held;  // node -> the resource it holds
@@ -182,7 +191,7 @@ uint64_t walk_v3_astra(const std::string& path, size_t* peak_heap) {
       held[id] = static_cast<uint8_t>(r);
       resolver.take_node(id);
       m.done.emplace(m.now + node->runtime(), id);
-      ++issued;
+      if ((++issued & 0xFFFF) == 0) peak = std::max(peak, heap_in_use());
     }
     if (m.done.empty()) break;
     const auto [t, id] = m.done.top();
@@ -196,12 +205,14 @@ uint64_t walk_v3_astra(const std::string& path, size_t* peak_heap) {
     resolver.finish_node(id);
   }
   benchmark::DoNotOptimize(sum);
+  *peak_heap = peak - before;
   return issued;
 }
 
 uint64_t walk_v1_astra(const std::string& path, size_t* peak_heap) {
+  const size_t before = heap_in_use();
   Chakra::ETFeeder feeder(path);
-  *peak_heap = 0;
+  size_t peak = heap_in_use();
   Machine m;
   std::unordered_map<uint64_t, uint8_t> held;
   uint64_t issued = 0, sum = 0;
@@ -216,7 +227,7 @@ uint64_t walk_v1_astra(const std::string& path, size_t* peak_heap) {
       if (r != kNone) m.busy[r] = true;
       held[node->id()] = static_cast<uint8_t>(r);
       m.done.emplace(m.now + node->runtime(), node->id());
-      ++issued;
+      if ((++issued & 0xFFFF) == 0) peak = std::max(peak, heap_in_use());
     }
     if (m.done.empty()) break;
     const auto [t, id] = m.done.top();
@@ -231,6 +242,7 @@ uint64_t walk_v1_astra(const std::string& path, size_t* peak_heap) {
     feeder.removeNode(id);
   }
   benchmark::DoNotOptimize(sum);
+  *peak_heap = peak - before;
   return issued;
 }
 
@@ -242,11 +254,11 @@ void run_astra(benchmark::State& state, const std::string& path, const Walk& wal
   uint64_t nodes = 0, last = 0, read = 0;
   double sys = 0;
   int walks = 0;
+  size_t heap = 0;
   for (auto _ : state) {
     const uint64_t read0 = bytes_read_so_far();
     const double sys0 = system_seconds();
-    size_t unused = 0;
-    last = walk(path, &unused);
+    last = walk(path, &heap);
     read += bytes_read_so_far() - read0;
     sys += system_seconds() - sys0;
     ++walks;
@@ -257,6 +269,7 @@ void run_astra(benchmark::State& state, const std::string& path, const Walk& wal
   state.counters["nodes"] = static_cast<double>(last);
   state.counters["read_per_file_byte"] = static_cast<double>(read) / walks / file_bytes;
   state.counters["sys_s"] = sys / walks;
+  state.counters["bytes_per_node"] = static_cast<double>(heap) / static_cast<double>(last);
 }
 
 template <typename Walk>

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <map>
 
 #include "stages/et/et_io.h"
 #include "stages/et/node_scan.h"
@@ -19,6 +20,9 @@ namespace chakraflow {
 struct EtIndex::BlockReader {
   static constexpr size_t kBlock = size_t{256} << 10;
   static constexpr size_t kBlocks = 16;  // 4 MB per open trace
+  // The never-read records rescued from evicted blocks, at most this many bytes (then a record
+  // is read again from the file when it is first asked for).
+  static constexpr uint64_t kRescueLimit = uint64_t{64} << 20;
   struct Block {
     std::string bytes;
     uint64_t start = 0;
@@ -26,8 +30,43 @@ struct EtIndex::BlockReader {
     uint64_t used = 0;  // the lookup that used it last
   };
   explicit BlockReader(EtFile f) : file(std::move(f)) {}
+  // The index's records, once scanned: offsets ascending.
+  void attach(const std::vector<uint64_t>& record_offsets,
+              const std::vector<uint32_t>& record_sizes) {
+    offsets = &record_offsets;
+    sizes = &record_sizes;
+    asked.assign(record_offsets.size(), false);
+  }
+  // During the index's scan: the record at `offset` (its bytes, after its length) is kept when it
+  // lies in one of the first kBlocks blocks, so that the walk, which starts there, does not read
+  // them again. A seeded block holds every record inside it (a record across its end is read on
+  // its own, as always); the bytes between records are never served.
+  void seed(uint64_t offset, std::string_view record) {
+    const uint64_t start = offset & ~uint64_t{kBlock - 1};
+    if (offset + record.size() > start + kBlock || start / kBlock >= kBlocks) return;
+    const auto k = static_cast<size_t>(start / kBlock);
+    if (blocks.size() <= k) blocks.resize(k + 1);
+    Block& b = blocks[k];
+    b.bytes.resize(kBlock);
+    b.start = start;
+    std::memcpy(b.bytes.data() + (offset - start), record.data(), record.size());
+    b.len = std::max<size_t>(b.len, static_cast<size_t>(offset + record.size() - start));
+  }
   EtFile file;
+  const std::vector<uint64_t>* offsets = nullptr;
+  const std::vector<uint32_t>* sizes = nullptr;
   std::vector<Block> blocks;
+  // Records asked for at least once; the never-asked records of evicted blocks, by index.
+  std::vector<bool> asked;
+  // The never-asked records of one evicted block, copied one after another; freed when the last
+  // is asked for.
+  struct Rescued {
+    std::string bytes;
+    std::vector<std::pair<uint32_t, uint32_t>> records;  // (index, position in bytes), ascending
+    size_t left = 0;
+  };
+  std::map<uint64_t, Rescued> rescued;  // by the block's start
+  uint64_t rescued_bytes = 0;
   uint64_t lookups = 0;
   EtIndex::IoStats io;
 
@@ -51,16 +90,64 @@ struct EtIndex::BlockReader {
     return Status();
   }
 
+  // Before block `b` is reused: the records in it that no one asked for yet are kept. A
+  // simulator asks for every node, and the ones it has not asked for when their block leaves
+  // are those that wait far behind the others (ASTRA-sim: GPU ops queued behind the CPU ops that
+  // launched them): kept, they are not read from the file a second time.
+  void rescue_unasked(const Block& b) {
+    if (b.len == 0) return;
+    const std::vector<uint64_t>& at = *offsets;
+    Rescued r;
+    for (auto i = static_cast<size_t>(std::lower_bound(at.begin(), at.end(), b.start) - at.begin());
+         i < at.size(); ++i) {
+      const uint32_t size = (*sizes)[i];
+      if (at[i] + size > b.start + b.len) break;
+      if (asked[i]) continue;
+      if (rescued_bytes + r.bytes.size() + size > kRescueLimit) break;
+      r.records.emplace_back(static_cast<uint32_t>(i), static_cast<uint32_t>(r.bytes.size()));
+      r.bytes.append(b.bytes.data() + (at[i] - b.start), size);
+    }
+    if (r.records.empty()) return;
+    r.left = r.records.size();
+    rescued_bytes += r.bytes.size();
+    io.rescued_peak_bytes = std::max(io.rescued_peak_bytes, rescued_bytes);
+    rescued[b.start] = std::move(r);
+  }
+
+  // Record `index` (offset, size) from the rescued ones, if it is there: true.
+  bool take_rescued(uint32_t index, uint64_t offset, uint32_t size, std::string* out) {
+    auto it = rescued.find(offset & ~uint64_t{kBlock - 1});
+    if (it == rescued.end()) return false;
+    Rescued& r = it->second;
+    auto rec = std::lower_bound(r.records.begin(), r.records.end(),
+                                std::pair<uint32_t, uint32_t>(index, 0));
+    if (rec == r.records.end() || rec->first != index) return false;
+    out->assign(r.bytes.data() + rec->second, size);
+    if (--r.left == 0) {
+      rescued_bytes -= r.bytes.size();
+      rescued.erase(it);
+    }
+    return true;
+  }
+
   // The block to fill for a miss: a new one while fewer than kBlocks, else the least recently
   // used.
   Block& victim() {
     if (blocks.size() < kBlocks) return blocks.emplace_back();
-    return *std::min_element(blocks.begin(), blocks.end(),
-                             [](const Block& a, const Block& b) { return a.used < b.used; });
+    Block& b = *std::min_element(blocks.begin(), blocks.end(),
+                                 [](const Block& x, const Block& y) { return x.used < y.used; });
+    rescue_unasked(b);
+    return b;
   }
 
-  Status get(uint64_t offset, uint32_t size, std::string* out) {
+  Status get(uint32_t index, std::string* out) {
+    const uint64_t offset = (*offsets)[index];
+    const uint32_t size = (*sizes)[index];
     ++lookups;
+    if (!asked[index]) {
+      asked[index] = true;
+      if (!rescued.empty() && take_rescued(index, offset, size, out)) return Status();
+    }
     for (Block& b : blocks) {
       if (offset >= b.start && offset + size <= b.start + b.len) {
         b.used = lookups;
@@ -125,7 +212,7 @@ StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(EtFile file, const EtIndexOpti
   EtIndex& x = *index;
   x.path_ = path;
   Edges edges;
-  CF_RETURN_IF_ERROR(x.scan_records(reader, options, keep_records, &edges));
+  CF_RETURN_IF_ERROR(x.scan_records(reader, options, keep_records, by_offset.get(), &edges));
   x.deps_listed_ = edges.size();
   CF_RETURN_IF_ERROR(x.index_ids());
   x.open_records(std::move(by_offset));
@@ -136,7 +223,7 @@ StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(EtFile file, const EtIndexOpti
 }
 
 Status EtIndex::scan_records(EtReader& reader, const EtIndexOptions& options, bool keep_records,
-                             Edges* edges) {
+                             BlockReader* by_offset, Edges* edges) {
   std::vector<NodeId> data_deps;
   std::vector<NodeId> ctrl_deps;
   std::string_view record;
@@ -173,6 +260,7 @@ Status EtIndex::scan_records(EtReader& reader, const EtIndexOptions& options, bo
       records_.append(record.data(), record.size());
     } else {
       offsets_.push_back(offset + wire::varint_size(record.size()));
+      if (by_offset != nullptr) by_offset->seed(offsets_.back(), record);
     }
     sizes_.push_back(static_cast<uint32_t>(record.size()));
     if (options.data_deps) {
@@ -223,6 +311,7 @@ void EtIndex::open_records(std::unique_ptr<BlockReader> by_offset) {
     return;
   }
   fd_reader_ = std::move(by_offset);
+  fd_reader_->attach(offsets_, sizes_);
 }
 
 void EtIndex::resolve_edges(Edges& edges, bool keep_dangling, std::vector<uint64_t>* count) {
@@ -298,7 +387,7 @@ Status EtIndex::read_record(uint32_t index, std::string* out) const {
     out->assign(records_.data() + offsets_[index], sizes_[index]);
     return Status();
   }
-  return fd_reader_->get(offsets_[index], sizes_[index], out);
+  return fd_reader_->get(index, out);
 }
 
 EtIndex::IoStats EtIndex::io_stats() const {

@@ -13,9 +13,12 @@
 //   temporary 16 bytes per listed dependency.
 // - Records: read_record() returns a node's bytes. A plain file is read again by offset (pread
 //   through 16 blocks of 256 KB, least recently used replaced: ascending access is sequential I/O,
-//   also in several regions of the file at once), so the records are not held in memory. A gzip'd
-//   file cannot be read by offset: its decompressed records are kept in one buffer (memory = the
-//   decompressed size), which build() reports in records_in_memory().
+//   also in several regions of the file at once), so the records are not held in memory. The
+//   scan keeps the first 16 blocks (where a walk starts). When a block is replaced, the records
+//   in it never asked for yet are kept (up to 64 MB, each until it is first asked for): a
+//   simulator asks for every node, and those are the ones waiting far behind the others. A
+//   gzip'd file cannot be read by offset: its decompressed records are kept in one buffer
+//   (memory = the decompressed size), which build() reports in records_in_memory().
 // - Dependencies: data_deps, and ctrl_deps when asked. A dependency listed twice counts once. A
 //   dependency on an id that is no node of the file is dropped and counted (dangling); a node
 //   that depends on itself keeps that edge (it can never be issued: a cycle of one).
@@ -102,6 +105,8 @@ class EtIndex {
   struct IoStats {
     uint64_t reads = 0;
     uint64_t bytes_read = 0;
+    // The most bytes of never-read records held at once, rescued from blocks as they left.
+    uint64_t rescued_peak_bytes = 0;
   };
   IoStats io_stats() const;
 
@@ -110,8 +115,9 @@ class EtIndex {
   using Edges = std::vector<std::pair<uint64_t, uint32_t>>;
   // build()'s steps. The records: ids, offsets, the metadata, and every listed edge as (parent id,
   // child index).
+  // A plain file's first blocks are kept in `by_offset` as they are scanned.
   Status scan_records(EtReader& reader, const EtIndexOptions& options, bool keep_records,
-                      Edges* edges);
+                      BlockReader* by_offset, Edges* edges);
   // id -> index (dense_ or sparse_); an id that appears twice is an error.
   Status index_ids();
   // Where read_record() finds the records: in memory (records_), or the file through

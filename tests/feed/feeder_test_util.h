@@ -19,12 +19,13 @@ struct TraceNode {
   std::vector<uint64_t> ctrl_deps;
   uint64_t duration = 0;
   int type = ChakraProtoMsg::COMP_NODE;
+  std::string name;  // empty: "n<id>"
 };
 
 inline ChakraProtoMsg::Node to_proto(const TraceNode& n) {
   ChakraProtoMsg::Node node;
   node.set_id(n.id);
-  node.set_name("n" + std::to_string(n.id));
+  node.set_name(n.name.empty() ? "n" + std::to_string(n.id) : n.name);
   node.set_type(static_cast<ChakraProtoMsg::NodeType>(n.type));
   node.set_duration_micros(n.duration);
   for (uint64_t d : n.data_deps) node.add_data_deps(d);
