@@ -62,11 +62,11 @@ void print_usage() {
 #endif
 
 off_t file_size(const std::string& path) {
-  struct stat st {};
-  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? st.st_size : 0;
+  return static_cast<off_t>(std::min<uint64_t>(chakraflow::input_text_size(path), INT64_MAX));
 }
 
-// The size of the largest input the command names: for `run CONFIG`, the first rank's host ET or
+// The size of the largest input text the command names (a gzip'd file counts as what it
+// inflates to: the memory it takes is that): for `run CONFIG`, the first rank's host ET or
 // device trace (a config that does not load gives 0: the run itself reports it); otherwise the
 // largest file among the arguments.
 off_t largest_input(int argc, char** argv) {

@@ -557,6 +557,22 @@ StatusOr<std::string> read_open_file(int fd, const struct stat& st, const std::s
 
 }  // namespace
 
+uint64_t input_text_size(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size < 18) return size;  // no room for a gzip header and trailer
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return size;
+  unsigned char head[2] = {0, 0};
+  uint32_t isize = 0;
+  const bool gzip = ::pread(fd, head, 2, 0) == 2 &&
+                    has_gzip_magic(std::string_view(reinterpret_cast<const char*>(head), 2)) &&
+                    ::pread(fd, &isize, 4, static_cast<off_t>(size - 4)) == 4;
+  ::close(fd);
+  return gzip ? std::max<uint64_t>(size, isize) : size;
+}
+
 StatusOr<std::string> read_input_file(const std::string& path) {
   struct stat st {};
   CF_ASSIGN_OR_RETURN(int fd, open_for_reading(path, &st));

@@ -38,6 +38,11 @@ inline bool has_gzip_magic(std::string_view head) {
          static_cast<unsigned char>(head[1]) == 0x8b;
 }
 
+// The size of the text `path` holds, without reading it: a plain regular file's size; for a
+// gzip'd one the larger of its size and its ISIZE trailer (the last member's size modulo 2^32: an
+// estimate for choosing how to allocate, never a bound). 0 when it is no readable regular file.
+uint64_t input_text_size(const std::string& path);
+
 // The whole (decompressed) content of `path`. The returned string has capacity >= size() +
 // kInputPadding. Errors name the file.
 StatusOr<std::string> read_input_file(const std::string& path);

@@ -125,6 +125,36 @@ TEST(FileIo, ReadsConcatenatedGzipMembers) {
 
 // A gzip'd text is inflated into memory of its own: padded with zeros, writable, and grown past
 // the size the last member's trailer gives (here 5 bytes, for 300,005 bytes in all).
+// What a file's text takes in memory, told without reading it: a plain file's size; a gzip'd
+// file's inflated size (its ISIZE trailer) when larger than the file; 0 for no regular file.
+TEST(FileIo, InputTextSizeIsTheInflatedSize) {
+  TempDir dir;
+  const std::string text(1 << 20, 'x');
+  const std::string plain = dir.file("plain.json");
+  {
+    std::ofstream out(plain, std::ios::binary);
+    out << text;
+  }
+  EXPECT_EQ(input_text_size(plain), text.size());
+  const std::string gz = dir.file("text.json.gz");
+  gzFile f = gzopen(gz.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
+  gzclose(f);
+  ASSERT_LT(std::filesystem::file_size(gz), text.size() / 10);
+  EXPECT_EQ(input_text_size(gz), text.size());
+  // A gzip'd file whose trailer says less than its own size: its size.
+  const std::string tiny = dir.file("tiny.json.gz");
+  f = gzopen(tiny.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, "{}", 2), 2);
+  gzclose(f);
+  EXPECT_EQ(input_text_size(tiny), std::filesystem::file_size(tiny));
+  EXPECT_EQ(input_text_size(dir.file("absent.json")), 0u);
+  EXPECT_EQ(input_text_size(dir.path().string()), 0u);
+}
+
 TEST(FileIo, InputTextInflatesGzipPastItsSizeHint) {
   TempDir dir;
   std::string path = dir.file("members.json.gz");
