@@ -114,8 +114,9 @@ struct EtIndex::BlockReader {
     rescued[b.start] = std::move(r);
   }
 
-  // Record `index` (offset, size) from the rescued ones, if it is there: true.
-  bool take_rescued(uint32_t index, uint64_t offset, uint32_t size, std::string* out) {
+  // Record `index` (offset, size) from the records rescued from its block, if it is there: true.
+  // `first`: its first lookup (the last of its block's rescued records frees them).
+  bool take_rescued(uint32_t index, uint64_t offset, uint32_t size, bool first, std::string* out) {
     auto it = rescued.find(offset & ~uint64_t{kBlock - 1});
     if (it == rescued.end()) return false;
     Rescued& r = it->second;
@@ -123,11 +124,13 @@ struct EtIndex::BlockReader {
                                 std::pair<uint32_t, uint32_t>(index, 0));
     if (rec == r.records.end() || rec->first != index) return false;
     out->assign(r.bytes.data() + rec->second, size);
-    if (--r.left == 0) {
-      rescued_bytes -= r.bytes.size();
-      rescued.erase(it);
-    }
+    if (first && --r.left == 0) drop_rescued(it);
     return true;
+  }
+
+  void drop_rescued(std::map<uint64_t, Rescued>::iterator it) {
+    rescued_bytes -= it->second.bytes.size();
+    rescued.erase(it);
   }
 
   // The block to fill for a miss: a new one while fewer than kBlocks, else the least recently
@@ -144,10 +147,8 @@ struct EtIndex::BlockReader {
     const uint64_t offset = (*offsets)[index];
     const uint32_t size = (*sizes)[index];
     ++lookups;
-    if (!asked[index]) {
-      asked[index] = true;
-      if (!rescued.empty() && take_rescued(index, offset, size, out)) return Status();
-    }
+    const bool first = !asked[index];
+    asked[index] = true;
     for (Block& b : blocks) {
       if (offset >= b.start && offset + size <= b.start + b.len) {
         b.used = lookups;
@@ -155,6 +156,9 @@ struct EtIndex::BlockReader {
         return Status();
       }
     }
+    // A block's records are in a cached block or rescued from it, never both: a block read
+    // again drops what was rescued from it.
+    if (!rescued.empty() && take_rescued(index, offset, size, first, out)) return Status();
     // Blocks sit on a grid of kBlock: lookups in two regions close to each other share a block
     // instead of each reading its own, overlapping one, and no byte is in two blocks. A record
     // across a block's end (one per block) or larger than a block is read on its own.
@@ -163,6 +167,7 @@ struct EtIndex::BlockReader {
       out->resize(size);
       return read_at(offset, out->data(), size);
     }
+    if (auto it = rescued.find(start); it != rescued.end()) drop_rescued(it);
     Block& b = victim();
     b.bytes.resize(kBlock);
     b.start = start;
