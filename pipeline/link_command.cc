@@ -137,8 +137,9 @@ std::string link_report(const RankJob& job, const RankJobResult& r, LogLevel lev
     const StageTimes& t = r.times;
     report += fmt::format(
         "  stage times (s): load host {:.3f}, load device {:.3f}, exclusive {:.3f}, gaps {:.3f}, "
-        "launchers {:.3f}, sync {:.3f}, link {:.3f}, write {:.3f}\n",
-        t.load_host, t.load_device, t.exclusive, t.gaps, t.launchers, t.sync, t.link, t.write);
+        "launchers {:.3f}, sync {:.3f}, map {:.3f}, assign ids {:.3f}, write {:.3f}\n",
+        t.load_host, t.load_device, t.exclusive, t.gaps, t.launchers, t.sync, t.map, t.link,
+        t.write);
   }
   return report;
 }

@@ -124,7 +124,8 @@ using ExclusiveMsg = Msg<const ExclusiveDurations>;
 using GapsMsg = Msg<const GapDependencies>;
 using LaunchersMsg = Msg<const std::pair<LauncherLinks, DataProblems>>;
 using SyncMsg = Msg<const std::pair<SyncDependencies, DataProblems>>;
-using Joined = std::tuple<HostMsg, DeviceMsg, ExclusiveMsg, GapsMsg, LaunchersMsg, SyncMsg>;
+using MapMsg = Msg<const std::pair<HostDeviceMap, DataProblems>>;
+using Joined = std::tuple<HostMsg, DeviceMsg, ExclusiveMsg, GapsMsg, LaunchersMsg, SyncMsg, MapMsg>;
 
 // The graph of one plan over a list of jobs. Construct, then run() (or dot() only).
 class RankGraph {
@@ -149,10 +150,12 @@ class RankGraph {
         device_and_launchers_(graph_, seq_of<DeviceMsg>, seq_of<LaunchersMsg>),
         sync_(graph_, flow::unlimited,
               [this](const std::tuple<DeviceMsg, LaunchersMsg>& in) { return sync(in); }),
+        host_and_device_(graph_, seq_of<HostMsg>, seq_of<DeviceMsg>),
+        map_(graph_, flow::unlimited,
+             [this](const std::tuple<HostMsg, DeviceMsg>& in) { return map(in); }),
         join_(graph_, seq_of<HostMsg>, seq_of<DeviceMsg>, seq_of<ExclusiveMsg>, seq_of<GapsMsg>,
-              seq_of<LaunchersMsg>, seq_of<SyncMsg>),
-        map_and_assign_ids_(graph_, flow::unlimited,
-                            [this](const Joined& in) { return map_and_assign_ids(in); }),
+              seq_of<LaunchersMsg>, seq_of<SyncMsg>, seq_of<MapMsg>),
+        assign_ids_(graph_, flow::unlimited, [this](const Joined& in) { return assign_ids(in); }),
         write_et_plus_(graph_, flow::unlimited, step("write ET+", &RankGraph::write_et_plus)),
         release_device_(graph_, flow::unlimited,
                         step("release device trace", &RankGraph::release_device)),
@@ -215,15 +218,22 @@ class RankGraph {
       w.edge(launchers_, "launchers", flow::input_port<1>(device_and_launchers_),
              "device_and_launchers", "launchers");
       w.edge(device_and_launchers_, "device_and_launchers", sync_, "sync");
+      // The host-device map needs neither launchers nor sync: it runs while they do.
+      w.edge(load_host_, "load_host", flow::input_port<0>(host_and_device_), "host_and_device",
+             "host");
+      w.edge(device_out_, "device_out", flow::input_port<1>(host_and_device_), "host_and_device",
+             "device");
+      w.edge(host_and_device_, "host_and_device", map_, "map");
       w.edge(load_host_, "load_host", flow::input_port<0>(join_), "join", "host");
       w.edge(device_out_, "device_out", flow::input_port<1>(join_), "join", "device");
       w.edge(exclusive_, "exclusive", flow::input_port<2>(join_), "join", "exclusive");
       w.edge(gaps_, "gaps", flow::input_port<3>(join_), "join", "gaps");
       w.edge(launchers_, "launchers", flow::input_port<4>(join_), "join", "launchers");
       w.edge(sync_, "sync", flow::input_port<5>(join_), "join", "sync");
-      w.edge(join_, "join", map_and_assign_ids_, "map_and_assign_ids");
-      chain = &map_and_assign_ids_;
-      chain_name = "map_and_assign_ids";
+      w.edge(map_, "map", flow::input_port<6>(join_), "join", "map");
+      w.edge(join_, "join", assign_ids_, "assign_ids");
+      chain = &assign_ids_;
+      chain_name = "assign_ids";
       if (plan_.writes_et_plus_file()) {
         w.edge(*chain, chain_name, write_et_plus_, "write_et_plus");
         chain = &write_et_plus_;
@@ -347,14 +357,36 @@ class RankGraph {
         });
   }
 
-  Job map_and_assign_ids(const Joined& in) {
+  // Stage 6: the host-device map, from the loaded traces alone.
+  MapMsg map(const std::tuple<HostMsg, DeviceMsg>& in) {
+    const HostMsg& h = std::get<0>(in);
+    const DeviceMsg& d = std::get<1>(in);
+    if (!h.value || !d.value) return MapMsg{h.seq, nullptr, h.error ? h.error : d.error};
+    auto t0 = Clock::now();
+    std::shared_ptr<const std::pair<HostDeviceMap, DataProblems>> value;
+    Status s = guarded("link", [&]() -> Status {
+      DataProblems stats;
+      CF_ASSIGN_OR_RETURN(HostDeviceMap mapping,
+                          map_host_to_device(h.value->trace, *d.value, jobs_[h.seq].link, stats));
+      value = std::make_shared<const std::pair<HostDeviceMap, DataProblems>>(std::move(mapping),
+                                                                             std::move(stats));
+      return Status();
+    });
+    results_[h.seq].times.map = seconds_since(t0);
+    if (!s.ok()) return MapMsg{h.seq, nullptr, std::make_shared<const Status>(std::move(s))};
+    return MapMsg{h.seq, std::move(value), nullptr};
+  }
+
+  // Stage 7: ids assigned, given every finding.
+  Job assign_ids(const Joined& in) {
     auto job = std::make_shared<RankInFlight>();
     job->seq = std::get<0>(in).seq;
     RankJobResult& result = results_[job->seq];
-    // The first error upstream wins (host before device before stages).
+    // The first error upstream wins (host before device before stages, the map's last).
     for (const Status* e :
          {std::get<0>(in).error.get(), std::get<1>(in).error.get(), std::get<2>(in).error.get(),
-          std::get<3>(in).error.get(), std::get<4>(in).error.get(), std::get<5>(in).error.get()}) {
+          std::get<3>(in).error.get(), std::get<4>(in).error.get(), std::get<5>(in).error.get(),
+          std::get<6>(in).error.get()}) {
       if (e != nullptr) {
         result.status = *e;
         return job;
@@ -368,16 +400,19 @@ class RankGraph {
     const DataProblems& launch_stats = std::get<4>(in).value->second;
     const SyncDependencies& sync = std::get<5>(in).value->first;
     const DataProblems& sync_stats = std::get<5>(in).value->second;
+    const HostDeviceMap& mapping = std::get<6>(in).value->first;
+    const DataProblems& map_stats = std::get<6>(in).value->second;
     result.input_bytes = job->host->trace.text.size() + job->device->text.size();
     auto t0 = Clock::now();
     result.status = guarded("link", [&]() -> Status {
+      // In the order the stages would count them one after another.
       DataProblems stats = launch_stats;
       stats.merge(sync_stats);
-      CF_ASSIGN_OR_RETURN(LinkedRank linked,
-                          chakraflow::map_and_assign_ids(
-                              job->host->trace, *job->device,
-                              {*std::get<2>(in).value, *std::get<3>(in).value, launch, &sync},
-                              jobs_[job->seq].link, std::move(stats)));
+      stats.merge(map_stats);
+      LinkedRank linked = chakraflow::assign_linked_ids(
+          job->host->trace, *job->device,
+          {*std::get<2>(in).value, *std::get<3>(in).value, launch, &sync}, mapping,
+          jobs_[job->seq].link, std::move(stats));
       result.summary = linked.summary;
       result.stats = linked.trace.stats;
       linked.trace.profiler = result.profiler;
@@ -538,8 +573,10 @@ class RankGraph {
   flow::join_node<std::tuple<DeviceMsg, LaunchersMsg>, flow::key_matching<size_t>>
       device_and_launchers_;
   flow::function_node<std::tuple<DeviceMsg, LaunchersMsg>, SyncMsg> sync_;
+  flow::join_node<std::tuple<HostMsg, DeviceMsg>, flow::key_matching<size_t>> host_and_device_;
+  flow::function_node<std::tuple<HostMsg, DeviceMsg>, MapMsg> map_;
   flow::join_node<Joined, flow::key_matching<size_t>> join_;
-  flow::function_node<Joined, Job> map_and_assign_ids_;
+  flow::function_node<Joined, Job> assign_ids_;
   flow::function_node<Job, Job> write_et_plus_;
   flow::function_node<Job, Job> release_device_;
   flow::function_node<Job, Job> complete_nodes_;

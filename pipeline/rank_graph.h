@@ -3,16 +3,17 @@
 //
 // From a host and a device trace (RankInput::kHostAndDevice):
 //
-//   source -> limiter -> fan_out -+-> load_host ------------------------------------------+
+//   source -> limiter -> fan_out -+-> load_host --+---------------------------------------+
+//                                 |               +-> host_and_device -> map -------------+
 //                                 +-> load_device -> device_out -+------------------------+
+//                                                                +-> (host_and_device)    |
 //                                                                +-> exclusive -----------+
 //                                                                +-> gaps ----------------+
 //                                                                +-> launchers -+---------+
 //                                                                +--------------+-> sync -+
 //                                                                                         |
 //      join <-----------------------------------------------------------------------------+
-//        -> map_and_assign_ids -> [write_et_plus] -> [release_device -> complete_nodes
-//                                                     | read_et_plus]
+//        -> assign_ids -> [write_et_plus] -> [release_device -> complete_nodes | read_et_plus]
 //        -> [select_nodes -> encode_dependencies -> drop_dangling -> check_acyclic -> write_et]
 //        -> finish -> limiter.decrementer()
 //
@@ -79,8 +80,8 @@ struct RankJob {
 };
 
 struct StageTimes {
-  double load_host = 0, load_device = 0, exclusive = 0, gaps = 0, launchers = 0, sync = 0, link = 0,
-         write = 0, convert = 0;
+  double load_host = 0, load_device = 0, exclusive = 0, gaps = 0, launchers = 0, sync = 0, map = 0,
+         link = 0, write = 0, convert = 0;
 };
 
 struct RankJobResult {

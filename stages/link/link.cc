@@ -68,6 +68,12 @@ StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace
                                         const DeviceFindings& found, const LinkOptions& options,
                                         DataProblems stats) {
   CF_ASSIGN_OR_RETURN(HostDeviceMap mapping, map_host_to_device(host, device, options, stats));
+  return assign_linked_ids(host, device, found, mapping, options, std::move(stats));
+}
+
+LinkedRank assign_linked_ids(const HostTrace& host, const DeviceTrace& device,
+                             const DeviceFindings& found, const HostDeviceMap& mapping,
+                             const LinkOptions& options, DataProblems stats) {
   // Later stages see the mode that was used (auto resolved): sequence mode resolves inter-thread
   // dependencies through the map instead of rf_ids.
   LinkedRank rank;

@@ -63,6 +63,13 @@ StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace
                                         const DeviceFindings& found, const LinkOptions& options,
                                         DataProblems stats);
 
+// Stage 7 alone, given stage 6's `mapping` (which needs neither launchers nor sync, so that the
+// flow graph maps while they run): the same result as map_and_assign_ids when `stats` holds the
+// device-side stages' problems, then the mapping's.
+LinkedRank assign_linked_ids(const HostTrace& host, const DeviceTrace& device,
+                             const DeviceFindings& found, const HostDeviceMap& mapping,
+                             const LinkOptions& options, DataProblems stats);
+
 // Readies a loaded device trace for linking, before the device-side stages: a timing trace
 // (LinkOptions::other_process) must hold one recorded step; the profiler overhead the options ask
 // for is taken out (stages/link/profiler_overhead.h). Returns what LinkedTrace::profiler then

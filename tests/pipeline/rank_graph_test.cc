@@ -35,8 +35,13 @@ std::set<std::string> edges(const std::string& dot) {
 TEST(RankGraph, EachPlanDeclaresItsNodes) {
   RankPlan link_only;
   auto e = edges(rank_graph_dot(link_only));
-  EXPECT_TRUE(e.count("join -> map_and_assign_ids"));
-  EXPECT_TRUE(e.count("map_and_assign_ids -> write_et_plus"));
+  EXPECT_TRUE(e.count("join -> assign_ids"));
+  EXPECT_TRUE(e.count("assign_ids -> write_et_plus"));
+  // The host-device map runs beside launchers and sync, from the two loaded traces.
+  EXPECT_TRUE(e.count("load_host -> host_and_device"));
+  EXPECT_TRUE(e.count("device_out -> host_and_device"));
+  EXPECT_TRUE(e.count("host_and_device -> map"));
+  EXPECT_TRUE(e.count("map -> join"));
   EXPECT_TRUE(e.count("write_et_plus -> finish"));
   EXPECT_TRUE(e.count("launchers -> device_and_launchers"));
   EXPECT_TRUE(e.count("sync -> join"));
@@ -52,11 +57,11 @@ TEST(RankGraph, EachPlanDeclaresItsNodes) {
   in_memory.convert = true;
   const std::string in_memory_dot = rank_graph_dot(in_memory);
   e = edges(in_memory_dot);
-  EXPECT_TRUE(e.count("map_and_assign_ids -> release_device"));
+  EXPECT_TRUE(e.count("assign_ids -> release_device"));
   EXPECT_TRUE(e.count("release_device -> complete_nodes"));
   EXPECT_TRUE(e.count("complete_nodes -> select_nodes"));
   for (const std::string& edge : converter) EXPECT_TRUE(e.count(edge)) << edge;
-  EXPECT_FALSE(e.count("map_and_assign_ids -> write_et_plus"));
+  EXPECT_FALSE(e.count("assign_ids -> write_et_plus"));
   EXPECT_FALSE(e.count("read_et_plus -> select_nodes"));
   // The host loader makes the converter's nodes: the picture says so.
   EXPECT_NE(in_memory_dot.find("load_host [label="), std::string::npos);
@@ -64,7 +69,7 @@ TEST(RankGraph, EachPlanDeclaresItsNodes) {
   RankPlan legacy = in_memory;  // converted through a temporary ET+ file
   legacy.format = OutputFormat::kLegacy;
   e = edges(rank_graph_dot(legacy));
-  EXPECT_TRUE(e.count("map_and_assign_ids -> write_et_plus"));
+  EXPECT_TRUE(e.count("assign_ids -> write_et_plus"));
   EXPECT_TRUE(e.count("write_et_plus -> read_et_plus"));
   EXPECT_TRUE(e.count("read_et_plus -> select_nodes"));
   EXPECT_FALSE(e.count("release_device -> complete_nodes"));
