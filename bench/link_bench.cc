@@ -6,9 +6,13 @@
 #include <cstdio>
 #include <filesystem>
 
+#include <oneapi/tbb/task_arena.h>
 #include "bench/pair_fixture.h"
+
+#include "pipeline/parallel_batches.h"
 #include "pipeline/rank_graph.h"
 #include "stages/common/file_io.h"
+#include "stages/generate/synthetic_trace.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
 #include "stages/link/host_et_loader.h"
@@ -56,6 +60,65 @@ void BM_ParseDevice(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(f.device.events.size()));
 }
 BENCHMARK(BM_ParseDevice)->Unit(benchmark::kMillisecond);
+
+// A generated rank's traces (synth scale 3: host 17 MB, device 12 MB), each parsed on a task
+// arena of N threads: in windows on one thread (N = 1), else in shards on the N workers
+// (ParseShards, one shard per worker): the loaders' own scaling, without the other stages. The
+// text's copy (the parser takes its text) is not timed.
+const SynthRankText& generated_rank_text() {
+  static const SynthRankText text = [] {
+    SynthOptions opt;
+    opt.ranks = 1;
+    opt.scale = 3;
+    return synthesize_rank_text(opt, 0);
+  }();
+  return text;
+}
+
+template <typename Parse>
+void parse_in_shards(benchmark::State& state, const std::string& text, const Parse& parse) {
+  const auto threads = static_cast<size_t>(state.range(0));
+  oneapi::tbb::task_arena arena(static_cast<int>(threads));
+  size_t items = 0, shards = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::string copy = text;
+    state.ResumeTiming();
+    arena.execute([&] {
+      const ParallelBatches workers(2 * threads);
+      if (!parse(std::move(copy), ParseShards{&workers, threads}, &items, &shards)) {
+        state.SkipWithError("parse failed");
+      }
+    });
+  }
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+  state.counters["items"] = static_cast<double>(items);
+  state.counters["shards"] = static_cast<double>(shards);
+}
+
+void BM_ParseDeviceShards(benchmark::State& state) {
+  parse_in_shards(state, generated_rank_text().device,
+                  [](std::string text, const ParseShards& p, size_t* items, size_t* shards) {
+                    auto t = parse_device_trace("device", std::move(text), kDeviceWindowBytes, p);
+                    if (!t.ok()) return false;
+                    *items = t->events.size();
+                    *shards = t->parse_shards;
+                    return true;
+                  });
+}
+BENCHMARK(BM_ParseDeviceShards)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_ParseHostShards(benchmark::State& state) {
+  parse_in_shards(state, generated_rank_text().host,
+                  [](std::string text, const ParseShards& p, size_t* items, size_t* shards) {
+                    auto t = parse_host_trace("host", std::move(text), kHostWindowBytes, p);
+                    if (!t.ok()) return false;
+                    *items = t->nodes.size();
+                    *shards = t->parse_shards;
+                    return true;
+                  });
+}
+BENCHMARK(BM_ParseHostShards)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_ExclusiveDurations(benchmark::State& state) {
   auto& f = resnet();

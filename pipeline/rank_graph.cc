@@ -66,6 +66,13 @@ struct RankInFlight {
 };
 using Job = std::shared_ptr<RankInFlight>;
 
+// How a rank's two traces, loaded at the same time, are each read: in shards on half the
+// workers each (on two workers, each trace in one piece: the two loads already keep both busy,
+// and shards would only add their merging).
+ParseShards shards_per_trace(const OrderedBatches& workers, size_t count) {
+  return ParseShards{&workers, count / 2};
+}
+
 // Runs `body` turning exceptions into a Status.
 template <typename Body>
 Status guarded(std::string_view stage, Body&& body) {
@@ -289,7 +296,11 @@ class RankGraph {
     const std::string& path = jobs_[seq].host_path;
     Status s = guarded("load host trace", [&]() -> Status {
       if (plan_.converts_in_memory()) host->nodes = EtPlusNodeSink::for_linking(path);
-      auto trace = load_host_trace(path, host->nodes ? &*host->nodes : nullptr);
+      // Without the converter's sink, a large trace is read in shards on the workers.
+      const auto workers = static_cast<size_t>(tbb::this_task_arena::max_concurrency());
+      const ParallelBatches shards(2 * workers);
+      auto trace = load_host_trace(path, host->nodes ? &*host->nodes : nullptr, kHostWindowBytes,
+                                   shards_per_trace(shards, workers));
       if (!trace.ok()) return trace.status();
       host->trace = std::move(trace).value();
       return Status();
@@ -303,7 +314,9 @@ class RankGraph {
     auto t0 = Clock::now();
     std::shared_ptr<const DeviceTrace> device;
     Status s = guarded("load device trace", [&]() -> Status {
-      auto trace = load_device_trace(jobs_[seq].device_path);
+      const auto workers = static_cast<size_t>(tbb::this_task_arena::max_concurrency());
+      const ParallelBatches shards(2 * workers);
+      auto trace = load_device_trace(jobs_[seq].device_path, shards_per_trace(shards, workers));
       if (!trace.ok()) return trace.status();
       LinkOptions options = jobs_[seq].link;
       if (!jobs_[seq].step_time_path.empty()) {

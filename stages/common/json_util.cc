@@ -1,5 +1,7 @@
 #include "stages/common/json_util.h"
 
+#include "stages/common/ordered_batches.h"
+
 #if defined(__AVX2__) && defined(__PCLMUL__)
 #include <immintrin.h>
 #endif
@@ -940,24 +942,44 @@ size_t find_array_open(const char* data, size_t size, std::string_view key_liter
 
 }  // namespace
 
-size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t capacity,
-                             std::string_view key_literal, size_t window_bytes,
-                             ArrayWindowReader& reader) {
-  if (window_bytes == 0 || key_literal.empty() || capacity < size + kInputPadding) return 0;
-  size_t key_at = 0;
-  const size_t open = find_array_open(data, size, key_literal, &key_at);
-  if (open == kNone) return 0;
-  if (!read_prefix(parser, data, capacity, key_at, open, reader)) return 0;
-  reader.before_elements();
+namespace {
 
-  size_t pos = open + 1;  // where the next window's elements start
-  size_t windows = 0;     // read before this one
+// The range's last window, [pos, limit): `limit` is the comma after its last element. Every
+// element up to it is read, and the array closes at the `]` patched there: true.
+bool read_range_end(od::parser& parser, char* data, size_t capacity, size_t pos, size_t limit,
+                    ArrayWindowReader& reader) {
+  Patches patches;
+  patches.set(data + pos - 1, '[');
+  patches.set(data + limit, ']');
+  patches.set(data + limit + 1, '\0');
+  od::document doc;
+  if (iterate_at(parser, data, capacity, pos - 1, limit + 1, &doc) != simdjson::SUCCESS) {
+    return false;
+  }
+  od::array elements;
+  if (doc.get_array().get(elements) != simdjson::SUCCESS) return false;
+  const char* resume = nullptr;
+  return read_elements(doc, elements, data + pos, reader, &resume) == ElementsRead::kEnded &&
+         at_document_end(doc);
+}
+
+// Reads the elements from `pos` (where one starts) in windows of about `window_bytes`. `limit`:
+// kNone for the rest of the text (the last window reads the root fields after the array too),
+// else the comma that ends the range (its last window ends there). The number of windows read, or
+// 0 when the text cannot be read this way.
+size_t read_windows_from(od::parser& parser, char* data, size_t size, size_t capacity, size_t pos,
+                         size_t limit, size_t window_bytes, ArrayWindowReader& reader) {
+  const size_t range_end = limit == kNone ? size : limit;
+  size_t windows = 0;  // read before this one
   od::document doc;
   for (;;) {
     size_t want = window_bytes;
     for (;;) {  // until this window reads at least one element
-      if (pos + want + window_bytes / 2 >= size) {
-        return read_last_window(parser, data, size, capacity, pos, reader) ? windows + 1 : 0;
+      if (pos + want + window_bytes / 2 >= range_end) {
+        const bool read = limit == kNone
+                              ? read_last_window(parser, data, size, capacity, pos, reader)
+                              : read_range_end(parser, data, capacity, pos, limit, reader);
+        return read ? windows + 1 : 0;
       }
       size_t end = find_cut(data, pos, pos + want);
       if (end == kNone) end = pos + want;
@@ -990,7 +1012,7 @@ size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t
         const size_t resume_at = static_cast<size_t>(resume - data);
         if (!at_document_end(doc)) {
           // The array ended inside the window: the last window reads the root fields after it.
-          if (resume_at >= end || data[resume_at] != ']') return 0;
+          if (limit != kNone || resume_at >= end || data[resume_at] != ']') return 0;
           patches.restore();
           return read_last_window(parser, data, size, capacity, resume_at, reader) ? windows + 1
                                                                                    : 0;
@@ -999,8 +1021,8 @@ size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t
         // window ended between two elements.
         patches.restore();
         size_t next = end;
-        while (next < size && is_space(data[next])) ++next;
-        if (next >= size || data[next] != ',') return 0;
+        while (next < range_end && is_space(data[next])) ++next;
+        if (next >= range_end || data[next] != ',') return 0;
         pos = next + 1;
         ++windows;
         break;
@@ -1014,6 +1036,121 @@ size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t
       want *= 2;  // not even the first element: it is larger than the window, or malformed
     }
   }
+}
+
+// Where the element whose first bytes are `prefix` (an element's `{` to its first key's `:`)
+// starts after a comma at or after `from` and before `to`, with that comma (*comma): the first
+// such separator `}` ws `,` ws prefix. kNone when there is none. The text between may be inside a
+// string or a nested value: only reading the shards proves the cut (read_array_in_shards).
+size_t find_separator(const char* data, size_t from, size_t to, std::string_view prefix,
+                      size_t* comma) {
+  while (from < to) {
+    const void* hit = ::memmem(data + from, to - from, prefix.data(), prefix.size());
+    if (hit == nullptr) return kNone;
+    const size_t at = static_cast<size_t>(static_cast<const char*>(hit) - data);
+    size_t j = at;
+    while (j > from && is_space(data[j - 1])) --j;
+    if (j > from && data[j - 1] == ',') {
+      size_t c = j - 1;
+      size_t k = c;
+      while (k > from && is_space(data[k - 1])) --k;
+      if (k > from && data[k - 1] == '}') {
+        *comma = c;
+        return at;
+      }
+    }
+    from = at + 1;
+  }
+  return kNone;
+}
+
+// The first element's bytes from its `{` to its first key's `:` (the text from `first` on), or
+// empty when the array does not start with an object whose first key is a short plain string.
+std::string_view element_prefix(const char* data, size_t first, size_t size) {
+  size_t at = first;
+  while (at < size && is_space(data[at])) ++at;
+  if (at >= size || data[at] != '{') return {};
+  for (size_t j = at + 1; j < size && j < at + 128; ++j) {
+    if (data[j] == ':') return std::string_view(data + at, j + 1 - at);
+    if (data[j] == '\\' || data[j] == '{' || data[j] == '[' || data[j] == '}') return {};
+  }
+  return {};
+}
+
+}  // namespace
+
+size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t capacity,
+                             std::string_view key_literal, size_t window_bytes,
+                             ArrayWindowReader& reader) {
+  if (window_bytes == 0 || key_literal.empty() || capacity < size + kInputPadding) return 0;
+  size_t key_at = 0;
+  const size_t open = find_array_open(data, size, key_literal, &key_at);
+  if (open == kNone) return 0;
+  if (!read_prefix(parser, data, capacity, key_at, open, reader)) return 0;
+  reader.before_elements();
+  return read_windows_from(parser, data, size, capacity, open + 1, kNone, window_bytes, reader);
+}
+
+size_t read_array_in_shards(char* data, size_t size, size_t capacity, std::string_view key_literal,
+                            size_t window_bytes, const std::vector<ArrayWindowReader*>& readers,
+                            const OrderedBatches& workers) {
+  if (readers.size() < 2 || window_bytes == 0 || key_literal.empty() ||
+      capacity < size + kInputPadding) {
+    return 0;
+  }
+  size_t key_at = 0;
+  const size_t open = find_array_open(data, size, key_literal, &key_at);
+  if (open == kNone) return 0;
+  {
+    od::parser parser;
+    if (!read_prefix(parser, data, capacity, key_at, open, *readers[0])) return 0;
+  }
+  readers[0]->before_elements();
+
+  // The cuts: shard k (k >= 1) starts at begin[k], one element after the comma ending shard k - 1
+  // (end[k - 1]); that element (gap k - 1, from end[k - 1] + 1 to the comma before begin[k]) is
+  // read after the shards by shard k - 1's reader. The gap keeps the bytes each shard patches
+  // apart (a shard's last window patches its comma and the byte after it, the next shard's first
+  // window the byte before its first element, the last shard's the five before it).
+  const std::string_view prefix = element_prefix(data, open + 1, size);
+  if (prefix.empty()) return 0;
+  std::vector<size_t> begin = {open + 1};
+  std::vector<size_t> end;  // the comma that ends each shard but the last
+  std::vector<size_t> gap_end;
+  const size_t span = size - open;
+  for (size_t k = 1; k < readers.size(); ++k) {
+    const size_t target = std::max(open + k * (span / readers.size()), begin.back() + window_bytes);
+    const size_t search_end = std::min(size, target + span / readers.size() / 2);
+    size_t comma = kNone, next_comma = kNone;
+    const size_t gap = find_separator(data, target, search_end, prefix, &comma);
+    if (gap == kNone) break;
+    const size_t next = find_separator(data, gap + 1, search_end, prefix, &next_comma);
+    if (next == kNone || next < comma + 8 || next + window_bytes >= size) break;
+    end.push_back(comma);
+    gap_end.push_back(next_comma);
+    begin.push_back(next);
+  }
+  const size_t shards = begin.size();
+  if (shards < 2) return 0;
+
+  std::vector<size_t> windows(shards, 0);
+  Status read = workers.run(
+      shards,
+      [&](size_t k, std::string&) {
+        od::parser parser;
+        windows[k] = read_windows_from(parser, data, size, capacity, begin[k],
+                                       k + 1 < shards ? end[k] : kNone, window_bytes, *readers[k]);
+        return windows[k] > 0 ? Status() : Status::error("not read in shards");
+      },
+      [](std::string&) { return Status(); });
+  if (!read.ok()) return 0;
+  // The gaps, in order: each proves the next shard's first element is one (its shard proved the
+  // comma before the gap is one).
+  od::parser parser;
+  for (size_t k = 0; k + 1 < shards; ++k) {
+    if (!read_range_end(parser, data, capacity, end[k] + 1, gap_end[k], *readers[k])) return 0;
+  }
+  return shards;
 }
 
 }  // namespace chakraflow::json

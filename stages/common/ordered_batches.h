@@ -33,4 +33,20 @@ class OrderedBatches {
   }
 };
 
+// How a loader may read one large JSON array in shards, concurrently (json::read_array_in_shards):
+// through `workers`, in at most `count` shards of at least `min_bytes` of text each. The default
+// reads on the calling thread, in one piece; the output is the same either way.
+struct ParseShards {
+  static constexpr size_t kMinBytes = size_t{4} << 20;
+  const OrderedBatches* workers = nullptr;
+  size_t count = 1;
+  size_t min_bytes = kMinBytes;
+  // Shards for a text of `bytes`: 1 when there are no workers.
+  size_t for_text(size_t bytes) const {
+    if (workers == nullptr || count < 2 || min_bytes == 0) return 1;
+    const size_t by_size = bytes / min_bytes;
+    return by_size < count ? (by_size < 1 ? 1 : by_size) : count;
+  }
+};
+
 }  // namespace chakraflow

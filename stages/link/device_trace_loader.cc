@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <memory>
 #include <unordered_map>
 
 #include "stages/common/file_io.h"
 #include "stages/common/json_util.h"
+#include "stages/common/ordered_batches.h"
 
 namespace chakraflow {
 namespace {
@@ -131,16 +133,20 @@ constexpr std::string_view kEventsKey = "\"traceEvents\"";
 
 class DeviceParser {
  public:
-  DeviceParser(DeviceTrace& t, size_t window_bytes)
-      : t_(t), text_(t.text), window_bytes_(window_bytes) {}
+  DeviceParser(DeviceTrace& t, size_t window_bytes, ParseShards shards = {})
+      : t_(t), text_(t.text), window_bytes_(window_bytes), shards_(shards) {}
 
   Status parse() {
     if (text_.empty())
       return Status::errorf("{}: empty file, expected a Kineto device trace", t_.path);
-    od::parser parser;
     // Real traces take 250-350 bytes per event, generated ones ~190: reserving for 128 avoids
     // growing by copying (the untouched tail of the reservation costs no memory).
     t_.events.reserve(t_.text.size() / 128);
+    if (window_bytes_ > 0 && parse_in_shards()) {
+      build_indices();
+      return Status();
+    }
+    od::parser parser;
     if (window_bytes_ > 0 && text_.size() > 2 * window_bytes_) {
       EventWindows windows(*this);
       t_.parse_windows =
@@ -151,11 +157,7 @@ class DeviceParser {
         return Status();
       }
       // Not a text the windows can read, or a bad one: the whole document's parse reports it.
-      t_.events.clear();
-      t_.pg_names.clear();
-      t_.load_stats = DataProblems();
-      t_.flow_events = 0;
-      t_.arena.clear();
+      forget_events();
     }
     CF_RETURN_IF_ERROR(parse_document(parser));
     build_indices();
@@ -163,6 +165,95 @@ class DeviceParser {
   }
 
  private:
+  // A shard's parser: reads into `out` (its events, names, counts), the text being `text`; its
+  // data problems wait for the shards before it to be counted (their element numbers).
+  DeviceParser(DeviceTrace& out, std::string_view text, size_t window_bytes)
+      : t_(out), text_(text), window_bytes_(window_bytes), defer_problems_(true) {}
+
+  void forget_events() {
+    last_offset_ = 0;
+    t_.events.clear();
+    t_.pg_names.clear();
+    t_.load_stats = DataProblems();
+    t_.flow_events = 0;
+    t_.arena.clear();
+  }
+
+  // traceEvents read in shards (ParseShards): true when read. Shard 0 reads into this trace, the
+  // others into their own, appended in order after.
+  bool parse_in_shards() {
+    const size_t count = shards_.for_text(text_.size());
+    if (count < 2) return false;
+    std::vector<DeviceTrace> parts(count - 1);
+    std::vector<std::unique_ptr<DeviceParser>> parsers;
+    std::vector<std::unique_ptr<EventWindows>> windows;
+    std::vector<json::ArrayWindowReader*> readers;
+    defer_problems_ = true;
+    for (size_t k = 0; k < count; ++k) {
+      DeviceParser* p = this;
+      if (k > 0) {
+        parts[k - 1].path = t_.path;
+        parts[k - 1].events.reserve(text_.size() / count / 128);
+        parsers.push_back(
+            std::unique_ptr<DeviceParser>(new DeviceParser(parts[k - 1], text_, window_bytes_)));
+        p = parsers.back().get();
+      }
+      windows.push_back(std::make_unique<EventWindows>(*p));
+      readers.push_back(windows.back().get());
+    }
+    const size_t read =
+        json::read_array_in_shards(t_.text.mutable_data(), t_.text.size(), t_.text.capacity(),
+                                   kEventsKey, window_bytes_, readers, *shards_.workers);
+    defer_problems_ = false;
+    if (read == 0) {
+      forget_events();
+      deferred_.clear();
+      return false;
+    }
+    // In file order: each shard's events after the ones before, its names' indices moved by the
+    // names before, its problems numbered from the elements before.
+    size_t elements = windows[0]->elements();
+    count_deferred(0);
+    for (size_t k = 1; k < count; ++k) {
+      DeviceTrace& part = parts[k - 1];
+      const auto names = static_cast<uint32_t>(t_.pg_names.size());
+      const size_t first = t_.events.size();
+      t_.events.insert(t_.events.end(), part.events.begin(), part.events.end());
+      if (!part.pg_names.empty()) {
+        for (size_t i = first; i < t_.events.size(); ++i) {
+          if (t_.events[i].pg_name != DeviceEvent::kNoPgName) t_.events[i].pg_name += names;
+        }
+        t_.pg_names.insert(t_.pg_names.end(), part.pg_names.begin(), part.pg_names.end());
+      }
+      t_.flow_events += part.flow_events;
+      if (!part.arena.empty()) t_.more_arenas.push_back(std::move(part.arena));
+      parsers[k - 1]->count_deferred(elements);
+      t_.load_stats.merge(part.load_stats);
+      elements += windows[k]->elements();
+    }
+    t_.parse_shards = read;
+    return true;
+  }
+
+  // The problems a shard's events deferred, counted with their element numbers from `first`.
+  void count_deferred(size_t first) {
+    defer_problems_ = false;
+    for (const Deferred& d : deferred_) count_problem(d.kind, first + d.index, d.offset, d.quoted);
+    deferred_.clear();
+  }
+
+  // A data problem of the event `index` (at byte `offset`; `quoted`: the id written as a string).
+  void count_problem(StatKind kind, size_t index, uint64_t offset, std::string_view quoted) {
+    if (defer_problems_) {
+      deferred_.push_back({kind, index, offset, std::string(quoted)});
+    } else if (kind == StatKind::kDeviceIdAsString) {
+      t_.load_stats.add(kind,
+                        fmt::format("traceEvents[{}] at byte {}: \"{}\"", index, offset, quoted));
+    } else {
+      t_.load_stats.add(kind, fmt::format("traceEvents[{}] at byte {}", index, offset));
+    }
+  }
+
   // The whole document in one parse: the top level, its one "traceEvents" array.
   Status parse_document(od::parser& parser) {
     od::document doc;
@@ -243,6 +334,9 @@ class DeviceParser {
       return true;
     }
 
+    // Elements read so far.
+    size_t elements() const { return index_; }
+
    private:
     DeviceParser& p_;
     size_t index_ = 0;
@@ -262,14 +356,9 @@ class DeviceParser {
     Status read = parse_event(doc, obj, index, e);
     if (read.ok() && e.cat != DeviceCategory::kOther) {
       // Counted once the event is read whole (a window's cut element is read again).
-      if (!has_ph_) {
-        t_.load_stats.add(StatKind::kDeviceEventWithoutPh,
-                          fmt::format("traceEvents[{}] at byte {}", index, e.byte_offset));
-      }
+      if (!has_ph_) count_problem(StatKind::kDeviceEventWithoutPh, index, e.byte_offset, {});
       if (!quoted_id_.empty()) {
-        t_.load_stats.add(
-            StatKind::kDeviceIdAsString,
-            fmt::format("traceEvents[{}] at byte {}: \"{}\"", index, e.byte_offset, quoted_id_));
+        count_problem(StatKind::kDeviceIdAsString, index, e.byte_offset, quoted_id_);
       }
     }
     if (!read.ok() || e.cat == DeviceCategory::kAc2g) {
@@ -510,6 +599,15 @@ class DeviceParser {
   DeviceTrace& t_;
   std::string_view text_;
   size_t window_bytes_;
+  ParseShards shards_;
+  bool defer_problems_ = false;
+  struct Deferred {
+    StatKind kind;
+    size_t index;
+    uint64_t offset;
+    std::string quoted;  // a copy: the view may be into the parser's buffer, gone after the shard
+  };
+  std::vector<Deferred> deferred_;
 };
 
 }  // namespace
@@ -540,12 +638,13 @@ DeviceCategory classify_category(std::string_view cat) {
 
 namespace {
 
-StatusOr<DeviceTrace> parse_device_text(std::string path, InputText text, size_t window_bytes) {
+StatusOr<DeviceTrace> parse_device_text(std::string path, InputText text, size_t window_bytes,
+                                        const ParseShards& shards = {}) {
   DeviceTrace trace;
   trace.path = std::move(path);
   trace.text = std::move(text);
-  CF_RETURN_IF_ERROR(
-      json::explain_truncation(DeviceParser(trace, window_bytes).parse(), trace.path, trace.text));
+  CF_RETURN_IF_ERROR(json::explain_truncation(DeviceParser(trace, window_bytes, shards).parse(),
+                                              trace.path, trace.text));
   return trace;
 }
 
@@ -559,9 +658,14 @@ StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text, siz
   return parse_device_text(std::move(path), InputText(std::move(text)), window_bytes);
 }
 
-StatusOr<DeviceTrace> load_device_trace(const std::string& path) {
+StatusOr<DeviceTrace> load_device_trace(const std::string& path, const ParseShards& shards) {
   CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path));
-  return parse_device_text(path, std::move(text), kDeviceWindowBytes);
+  return parse_device_text(path, std::move(text), kDeviceWindowBytes, shards);
+}
+
+StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text, size_t window_bytes,
+                                         const ParseShards& shards) {
+  return parse_device_text(std::move(path), InputText(std::move(text)), window_bytes, shards);
 }
 
 PyNumber DeviceEvent::py_ts() const {

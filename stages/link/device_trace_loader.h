@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <string>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/common/status.h"
 #include "stages/link/trace_model.h"
 
@@ -23,12 +24,16 @@ namespace chakraflow {
 // times the text's size. A text the windows cannot read is parsed whole, which reports its errors.
 inline constexpr size_t kDeviceWindowBytes = size_t{256} << 10;
 
-StatusOr<DeviceTrace> load_device_trace(const std::string& path);
+// `shards`: a large trace's traceEvents are read in shards, concurrently (ParseShards,
+// stages/common/ordered_batches.h); the trace is the same.
+StatusOr<DeviceTrace> load_device_trace(const std::string& path, const ParseShards& shards = {});
 
 // Parses `text` (already decompressed); `path` is used in messages only.
 StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text);
 // The same with windows of `window_bytes` (0: the whole document at once), for tests.
 StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text, size_t window_bytes);
+StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text, size_t window_bytes,
+                                         const ParseShards& shards);
 
 // Category of a Kineto "cat" string (case-insensitive, 2021 names included).
 DeviceCategory classify_category(std::string_view cat);

@@ -7,6 +7,7 @@
 #include "stages/common/file_io.h"
 #include "stages/common/json_util.h"
 #include "stages/common/move_to_targets.h"
+#include "stages/common/ordered_batches.h"
 
 namespace chakraflow {
 namespace {
@@ -18,20 +19,22 @@ constexpr std::string_view kNodesKey = "\"nodes\"";
 
 class HostParser {
  public:
-  HostParser(HostTrace& trace, HostNodeSink* sink, size_t window_bytes)
+  HostParser(HostTrace& trace, HostNodeSink* sink, size_t window_bytes, ParseShards shards = {})
       : t_(trace),
         text_(trace.text),
         sink_(sink),
         keep_nodes_(sink == nullptr || sink->keep_nodes()),
-        window_bytes_(window_bytes) {}
+        window_bytes_(window_bytes),
+        shards_(shards) {}
 
   Status parse() {
     if (text_.empty())
       return Status::errorf("{}: empty file, expected a host execution trace", t_.path);
-    od::parser parser;
     // Nodes take 500 to 1,000 bytes of JSON: reserving for 256 avoids growing by copying (the
     // untouched tail of the reservation costs no memory).
     if (keep_nodes_) t_.nodes.reserve(text_.size() / 256);
+    if (window_bytes_ > 0 && parse_in_shards()) return Status();
+    od::parser parser;
     if (window_bytes_ > 0 && text_.size() > 2 * window_bytes_) {
       NodeWindows windows(*this);
       t_.parse_windows =
@@ -39,12 +42,7 @@ class HostParser {
                                       t_.text.capacity(), kNodesKey, window_bytes_, windows);
       if (t_.parse_windows > 0) return Status();
       // Not a text the windows can read, or a bad one: the whole document's parse reports it.
-      t_.nodes.clear();
-      t_.top_level.clear();
-      t_.schema.clear();
-      t_.arena.clear();
-      if (sink_ != nullptr) sink_->restart();
-      last_offset_ = 0;
+      forget_nodes();
     }
     od::document doc;
     auto err = json::iterate_document(parser, t_.text, &doc, &t_.invalid_utf8_bytes);
@@ -87,6 +85,64 @@ class HostParser {
                             json::current_offset(doc, text_));
     }
     return Status();
+  }
+
+  // The nodes read in shards (ParseShards), when no sink takes them (a sink receives the nodes in
+  // file order, one at a time): true when read. Shard 0 reads into this trace, the others into
+  // their own, appended in order after (their nodes' positions moved by the nodes before).
+  bool parse_in_shards() {
+    const size_t count = sink_ == nullptr ? shards_.for_text(text_.size()) : 1;
+    if (count < 2) return false;
+    std::vector<HostTrace> parts(count - 1);
+    std::vector<std::unique_ptr<HostParser>> parsers;
+    std::vector<std::unique_ptr<NodeWindows>> windows;
+    std::vector<json::ArrayWindowReader*> readers;
+    for (size_t k = 0; k < count; ++k) {
+      HostParser* p = this;
+      if (k > 0) {
+        parts[k - 1].path = t_.path;
+        parts[k - 1].nodes.reserve(text_.size() / count / 256);
+        parsers.push_back(
+            std::unique_ptr<HostParser>(new HostParser(parts[k - 1], text_, window_bytes_)));
+        p = parsers.back().get();
+      }
+      windows.push_back(std::make_unique<NodeWindows>(*p));
+      readers.push_back(windows.back().get());
+    }
+    const size_t read =
+        json::read_array_in_shards(t_.text.mutable_data(), t_.text.size(), t_.text.capacity(),
+                                   kNodesKey, window_bytes_, readers, *shards_.workers);
+    std::vector<size_t> elements;
+    for (const auto& w : windows) elements.push_back(w->elements());
+    if (read == 0 || !merge_shards(parts, elements)) {
+      forget_nodes();
+      return false;
+    }
+    t_.parse_shards = read;
+    return true;
+  }
+
+  // The shards' nodes and top-level fields after this trace's. False: a top-level key of the
+  // last shard (after the array) repeats one before the array (the whole parse reports it).
+  // `elements`: each shard's count.
+  bool merge_shards(std::vector<HostTrace>& parts, const std::vector<size_t>& elements) {
+    size_t first = elements[0];
+    for (size_t k = 1; k < elements.size(); ++k) {
+      HostTrace& part = parts[k - 1];
+      for (const TopLevelField& f : part.top_level) {
+        if (!check_new_key(f.key_raw).ok()) return false;
+        t_.top_level.push_back(f);
+      }
+      if (!part.schema.empty()) t_.schema = std::move(part.schema);
+      const size_t at = t_.nodes.size();
+      t_.nodes.insert(t_.nodes.end(), part.nodes.begin(), part.nodes.end());
+      for (size_t i = at; i < t_.nodes.size(); ++i) {
+        t_.nodes[i].file_index += static_cast<uint32_t>(first);
+      }
+      if (!part.arena.empty()) t_.more_arenas.push_back(std::move(part.arena));
+      first += elements[k];
+    }
+    return true;
   }
 
   // After the parser is gone (its structural index is as large as the text): layout, id order.
@@ -222,6 +278,8 @@ class HostParser {
       ++index_;
       return true;
     }
+    // Elements read so far.
+    size_t elements() const { return index_; }
 
    private:
     HostParser& p_;
@@ -555,6 +613,20 @@ class HostParser {
     return Status();
   }
 
+  // A shard's parser: reads into `out` (its nodes and top-level fields), the text being `text`.
+  HostParser(HostTrace& out, std::string_view text, size_t window_bytes)
+      : t_(out), text_(text), window_bytes_(window_bytes) {}
+
+  void forget_nodes() {
+    t_.nodes.clear();
+    t_.top_level.clear();
+    t_.schema.clear();
+    t_.arena.clear();
+    t_.more_arenas.clear();
+    if (sink_ != nullptr) sink_->restart();
+    last_offset_ = 0;
+  }
+
   HostTrace& t_;
   std::string_view text_;
   HostNodeSink* sink_ = nullptr;
@@ -564,14 +636,15 @@ class HostParser {
   HostNodeDetail detail_;
   std::vector<uint64_t> sync_deps_;
   size_t window_bytes_;
+  ParseShards shards_;
 };
 
 StatusOr<HostTrace> parse_host_text(std::string path, InputText text, size_t window_bytes,
-                                    HostNodeSink* sink) {
+                                    HostNodeSink* sink, const ParseShards& shards = {}) {
   HostTrace trace;
   trace.path = std::move(path);
   trace.text = std::move(text);
-  HostParser parser(trace, sink, window_bytes);
+  HostParser parser(trace, sink, window_bytes, shards);
   CF_RETURN_IF_ERROR(json::explain_truncation(parser.parse(), trace.path, trace.text));
   CF_RETURN_IF_ERROR(parser.finish());
   return trace;
@@ -589,9 +662,15 @@ StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, size_t 
 }
 
 StatusOr<HostTrace> load_host_trace(const std::string& path, HostNodeSink* sink,
-                                    size_t window_bytes) {
+                                    size_t window_bytes, const ParseShards& shards) {
   CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path));
-  return parse_host_text(path, std::move(text), window_bytes, sink);
+  return parse_host_text(path, std::move(text), window_bytes, sink, shards);
+}
+
+StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, size_t window_bytes,
+                                     const ParseShards& shards) {
+  return parse_host_text(std::move(path), InputText(std::move(text)), window_bytes, nullptr,
+                         shards);
 }
 
 }  // namespace chakraflow

@@ -18,6 +18,7 @@
 #include <string>
 #include <string_view>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/common/status.h"
 #include "stages/link/trace_model.h"
 
@@ -49,8 +50,11 @@ class HostNodeSink {
 // whole, which reports its errors.
 inline constexpr size_t kHostWindowBytes = size_t{256} << 10;
 
+// `shards`: without a sink, a large trace's nodes are read in shards, concurrently (ParseShards,
+// stages/common/ordered_batches.h); the trace is the same.
 StatusOr<HostTrace> load_host_trace(const std::string& path, HostNodeSink* sink = nullptr,
-                                    size_t window_bytes = kHostWindowBytes);
+                                    size_t window_bytes = kHostWindowBytes,
+                                    const ParseShards& shards = {});
 
 // Parses `text` (already decompressed); `path` is used in messages only.
 StatusOr<HostTrace> parse_host_trace(std::string path, std::string text,
@@ -58,5 +62,7 @@ StatusOr<HostTrace> parse_host_trace(std::string path, std::string text,
 // The same with windows of `window_bytes` (0: the whole document at once), for tests.
 StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, size_t window_bytes,
                                      HostNodeSink* sink = nullptr);
+StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, size_t window_bytes,
+                                     const ParseShards& shards);
 
 }  // namespace chakraflow

@@ -129,12 +129,15 @@ struct HostTrace {
   std::string path;
   InputText text;                 // decompressed file content (owns every view)
   std::deque<std::string> arena;  // unescaped strings that differ from their raw form
+  std::vector<std::deque<std::string>>
+      more_arenas;  // the shards' (a deque moved keeps its strings)
   std::string schema;
   HostLayout layout = HostLayout::kAttrs;
   std::vector<TopLevelField> top_level;  // in file order
   std::vector<HostNode> nodes;           // sorted by id (stable)
   uint64_t invalid_utf8_bytes = 0;       // replaced by '?' while loading
   size_t parse_windows = 0;              // nodes read in this many windows (0: the whole document)
+  size_t parse_shards = 0;               // or in this many shards, concurrently (0: not in shards)
   DataProblems load_stats;               // data problems the loader counted and went on past
 };
 
@@ -213,6 +216,8 @@ struct DeviceTrace {
   std::string path;
   InputText text;  // decompressed file content (owns every view)
   std::deque<std::string> arena;
+  std::vector<std::deque<std::string>>
+      more_arenas;                         // the shards' (a deque moved keeps its strings)
   std::vector<DeviceEvent> events;         // in file order, ac2g flow events left out
   std::vector<std::string_view> pg_names;  // DeviceEvent::pg_name
   uint64_t flow_events = 0;                // ac2g events read (checked, not kept)
@@ -232,6 +237,7 @@ struct DeviceTrace {
   bool has_rf_ids = false;          // some cpu op carries "Record function id"
   uint64_t invalid_utf8_bytes = 0;  // replaced by '?' while loading
   size_t parse_windows = 0;         // traceEvents read in this many windows (0: the whole document)
+  size_t parse_shards = 0;          // or in this many shards, concurrently (0: not in shards)
   DataProblems load_stats;          // data problems the loader counted and went on past
 
   const DeviceEvent& operator[](DeviceEventIdx i) const { return events[i.value]; }

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/generate/synthetic_trace.h"
 #include "tests/testing/test_util.h"
 #include "tests/testing/trace_builder.h"
@@ -265,6 +266,164 @@ TEST(DeviceTraceWindows, BadInputCorpusReadsAsWhole) {
     ++files;
   }
   EXPECT_GE(files, 20u);
+}
+
+// ---------- traceEvents read in shards ----------
+
+// The data problems counted, with their examples, and the process group names.
+void expect_same_problems(const DeviceTrace& whole, const DeviceTrace& sharded,
+                          const std::string& what) {
+  ASSERT_EQ(whole.load_stats.entries().size(), sharded.load_stats.entries().size()) << what;
+  for (const auto& [kind, entry] : whole.load_stats.entries()) {
+    EXPECT_EQ(entry.count, sharded.load_stats.count(kind)) << what;
+    auto it = sharded.load_stats.entries().find(kind);
+    ASSERT_NE(it, sharded.load_stats.entries().end()) << what;
+    EXPECT_EQ(entry.examples, it->second.examples) << what;
+  }
+  EXPECT_EQ(whole.pg_names, sharded.pg_names) << what;
+}
+
+// Parses `text` whole and in shards of each count (shards of at least `min_bytes`, read in
+// windows of `window` bytes, one after another on this thread: OrderedBatches' own run): the
+// same trace, problems and names, or the same error. Returns the shards of the largest count
+// (0: not read in shards).
+size_t expect_shards_read_as_whole(const std::string& text, const std::string& what,
+                                   std::initializer_list<size_t> counts, size_t window = 4096,
+                                   size_t min_bytes = 1024) {
+  const OrderedBatches in_turn;
+  auto whole = parse_device_trace("t.json", text, 0);
+  size_t shards = 0;
+  for (size_t count : counts) {
+    ParseShards p{&in_turn, count, min_bytes};
+    auto sharded = parse_device_trace("t.json", text, window, p);
+    const std::string label = fmt::format("{}, {} shards", what, count);
+    EXPECT_EQ(whole.ok(), sharded.ok())
+        << label << ": " << (whole.ok() ? sharded : whole).status().message();
+    if (!whole.ok() || !sharded.ok()) {
+      if (!whole.ok() && !sharded.ok()) {
+        EXPECT_EQ(whole.status().message(), sharded.status().message()) << label;
+      }
+      continue;
+    }
+    expect_same_trace(*whole, *sharded, label);
+    expect_same_problems(*whole, *sharded, label);
+    if (sharded->parse_shards > 0) {
+      EXPECT_EQ(std::string_view(sharded->text), text) << label << ": the text was left changed";
+    }
+    shards = sharded->parse_shards;
+  }
+  return shards;
+}
+
+TEST(DeviceTraceShards, SyntheticTraceReadsAsWhole) {
+  const std::string text = synthetic_device_trace(1, 0.05);
+  ASSERT_GT(text.size(), 16 * 4096u);
+  EXPECT_EQ(expect_shards_read_as_whole(text, "synth", {2, 3, 7, 16}), 16u);
+  // Fewer than two shards' worth of text, or no workers: read as before.
+  const OrderedBatches in_turn;
+  auto one = parse_device_trace("t.json", text, 4096, ParseShards{&in_turn, 8, text.size()});
+  ASSERT_TRUE(one.ok());
+  EXPECT_EQ(one->parse_shards, 0u);
+  EXPECT_GT(one->parse_windows, 1u);
+}
+
+TEST(DeviceTraceShards, RealTracesReadAsWhole) {
+  CF_REQUIRE_SHARED_DATA("kineto");
+  size_t files = 0, sharded = 0;
+  for (const char* dir : {"kineto", "pairs", "pt211_h200"}) {
+    const auto root = testing::shared_data_dir() / dir;
+    if (!std::filesystem::exists(root)) continue;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+      const std::string name = entry.path().filename().string();
+      if (!entry.is_regular_file() || entry.path().string().find("reference") != std::string::npos)
+        continue;
+      if (name.find("kineto") == std::string::npos && name.find("trace") == std::string::npos &&
+          dir != std::string_view("kineto")) {
+        continue;
+      }
+      const std::string text = testing::read_text(entry.path().string());
+      if (text.size() < 8 * 4096) continue;
+      if (expect_shards_read_as_whole(text, entry.path().string(), {2, 5}) > 1) ++sharded;
+      ++files;
+    }
+  }
+  EXPECT_GE(files, 10u);
+  EXPECT_GE(sharded, files / 2) << "most real traces should be read in shards";
+}
+
+// Cuts that look right and are not: the first element's opening bytes ({"ph":) after `}, ` inside
+// nested arrays of objects and inside strings, all over the text; events with data problems
+// (no "ph", an id written as a string) and process group names in every shard.
+TEST(DeviceTraceShards, FalseCutsAndProblemsReadAsWhole) {
+  std::string events;
+  for (int i = 0; i < 400; ++i) {
+    if (i > 0) events += testing::hard_cut_separator(i);
+    const std::string ph = i % 17 == 3 ? "" : R"("ph": "X", )";
+    const std::string external = i % 13 == 5 ? fmt::format("\"{}\"", i) : std::to_string(i);
+    events += fmt::format(
+        R"({{{}"cat": "{}", "name": "{}", "pid": 1, "tid": {}, "ts": {}, "dur": 2, )"
+        R"("args": {{"External id": {}, "nested": [{{"ph": 1}}, {{"ph": 2}},{{"ph": "}}, {{\"ph\": 3"}}], )"
+        R"("Process Group Name": "pg{}", "correlation": {}}}}})",
+        ph, i % 3 == 0 ? "kernel" : "cpu_op", testing::hard_cut_string(i), i % 5, 10 * i, external,
+        i % 4, i);
+  }
+  const std::string text = R"({"schemaVersion": 1, "deviceProperties": [{"id": 0}],)"
+                           "\n\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": "
+                           "\"first\", \"ts\": 0, \"dur\": 1}, " +
+                           events + "],\n\"displayTimeUnit\": \"ms\"}";
+  auto whole = parse_device_trace("t.json", text, 0);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  ASSERT_GT(whole->load_stats.entries().size(), 1u);
+  ASSERT_FALSE(whole->pg_names.empty());
+  expect_shards_read_as_whole(text, "false cuts", {2, 3, 6, 11}, 512, 256);
+
+  // The same problems and names with clean cuts: read in shards, numbered and indexed as a
+  // sequential read numbers them.
+  std::string clean;
+  for (int i = 0; i < 400; ++i) {
+    if (i > 0) clean += ",\n";
+    const std::string external = i % 13 == 5 ? fmt::format("\"{}\"", i) : std::to_string(i);
+    clean += fmt::format(
+        R"({{"ph": "X", "cat": "{}", "name": "op{}", "pid": 1, "tid": {}, "ts": {}, "dur": 2, )"
+        R"("args": {{"External id": {}, {}"correlation": {}}}}})",
+        i % 3 == 0 ? "kernel" : "cpu_op", i, i % 5, 10 * i, external,
+        i % 7 == 2 ? fmt::format(R"("Process Group Name": "pg{}", )", i) : "", i);
+    if (i % 17 == 3) clean += R"(, {"cat": "cpu_op", "name": "no ph", "ts": 1, "dur": 1})";
+  }
+  const std::string clean_text = R"({"traceEvents": [)" + clean + "]}";
+  auto clean_whole = parse_device_trace("t.json", clean_text, 0);
+  ASSERT_TRUE(clean_whole.ok()) << clean_whole.status().message();
+  ASSERT_EQ(clean_whole->load_stats.entries().size(), 2u);
+  ASSERT_GT(clean_whole->pg_names.size(), 40u);
+  EXPECT_GE(expect_shards_read_as_whole(clean_text, "clean cuts", {2, 5, 9}, 512, 256), 5u);
+}
+
+// What the shards cannot read is read as before: the same trace, or exactly the same error.
+TEST(DeviceTraceShards, BadInputsReadAsWhole) {
+  std::string events;
+  for (int i = 0; i < 600; ++i) {
+    if (i > 0) events += ",\n";
+    events +=
+        fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "op{}", "ts": {}, "dur": 1}})", i, i);
+  }
+  const std::string good = R"({"traceEvents": [)" + events + "]}";
+  for (size_t at : {good.size() / 3, good.size() / 2, 2 * good.size() / 3}) {
+    const size_t cut = good.find("},\n{", at) + 1;
+    expect_shards_read_as_whole(good.substr(0, cut) + good.substr(cut + 1), "missing comma", {2, 3},
+                                1024, 1024);
+    expect_shards_read_as_whole(good.substr(0, at), "truncated", {2, 3}, 1024, 1024);
+    std::string bad_ts = good;
+    bad_ts.replace(good.find("\"ts\": ", at), 6, "\"ts\": \"x\", \"y\":");
+    expect_shards_read_as_whole(bad_ts, "bad ts", {2, 3}, 1024, 1024);
+  }
+  EXPECT_GE(expect_shards_read_as_whole(good, "good", {3}, 1024, 1024), 2u);
+  const auto dir =
+      std::filesystem::path(CHAKRAFLOW_SOURCE_DIR) / "tests" / "bad_inputs" / "device_trace";
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (entry.path().extension() != ".json") continue;
+    expect_shards_read_as_whole(testing::read_text(entry.path().string()),
+                                entry.path().filename().string(), {2, 4}, 64, 16);
+  }
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/generate/synthetic_trace.h"
 #include "tests/testing/test_util.h"
 #include "tests/testing/trace_builder.h"
@@ -465,6 +466,121 @@ TEST(HostTraceWindows, SinkGetsEachNodeOnce) {
   EXPECT_EQ(r->parse_windows, 0u);
   EXPECT_EQ(again.restarts, 1);
   EXPECT_EQ(again.received.size(), whole.received.size());
+}
+
+// ---------- the nodes array read in shards ----------
+
+// Parses `text` whole and in shards of each count (shards of at least `min_bytes`, windows of
+// `window` bytes, one after another on this thread: OrderedBatches' own run): the same trace
+// (the nodes' positions in the file too), or the same error. Returns the shards of the last count
+// (0: not read in shards).
+size_t expect_shards_read_as_whole(const std::string& text, const std::string& what,
+                                   std::initializer_list<size_t> counts, size_t window = 4096,
+                                   size_t min_bytes = 1024) {
+  const OrderedBatches in_turn;
+  auto whole = parse_host_trace("t.json", text, size_t{0});
+  size_t shards = 0;
+  for (size_t count : counts) {
+    auto sharded =
+        parse_host_trace("t.json", text, window, ParseShards{&in_turn, count, min_bytes});
+    const std::string label = fmt::format("{}, {} shards", what, count);
+    EXPECT_EQ(whole.ok(), sharded.ok())
+        << label << ": " << (whole.ok() ? sharded : whole).status().message();
+    if (!whole.ok() || !sharded.ok()) {
+      if (!whole.ok() && !sharded.ok()) {
+        EXPECT_EQ(whole.status().message(), sharded.status().message()) << label;
+      }
+      continue;
+    }
+    expect_same_trace(*whole, *sharded, label);
+    for (size_t i = 0; i < whole->nodes.size() && !::testing::Test::HasFailure(); ++i) {
+      EXPECT_EQ(whole->nodes[i].file_index, sharded->nodes[i].file_index) << label << ", " << i;
+    }
+    if (sharded->parse_shards > 0) {
+      EXPECT_EQ(std::string_view(sharded->text), text) << label << ": the text was left changed";
+    }
+    shards = sharded->parse_shards;
+  }
+  return shards;
+}
+
+TEST(HostTraceShards, SyntheticTracesReadAsWhole) {
+  for (bool legacy : {false, true}) {
+    const std::string text = synthetic_host_trace(1, 0.03, legacy);
+    const std::string what = legacy ? "synth 1.0.1" : "synth 1.1.x";
+    ASSERT_GT(text.size(), 16 * 4096u) << what;
+    EXPECT_EQ(expect_shards_read_as_whole(text, what, {2, 3, 7, 16}), 16u) << what;
+  }
+}
+
+TEST(HostTraceShards, RealTracesReadAsWhole) {
+  CF_REQUIRE_SHARED_DATA("host_et");
+  size_t files = 0, sharded = 0;
+  for (const char* dir : {"host_et", "pairs", "pt211_h200"}) {
+    const auto root = testing::shared_data_dir() / dir;
+    if (!std::filesystem::exists(root)) continue;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+      const std::string path = entry.path().string();
+      if (!entry.is_regular_file() || path.find("reference") != std::string::npos ||
+          path.find("kineto") != std::string::npos || path.find(".json") == std::string::npos ||
+          path.find("step_time") != std::string::npos) {
+        continue;
+      }
+      const std::string text = testing::read_text(path);
+      if (text.size() < 8 * 4096) continue;
+      if (expect_shards_read_as_whole(text, path, {2, 5}) > 1) ++sharded;
+      ++files;
+    }
+  }
+  EXPECT_GE(files, 10u);
+  EXPECT_GE(sharded, files / 2) << "most real traces should be read in shards";
+}
+
+// Cuts that look right and are not ({"id": after `}, ` in nested lists and in strings, all over
+// the text), root fields before and after the array ("schema" after it), and a key repeated
+// across the array.
+TEST(HostTraceShards, FalseCutsAndRootFieldsReadAsWhole) {
+  std::string nodes;
+  for (int i = 1; i <= 400; ++i) {
+    if (i > 1) nodes += testing::hard_cut_separator(i);
+    nodes += fmt::format(
+        R"({{"id": {}, "name": "{}", "ctrl_deps": {}, "inputs": {{"values": [[{{"id": 1}}, )"
+        R"({{"id": 2}},{{"id": "}}, {{\"id\": 3"}}]], "shapes": [], "types": []}}, )"
+        R"("attrs": [{{"name": "rf_id", "type": "uint64", "value": {}}}]}})",
+        401 - i, testing::hard_cut_string(i), i > 1 ? 400 : 0, i);
+  }
+  const std::string head = R"({"pid": 1, "meta": [{"x": 0}],)"
+                           "\n\"nodes\": [";
+  const std::string text = head + nodes + "],\n\"schema\": \"1.0.1\", \"finish_ts\": 12}";
+  auto whole = parse_host_trace("t.json", text, size_t{0});
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  EXPECT_EQ(whole->layout, HostLayout::kFlat);  // the schema after the array decides
+  expect_shards_read_as_whole(text, "false cuts", {2, 3, 6, 11}, 512, 256);
+  // Clean cuts: shards read it.
+  std::string clean;
+  for (int i = 1; i <= 400; ++i) {
+    if (i > 1) clean += ",\n";
+    clean += fmt::format(R"({{"id": {}, "name": "op{}", "ctrl_deps": 1, "attrs": []}})", i, i);
+  }
+  EXPECT_GE(expect_shards_read_as_whole(head + clean + "],\n\"schema\": \"1.0.1\"}", "clean", {4},
+                                        512, 256),
+            2u);
+  expect_shards_read_as_whole(head + clean + "],\n\"pid\": 2}", "pid twice", {2, 4}, 512, 256);
+}
+
+// A sink receives the nodes in file order, one at a time: no shards for it.
+TEST(HostTraceShards, NotWithASink) {
+  const std::string text = synthetic_host_trace(1, 0.03, false);
+  const OrderedBatches in_turn;
+  testing::TempDir dir;
+  const std::string path = dir.file("host.json");
+  testing::write_text(path, text);
+  RecordingSink sink(true);
+  auto t = load_host_trace(path, &sink, 4096, ParseShards{&in_turn, 4, 1024});
+  ASSERT_TRUE(t.ok()) << t.status().message();
+  EXPECT_EQ(t->parse_shards, 0u);
+  EXPECT_GT(t->parse_windows, 1u);
+  EXPECT_EQ(sink.received.size(), t->nodes.size());
 }
 
 }  // namespace

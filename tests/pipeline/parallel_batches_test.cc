@@ -2,6 +2,7 @@
 // it writes the bytes it writes one batch after another, whatever the thread count.
 #include "pipeline/parallel_batches.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <oneapi/tbb/global_control.h>
 
@@ -187,6 +188,46 @@ TEST(ParallelBatches, EtIsTheSameBytesWhateverTheThreads) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
     const ParallelBatches batches(2 * static_cast<size_t>(threads));
     EXPECT_TRUE(write("many.et", &batches) == sequential) << threads << " threads";
+  }
+}
+
+// The host and device traces read in shards on oneTBB's workers (2 and 16, shards of 64 KB and
+// more) link and write the same ET+ bytes as traces read on one thread, and the data problems the
+// device loader counted are the same.
+TEST(ParallelBatches, TracesReadInShardsLinkToTheSameBytes) {
+  SynthOptions opt;
+  opt.ranks = 2;
+  opt.scale = 1.0;
+  const SynthRankText text = synthesize_rank_text(opt, 1);
+  auto link_and_write = [&](const ParseShards& shards, size_t* host_shards, size_t* device_shards) {
+    auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, shards);
+    EXPECT_TRUE(host.ok()) << host.status().message();
+    auto device = parse_device_trace("kineto.json", text.device, kDeviceWindowBytes, shards);
+    EXPECT_TRUE(device.ok()) << device.status().message();
+    if (!host.ok() || !device.ok()) return std::string();
+    *host_shards = host->parse_shards;
+    *device_shards = device->parse_shards;
+    LinkOptions options;
+    auto linked = link_traces(*host, *device, options);
+    EXPECT_TRUE(linked.ok()) << linked.status().message();
+    if (!linked.ok()) return std::string();
+    options.mode = resolve_mode(*device, options.mode);
+    return write_with(*host, *device, *linked, options, nullptr) +
+           fmt::format("{}", linked->stats.entries().size());
+  };
+  size_t host_shards = 0, device_shards = 0;
+  const std::string sequential = link_and_write(ParseShards{}, &host_shards, &device_shards);
+  ASSERT_GT(sequential.size(), 1000000u);
+  EXPECT_EQ(host_shards + device_shards, 0u);
+  for (int threads : {2, 16}) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    const ParallelBatches workers(2 * static_cast<size_t>(threads));
+    const ParseShards shards{&workers, 16, size_t{64} << 10};
+    const std::string sharded = link_and_write(shards, &host_shards, &device_shards);
+    EXPECT_GE(host_shards, 8u) << threads << " threads";
+    EXPECT_GE(device_shards, 8u) << threads << " threads";
+    EXPECT_TRUE(sharded == sequential)
+        << threads << " threads: " << sharded.size() << " vs " << sequential.size() << " bytes";
   }
 }
 
