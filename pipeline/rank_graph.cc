@@ -350,7 +350,9 @@ class RankGraph {
     return device_stage<std::pair<LauncherLinks, DataProblems>>(
         m, "launcher correlation", results_[m.seq].times.launchers, [&](const DeviceTrace& d) {
           DataProblems stats;
-          LauncherLinks links = correlate_launchers(d, o.compat, stats);
+          const ParallelBatches workers(
+              2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()));
+          LauncherLinks links = correlate_launchers(d, o.compat, stats, &workers);
           return std::make_pair(std::move(links), std::move(stats));
         });
   }
@@ -515,7 +517,12 @@ class RankGraph {
 
   // From a file: the ET+ (or host ET) read into the converter's nodes (load_et_plus).
   Status read_et_plus(RankInFlight& job) {
-    CF_ASSIGN_OR_RETURN(EtPlusFile file, load_et_plus(job.et_plus_file, jobs_[job.seq].convert));
+    // One file: a large one read in shards on every worker.
+    const auto workers = static_cast<size_t>(tbb::this_task_arena::max_concurrency());
+    const ParallelBatches shards(2 * workers);
+    CF_ASSIGN_OR_RETURN(EtPlusFile file,
+                        load_et_plus(job.et_plus_file, jobs_[job.seq].convert, kHostWindowBytes,
+                                     ParseShards{&shards, workers}));
     job.et_plus_host = std::move(file.host);
     job.nodes = std::move(file.trace);
     return Status();

@@ -153,8 +153,10 @@ struct EtPlusTrace {
   // Nodes with an "exec_tid" (the thread they ran on, where the host trace names another: a few
   // per trace, LinkedTrace::exec_tids): (node id, tid), by node id.
   std::vector<std::pair<uint64_t, int64_t>> exec_tids;
-  std::vector<CommNames> comm_names;     // EtPlusNode::comm_names
-  std::deque<std::string> arena;         // unescaped strings that differ from their raw text
+  std::vector<CommNames> comm_names;  // EtPlusNode::comm_names
+  std::deque<std::string> arena;      // unescaped strings that differ from their raw text
+  std::vector<std::deque<std::string>>
+      more_arenas;                       // the shards' (a deque moved keeps its strings)
   std::deque<std::string> device_arena;  // GPU names and pg_names (read_linked_nodes)
   // Schema 1.0.1 ET+ written by Chakra: `parent` held pre-renumbering ids and was mapped back.
   bool parents_renumbered = false;

@@ -491,7 +491,31 @@ void EtPlusNodeSink::restart() {
   trace_.exec_tids.clear();
   trace_.comm_names.clear();
   trace_.arena.clear();
+  trace_.more_arenas.clear();
   trace_.stats = DataProblems();
+}
+
+std::unique_ptr<HostNodeSink> EtPlusNodeSink::shard() const {
+  return std::make_unique<EtPlusNodeSink>(trace_.path, keep_host_nodes_);
+}
+
+void EtPlusNodeSink::append(HostNodeSink&& shard) {
+  EtPlusTrace& t = trace_;
+  EtPlusTrace& s = static_cast<EtPlusNodeSink&>(shard).trace_;
+  const auto sync_base = static_cast<uint32_t>(t.sync_dep_ids.size());
+  const auto comm_base = static_cast<uint32_t>(t.comm_names.size());
+  const size_t first = t.nodes.size();
+  t.nodes.insert(t.nodes.end(), s.nodes.begin(), s.nodes.end());
+  for (size_t i = first; i < t.nodes.size(); ++i) {
+    EtPlusNode& n = t.nodes[i];
+    if (n.sync_dep_count > 0) n.sync_dep_begin += sync_base;
+    if (n.comm_names != kNoNode) n.comm_names += comm_base;
+  }
+  t.sync_dep_ids.insert(t.sync_dep_ids.end(), s.sync_dep_ids.begin(), s.sync_dep_ids.end());
+  t.exec_tids.insert(t.exec_tids.end(), s.exec_tids.begin(), s.exec_tids.end());
+  t.comm_names.insert(t.comm_names.end(), s.comm_names.begin(), s.comm_names.end());
+  if (!s.arena.empty()) t.more_arenas.push_back(std::move(s.arena));
+  t.stats.merge(s.stats);
 }
 
 Status EtPlusNodeSink::node(const HostNode& h, const HostNodeDetail& d) {
@@ -607,12 +631,12 @@ StatusOr<EtPlusFile> et_plus_from(const std::string& path, EtPlusNodeSink& sink,
 }  // namespace
 
 StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions& options,
-                                  size_t window_bytes) {
+                                  size_t window_bytes, const ParseShards& shards) {
   // Nodes take 500 to 1,000 bytes of JSON: reserve for the smaller, rather than grow by copying.
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(path, ec);
   EtPlusNodeSink sink(path, /*keep_host_nodes=*/false, ec ? 0 : static_cast<size_t>(size / 500));
-  return et_plus_from(path, sink, load_host_trace(path, &sink, window_bytes), options);
+  return et_plus_from(path, sink, load_host_trace(path, &sink, window_bytes, shards), options);
 }
 
 StatusOr<EtPlusFile> parse_et_plus(std::string path, std::string text,

@@ -38,9 +38,11 @@ struct EtPlusFile {
   std::unique_ptr<HostTrace> host;
   EtPlusTrace trace;
 };
-// The nodes are read in windows of `window_bytes` (see load_host_trace; 0: the whole document).
+// The nodes are read in windows of `window_bytes` (see load_host_trace; 0: the whole document),
+// a large file in shards through `shards` (the same nodes).
 StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions& options,
-                                  size_t window_bytes = kHostWindowBytes);
+                                  size_t window_bytes = kHostWindowBytes,
+                                  const ParseShards& shards = {});
 // The same from a text in memory (already decompressed); `path` names it in messages.
 StatusOr<EtPlusFile> parse_et_plus(std::string path, std::string text,
                                    const ConvertOptions& options,
@@ -87,6 +89,8 @@ class EtPlusNodeSink final : public HostNodeSink {
   bool keep_nodes() const override { return keep_host_nodes_; }
   Status node(const HostNode& node, const HostNodeDetail& detail) override;
   void restart() override;
+  std::unique_ptr<HostNodeSink> shard() const override;
+  void append(HostNodeSink&& shard) override;
   // The nodes received, in file order (the sink is left empty).
   EtPlusTrace take_nodes() { return std::move(trace_); }
 

@@ -87,12 +87,17 @@ class HostParser {
     return Status();
   }
 
-  // The nodes read in shards (ParseShards), when no sink takes them (a sink receives the nodes in
-  // file order, one at a time): true when read. Shard 0 reads into this trace, the others into
-  // their own, appended in order after (their nodes' positions moved by the nodes before).
+  // The nodes read in shards (ParseShards), when there is no sink or it makes shard sinks: true
+  // when read. Shard 0 reads into this trace (and sink), the others into their own, appended in
+  // order after (their nodes' positions moved by the nodes before).
   bool parse_in_shards() {
-    const size_t count = sink_ == nullptr ? shards_.for_text(text_.size()) : 1;
+    const size_t count = shards_.for_text(text_.size());
     if (count < 2) return false;
+    // A sink takes the shards' nodes through shard sinks, appended in order.
+    std::vector<std::unique_ptr<HostNodeSink>> sinks(count - 1);
+    for (auto& sink : sinks) {
+      if (sink_ != nullptr && !(sink = sink_->shard())) return false;
+    }
     std::vector<HostTrace> parts(count - 1);
     std::vector<std::unique_ptr<HostParser>> parsers;
     std::vector<std::unique_ptr<NodeWindows>> windows;
@@ -101,9 +106,9 @@ class HostParser {
       HostParser* p = this;
       if (k > 0) {
         parts[k - 1].path = t_.path;
-        parts[k - 1].nodes.reserve(text_.size() / count / 256);
-        parsers.push_back(
-            std::unique_ptr<HostParser>(new HostParser(parts[k - 1], text_, window_bytes_)));
+        if (keep_nodes_) parts[k - 1].nodes.reserve(text_.size() / count / 256);
+        parsers.push_back(std::unique_ptr<HostParser>(
+            new HostParser(parts[k - 1], text_, window_bytes_, sinks[k - 1].get())));
         p = parsers.back().get();
       }
       windows.push_back(std::make_unique<NodeWindows>(*p));
@@ -117,6 +122,9 @@ class HostParser {
     if (read == 0 || !merge_shards(parts, elements)) {
       forget_nodes();
       return false;
+    }
+    for (auto& sink : sinks) {
+      if (sink) sink_->append(std::move(*sink));
     }
     t_.parse_shards = read;
     return true;
@@ -613,9 +621,14 @@ class HostParser {
     return Status();
   }
 
-  // A shard's parser: reads into `out` (its nodes and top-level fields), the text being `text`.
-  HostParser(HostTrace& out, std::string_view text, size_t window_bytes)
-      : t_(out), text_(text), window_bytes_(window_bytes) {}
+  // A shard's parser: reads into `out` (its nodes and top-level fields) and `sink`, the text
+  // being `text`.
+  HostParser(HostTrace& out, std::string_view text, size_t window_bytes, HostNodeSink* sink)
+      : t_(out),
+        text_(text),
+        sink_(sink),
+        keep_nodes_(sink == nullptr || sink->keep_nodes()),
+        window_bytes_(window_bytes) {}
 
   void forget_nodes() {
     t_.nodes.clear();
@@ -668,9 +681,8 @@ StatusOr<HostTrace> load_host_trace(const std::string& path, HostNodeSink* sink,
 }
 
 StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, size_t window_bytes,
-                                     const ParseShards& shards) {
-  return parse_host_text(std::move(path), InputText(std::move(text)), window_bytes, nullptr,
-                         shards);
+                                     const ParseShards& shards, HostNodeSink* sink) {
+  return parse_host_text(std::move(path), InputText(std::move(text)), window_bytes, sink, shards);
 }
 
 }  // namespace chakraflow

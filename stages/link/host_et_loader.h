@@ -15,6 +15,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,11 @@ class HostNodeSink {
   // The windows could not read the text: the loader reads the whole document again, from its
   // first node. Forget every node received.
   virtual void restart() = 0;
+  // For the nodes read in shards: an empty sink of the same kind for one shard (null: this sink
+  // takes the nodes one at a time, in file order, and the trace is not read in shards), and the
+  // nodes a shard's sink received, after the ones this sink has (shards come in file order).
+  virtual std::unique_ptr<HostNodeSink> shard() const { return nullptr; }
+  virtual void append(HostNodeSink&& /*shard*/) {}
 };
 
 // The nodes array is parsed this many bytes of text at a time when the text is more than twice
@@ -50,8 +56,9 @@ class HostNodeSink {
 // whole, which reports its errors.
 inline constexpr size_t kHostWindowBytes = size_t{256} << 10;
 
-// `shards`: without a sink, a large trace's nodes are read in shards, concurrently (ParseShards,
-// stages/common/ordered_batches.h); the trace is the same.
+// `shards`: a large trace's nodes are read in shards, concurrently (ParseShards,
+// stages/common/ordered_batches.h), when there is no sink or the sink makes shard sinks; the trace
+// and what the sink receives are the same.
 StatusOr<HostTrace> load_host_trace(const std::string& path, HostNodeSink* sink = nullptr,
                                     size_t window_bytes = kHostWindowBytes,
                                     const ParseShards& shards = {});
@@ -63,6 +70,6 @@ StatusOr<HostTrace> parse_host_trace(std::string path, std::string text,
 StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, size_t window_bytes,
                                      HostNodeSink* sink = nullptr);
 StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, size_t window_bytes,
-                                     const ParseShards& shards);
+                                     const ParseShards& shards, HostNodeSink* sink = nullptr);
 
 }  // namespace chakraflow

@@ -1,5 +1,7 @@
 #include "stages/link/launcher_correlation.h"
 
+#include "stages/common/ordered_batches.h"
+
 #include <algorithm>
 #include <array>
 #include <cctype>
@@ -231,31 +233,34 @@ bool is_launch_name(std::string_view name, Compat compat) {
   return false;
 }
 
-LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataProblems& stats) {
-  LauncherLinks out;
-  out.launch_of.assign(trace.events.size(), DeviceEventIdx{});
-  out.cpu_op_of.assign(trace.events.size(), DeviceEventIdx{});
-  const KeyIndex launch_by_correlation = index_launches(trace, compat, out, stats);
-  std::unordered_map<int64_t, ThreadIndex> threads;
-  for (auto& ops : cpu_ops_by_thread(trace)) {
-    const int64_t tid = trace[ops.front()].tid;
-    threads[tid] = index_thread(trace, compat, std::move(ops));
-  }
+namespace {
 
-  for (size_t k = 0; k < trace.gpu_ops.size(); ++k) {
+// What one range of the GPU ops gave: their part of LauncherLinks::gpu_ops, counts and problems
+// (the links themselves are written in place: each GPU op's own slots).
+struct RangeLinks {
+  std::vector<DeviceEventIdx> gpu_ops;
+  uint64_t linked = 0, no_launch_event = 0, no_cpu_op = 0, skipped_memsets = 0;
+  DataProblems stats;
+};
+
+// The GPU ops trace.gpu_ops[begin, end): their launch and launching CPU op.
+void link_gpu_ops(const DeviceTrace& trace, Compat compat, const KeyIndex& launch_by_correlation,
+                  const std::unordered_map<int64_t, ThreadIndex>& threads, size_t begin, size_t end,
+                  LauncherLinks& out, RangeLinks& r) {
+  for (size_t k = begin; k < end; ++k) {
     prefetch_ahead(trace, launch_by_correlation, trace.gpu_ops, k);
     const DeviceEventIdx idx = trace.gpu_ops[k];
     const DeviceEvent& g = trace[idx];
     if (compat == Compat::kChakra && g.cat == DeviceCategory::kGpuMemset) {
-      ++out.skipped_memsets;
+      ++r.skipped_memsets;
       continue;
     }
-    out.gpu_ops.push_back(idx);
+    r.gpu_ops.push_back(idx);
     const DeviceEventIdx launch_idx{
         launch_by_correlation.find(static_cast<uint64_t>(g.correlation))};
     if (!launch_idx.valid()) {
-      ++out.no_launch_event;
-      stats.add(
+      ++r.no_launch_event;
+      r.stats.add(
           StatKind::kGpuOpWithoutLaunchEvent,
           fmt::format("'{}' correlation {} at byte {}", g.name, g.correlation, g.byte_offset));
       continue;
@@ -268,20 +273,81 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataP
       bool outside = false;
       parent = compat == Compat::kChakra ? search.chakra() : search.by_default(&outside);
       if (outside) {
-        stats.add(StatKind::kGpuOpLaunchedOutsideCpuOp,
-                  fmt::format("'{}' launched at byte {}; nearest preceding CPU op used", g.name,
-                              launch.byte_offset));
+        r.stats.add(StatKind::kGpuOpLaunchedOutsideCpuOp,
+                    fmt::format("'{}' launched at byte {}; nearest preceding CPU op used", g.name,
+                                launch.byte_offset));
       }
     }
     if (!parent.valid()) {
-      ++out.no_cpu_op;
-      stats.add(StatKind::kGpuOpWithoutCpuOp,
-                fmt::format("'{}' (launch '{}' at byte {}, tid {})", g.name, launch.name,
-                            launch.byte_offset, launch.tid));
+      ++r.no_cpu_op;
+      r.stats.add(StatKind::kGpuOpWithoutCpuOp,
+                  fmt::format("'{}' (launch '{}' at byte {}, tid {})", g.name, launch.name,
+                              launch.byte_offset, launch.tid));
       continue;
     }
     out.cpu_op_of[idx.value] = parent;
-    ++out.linked;
+    ++r.linked;
+  }
+}
+
+// GPU ops per range when they are split over workers.
+constexpr size_t kGpuOpsPerRange = 8192;
+
+}  // namespace
+
+LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataProblems& stats,
+                                  const OrderedBatches* workers) {
+  const OrderedBatches in_turn;
+  const OrderedBatches& run = workers != nullptr ? *workers : in_turn;
+  LauncherLinks out;
+  out.launch_of.assign(trace.events.size(), DeviceEventIdx{});
+  out.cpu_op_of.assign(trace.events.size(), DeviceEventIdx{});
+  // The launches by correlation and each thread's index, concurrently (task 0, then one per
+  // thread), their problems counted in that order.
+  std::vector<std::vector<DeviceEventIdx>> by_thread = cpu_ops_by_thread(trace);
+  std::vector<ThreadIndex> indexed(by_thread.size());
+  KeyIndex launch_by_correlation(0);
+  DataProblems launch_stats;
+  Status indexes = run.run(
+      by_thread.size() + 1,
+      [&](size_t task, std::string&) {
+        if (task == 0) {
+          launch_by_correlation = index_launches(trace, compat, out, launch_stats);
+        } else {
+          indexed[task - 1] = index_thread(trace, compat, std::move(by_thread[task - 1]));
+        }
+        return Status();
+      },
+      [](std::string&) { return Status(); });
+  (void)indexes;  // the tasks do not fail
+  stats.merge(launch_stats);
+  std::unordered_map<int64_t, ThreadIndex> threads;
+  for (ThreadIndex& t : indexed) {
+    const int64_t tid = trace[t.ops.front()].tid;
+    threads[tid] = std::move(t);
+  }
+  // The GPU ops in ranges, concurrently; their lists, counts and problems joined in order.
+  const size_t n = trace.gpu_ops.size();
+  const size_t ranges = workers != nullptr ? (n + kGpuOpsPerRange - 1) / kGpuOpsPerRange : 1;
+  std::vector<RangeLinks> parts(std::max<size_t>(ranges, 1));
+  Status linked = run.run(
+      parts.size(),
+      [&](size_t r, std::string&) {
+        const size_t begin = n * r / parts.size();
+        const size_t end = n * (r + 1) / parts.size();
+        link_gpu_ops(trace, compat, launch_by_correlation, threads, begin, end, out, parts[r]);
+        return Status();
+      },
+      [](std::string&) { return Status(); });
+  (void)linked;
+  out.gpu_ops.reserve(n);
+  for (RangeLinks& r : parts) {
+    out.gpu_ops.insert(out.gpu_ops.end(), r.gpu_ops.begin(), r.gpu_ops.end());
+    out.linked += r.linked;
+    out.no_launch_event += r.no_launch_event;
+    out.no_cpu_op += r.no_cpu_op;
+    out.skipped_memsets += r.skipped_memsets;
+    stats.merge(r.stats);
   }
   return out;
 }

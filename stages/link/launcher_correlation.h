@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/link/link_options.h"
 #include "stages/link/trace_model.h"
 
@@ -38,6 +39,9 @@ struct LauncherLinks {
 // True for runtime/driver API names that launch work on the GPU.
 bool is_launch_name(std::string_view name, Compat compat);
 
-LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataProblems& stats);
+// `workers`: the launches' and the threads' indexes built concurrently, then the GPU ops in
+// ranges (null: one after another); the result and the problems' order are the same.
+LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataProblems& stats,
+                                  const OrderedBatches* workers = nullptr);
 
 }  // namespace chakraflow

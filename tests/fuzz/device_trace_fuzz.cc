@@ -1,8 +1,10 @@
-// Fuzz target: the Kineto device trace loader and the per-thread stages on what it accepts.
+// Fuzz target: the Kineto device trace loader and the per-thread stages on what it accepts; the
+// same text read in small windows and in shards gives the same events, or the same error.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/exclusive_durations.h"
 #include "stages/link/gap_dependencies.h"
@@ -10,10 +12,28 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
+  const chakraflow::OrderedBatches in_turn;
+  auto sharded = chakraflow::parse_device_trace("fuzz.json", text, 64,
+                                                chakraflow::ParseShards{&in_turn, 4, 64});
   auto trace = chakraflow::parse_device_trace("fuzz.json", std::move(text));
+  if (trace.ok() != sharded.ok()) __builtin_trap();
   if (!trace.ok()) {
     if (trace.status().message().find("fuzz.json") == std::string::npos) __builtin_trap();
+    if (trace.status().message() != sharded.status().message()) __builtin_trap();
     return 0;
+  }
+  if (trace->events.size() != sharded->events.size() ||
+      trace->pg_names.size() != sharded->pg_names.size() ||
+      trace->flow_events != sharded->flow_events) {
+    __builtin_trap();
+  }
+  for (size_t i = 0; i < trace->events.size(); ++i) {
+    const auto& a = trace->events[i];
+    const auto& b = sharded->events[i];
+    if (a.byte_offset != b.byte_offset || a.ts != b.ts || a.dur != b.dur || a.name != b.name ||
+        trace->pg_name(a) != sharded->pg_name(b)) {
+      __builtin_trap();
+    }
   }
   for (auto compat : {chakraflow::Compat::kDefault, chakraflow::Compat::kChakra}) {
     auto x = chakraflow::compute_exclusive_durations(*trace, compat);

@@ -18,6 +18,7 @@
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
 #include "stages/link/host_et_loader.h"
+#include "stages/link/launcher_correlation.h"
 #include "stages/link/link.h"
 #include "tests/testing/test_util.h"
 
@@ -228,6 +229,134 @@ TEST(ParallelBatches, TracesReadInShardsLinkToTheSameBytes) {
     EXPECT_GE(device_shards, 8u) << threads << " threads";
     EXPECT_TRUE(sharded == sequential)
         << threads << " threads: " << sharded.size() << " vs " << sequential.size() << " bytes";
+  }
+}
+
+// Launcher correlation on the workers (indexes concurrently, the GPU ops in ranges) links every
+// GPU op as on one thread, with the same counts and the same problems in the same order.
+TEST(ParallelBatches, LaunchersOnTheWorkersLinkAsOnOneThread) {
+  SynthOptions opt;
+  opt.ranks = 2;
+  opt.scale = 3.0;
+  const SynthRankText text = synthesize_rank_text(opt, 1);
+  auto device = parse_device_trace("kineto.json", text.device);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  ASSERT_GT(device->gpu_ops.size(), 8192u);  // more than one range
+  // A few GPU ops whose launch is missing: problems in several ranges.
+  for (size_t k = 100; k < device->gpu_ops.size(); k += 1500) {
+    device->events[device->gpu_ops[k].value].correlation = -7;
+  }
+  for (Compat compat : {Compat::kDefault, Compat::kChakra}) {
+    DataProblems one_stats;
+    const LauncherLinks one = correlate_launchers(*device, compat, one_stats);
+    ASSERT_GT(one_stats.entries().size(), 0u);
+    for (int threads : {1, 2, 16}) {
+      tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+      const ParallelBatches workers(2 * static_cast<size_t>(threads));
+      DataProblems stats;
+      const LauncherLinks many = correlate_launchers(*device, compat, stats, &workers);
+      EXPECT_TRUE(many.launch_of == one.launch_of) << threads;
+      EXPECT_TRUE(many.cpu_op_of == one.cpu_op_of) << threads;
+      EXPECT_TRUE(many.gpu_ops == one.gpu_ops) << threads;
+      EXPECT_EQ(many.linked, one.linked);
+      EXPECT_EQ(many.no_launch_event, one.no_launch_event);
+      EXPECT_EQ(many.no_cpu_op, one.no_cpu_op);
+      EXPECT_EQ(many.duplicate_correlations, one.duplicate_correlations);
+      EXPECT_EQ(many.skipped_memsets, one.skipped_memsets);
+      for (const auto& [kind, entry] : one_stats.entries()) {
+        EXPECT_EQ(stats.count(kind), entry.count) << threads;
+        EXPECT_EQ(stats.entries().at(kind).examples, entry.examples) << threads;
+      }
+    }
+  }
+}
+
+// `run`'s in-memory conversion with the host trace read in shards (the converter's node sink
+// per shard, appended in order) on 2 and 16 workers: the same .et bytes as read on one thread.
+TEST(ParallelBatches, ConverterNodesReadInShardsConvertToTheSameBytes) {
+  SynthOptions opt;
+  opt.ranks = 2;
+  opt.scale = 1.0;
+  const SynthRankText text = synthesize_rank_text(opt, 0);
+  testing::TempDir dir;
+  auto convert = [&](const ParseShards& shards, const std::string& name, size_t* host_shards) {
+    EtPlusNodeSink sink("host.json", /*keep_host_nodes=*/true);
+    auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, shards, &sink);
+    EXPECT_TRUE(host.ok()) << host.status().message();
+    auto device = parse_device_trace("kineto.json", text.device);
+    EXPECT_TRUE(device.ok()) << device.status().message();
+    if (!host.ok() || !device.ok()) return std::string();
+    *host_shards = host->parse_shards;
+    LinkOptions options;
+    auto linked = link_traces(*host, *device, options);
+    EXPECT_TRUE(linked.ok()) << linked.status().message();
+    if (!linked.ok()) return std::string();
+    options.mode = resolve_mode(*device, options.mode);
+    ConvertOptions convert_options;
+    auto trace = read_linked_nodes(*host, std::move(sink), linked_device_facts(*device, *linked),
+                                   *linked, options, convert_options);
+    EXPECT_TRUE(trace.ok()) << trace.status().message();
+    if (!trace.ok()) return std::string();
+    ConvertReport report;
+    Status s = convert_trace(*trace, dir.file(name), convert_options, &report);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return testing::read_text(dir.file(name)) + fmt::format("/{}", report.stats.entries().size());
+  };
+  size_t host_shards = 0;
+  const std::string sequential = convert(ParseShards{}, "one.et", &host_shards);
+  ASSERT_GT(sequential.size(), 100000u);
+  EXPECT_EQ(host_shards, 0u);
+  for (int threads : {2, 16}) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    const ParallelBatches workers(2 * static_cast<size_t>(threads));
+    const std::string sharded =
+        convert(ParseShards{&workers, 16, size_t{64} << 10}, "many.et", &host_shards);
+    EXPECT_GE(host_shards, 8u) << threads << " threads";
+    EXPECT_TRUE(sharded == sequential) << threads << " threads";
+  }
+}
+
+// An ET+ (sync dependencies and process group names all over it) read with the
+// converter's node sink in shards: every node as read on one thread, with its sync dependencies,
+// communication names and thread, and the same problems.
+TEST(ParallelBatches, EtPlusNodesReadInShardsAreTheSame) {
+  LinkedRank r;
+  ASSERT_NO_FATAL_FAILURE(link_generated_rank(0, &r));
+  const std::string et_plus = write_with(r.host, r.device, r.linked, r.options, nullptr);
+  auto read = [&](const ParseShards& shards, size_t* host_shards) {
+    EtPlusNodeSink sink("et_plus.json", /*keep_host_nodes=*/false);
+    auto host = parse_host_trace("et_plus.json", et_plus, 4096, shards, &sink);
+    EXPECT_TRUE(host.ok()) << host.status().message();
+    *host_shards = host.ok() ? host->parse_shards : 0;
+    return std::make_pair(std::move(host), sink.take_nodes());
+  };
+  size_t shards = 0;
+  const auto [one_host, one] = read(ParseShards{}, &shards);
+  ASSERT_GT(one.sync_dep_ids.size(), 0u);
+  ASSERT_GT(one.comm_names.size(), 1u);
+  for (int threads : {2, 16}) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    const ParallelBatches workers(2 * static_cast<size_t>(threads));
+    const auto [many_host, many] = read(ParseShards{&workers, 16, size_t{16} << 10}, &shards);
+    EXPECT_GE(shards, 8u);
+    ASSERT_EQ(many.nodes.size(), one.nodes.size());
+    for (size_t i = 0; i < one.nodes.size(); ++i) {
+      const EtPlusNode& a = one.nodes[i];
+      const EtPlusNode& b = many.nodes[i];
+      ASSERT_EQ(a.id, b.id) << i;
+      ASSERT_EQ(a.name, b.name) << i;
+      ASSERT_EQ(one.pg_name(a), many.pg_name(b)) << "node " << a.id;
+      ASSERT_EQ(one.collective_name(a), many.collective_name(b)) << "node " << a.id;
+      // Indices into the side tables too: they are filled in the same order.
+      ASSERT_EQ(a.comm_names, b.comm_names) << "node " << a.id;
+      ASSERT_EQ(a.sync_dep_begin, b.sync_dep_begin) << "node " << a.id;
+      ASSERT_EQ(a.sync_dep_count, b.sync_dep_count) << "node " << a.id;
+      for (uint32_t k = 0; k < a.sync_dep_count; ++k) {
+        ASSERT_EQ(one.sync_deps(a)[k], many.sync_deps(b)[k]) << "node " << a.id;
+      }
+    }
+    EXPECT_TRUE(many.exec_tids == one.exec_tids) << threads;
+    EXPECT_EQ(many.stats.entries().size(), one.stats.entries().size()) << threads;
   }
 }
 
