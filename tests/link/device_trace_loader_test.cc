@@ -166,28 +166,25 @@ TEST(DeviceTraceWindows, SyntheticTraceReadsAsWhole) {
   EXPECT_EQ(std::string_view(windowed->text), text);
 }
 
+// The Kineto traces under ../shared/data (every file of kineto/, the device traces elsewhere).
+std::vector<std::string> shared_device_traces(std::initializer_list<const char*> dirs) {
+  return testing::shared_trace_files(dirs, [](const std::string& path, std::string_view dir) {
+    const std::string name = std::filesystem::path(path).filename().string();
+    return dir == "kineto" || name.find("kineto") != std::string::npos ||
+           name.find("trace") != std::string::npos;
+  });
+}
+
 TEST(DeviceTraceWindows, RealTracesReadAsWhole) {
   CF_REQUIRE_SHARED_DATA("kineto");
   size_t files = 0;
-  for (const char* dir : {"kineto", "pairs"}) {
-    const auto root = testing::shared_data_dir() / dir;
-    if (!std::filesystem::exists(root)) continue;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
-      const std::string name = entry.path().filename().string();
-      if (!entry.is_regular_file() || entry.path().string().find("reference") != std::string::npos)
-        continue;
-      if (name.find("kineto") == std::string::npos && name.find("trace") == std::string::npos &&
-          dir != std::string_view("kineto")) {
-        continue;
-      }
-      const std::string text = testing::read_text(entry.path().string());
-      const size_t windows =
-          expect_windows_read_as_whole(text, entry.path().string(), {333, 1 << 16});
-      if (text.size() > 4 * 333) {
-        EXPECT_GT(windows, 1u) << entry.path() << ": the windows were not used";
-      }
-      ++files;
+  for (const std::string& path : shared_device_traces({"kineto", "pairs"})) {
+    const std::string text = testing::read_text(path);
+    const size_t windows = expect_windows_read_as_whole(text, path, {333, 1 << 16});
+    if (text.size() > 4 * 333) {
+      EXPECT_GT(windows, 1u) << path << ": the windows were not used";
     }
+    ++files;
   }
   EXPECT_GE(files, 10u);
 }
@@ -297,15 +294,7 @@ size_t expect_shards_read_as_whole(const std::string& text, const std::string& w
     ParseShards p{&in_turn, count, min_bytes};
     auto sharded = parse_device_trace("t.json", text, window, p);
     const std::string label = fmt::format("{}, {} shards", what, count);
-    EXPECT_EQ(whole.ok(), sharded.ok())
-        << label << ": " << (whole.ok() ? sharded : whole).status().message();
-    if (!whole.ok() || !sharded.ok()) {
-      if (!whole.ok() && !sharded.ok()) {
-        EXPECT_EQ(whole.status().message(), sharded.status().message()) << label;
-      }
-      continue;
-    }
-    expect_same_trace(*whole, *sharded, label);
+    if (!testing::expect_read_as_whole(whole, sharded, label, expect_same_trace)) continue;
     expect_same_problems(*whole, *sharded, label);
     if (sharded->parse_shards > 0) {
       EXPECT_EQ(std::string_view(sharded->text), text) << label << ": the text was left changed";
@@ -329,26 +318,11 @@ TEST(DeviceTraceShards, SyntheticTraceReadsAsWhole) {
 
 TEST(DeviceTraceShards, RealTracesReadAsWhole) {
   CF_REQUIRE_SHARED_DATA("kineto");
-  size_t files = 0, sharded = 0;
-  for (const char* dir : {"kineto", "pairs", "pt211_h200"}) {
-    const auto root = testing::shared_data_dir() / dir;
-    if (!std::filesystem::exists(root)) continue;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
-      const std::string name = entry.path().filename().string();
-      if (!entry.is_regular_file() || entry.path().string().find("reference") != std::string::npos)
-        continue;
-      if (name.find("kineto") == std::string::npos && name.find("trace") == std::string::npos &&
-          dir != std::string_view("kineto")) {
-        continue;
-      }
-      const std::string text = testing::read_text(entry.path().string());
-      if (text.size() < 8 * 4096) continue;
-      if (expect_shards_read_as_whole(text, entry.path().string(), {2, 5}) > 1) ++sharded;
-      ++files;
-    }
-  }
-  EXPECT_GE(files, 10u);
-  EXPECT_GE(sharded, files / 2) << "most real traces should be read in shards";
+  testing::expect_real_traces_read_in_shards(
+      shared_device_traces({"kineto", "pairs", "pt211_h200"}),
+      [](const std::string& text, const std::string& path) {
+        return expect_shards_read_as_whole(text, path, {2, 5});
+      });
 }
 
 // Cuts that look right and are not: the first element's opening bytes ({"ph":) after `}, ` inside

@@ -180,25 +180,24 @@ TEST(HostTraceWindows, SyntheticTracesReadAsWhole) {
   }
 }
 
+// The host ETs and ET+ files under ../shared/data.
+std::vector<std::string> shared_host_traces(std::initializer_list<const char*> dirs) {
+  return testing::shared_trace_files(dirs, [](const std::string& path, std::string_view) {
+    return path.find("kineto") == std::string::npos && path.find(".json") != std::string::npos &&
+           path.find("step_time") == std::string::npos;
+  });
+}
+
 TEST(HostTraceWindows, RealTracesReadAsWhole) {
   CF_REQUIRE_SHARED_DATA("host_et");
   size_t files = 0;
-  for (const char* dir : {"host_et", "pairs"}) {
-    const auto root = testing::shared_data_dir() / dir;
-    if (!std::filesystem::exists(root)) continue;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
-      const std::string path = entry.path().string();
-      if (!entry.is_regular_file() || path.find("reference") != std::string::npos ||
-          path.find("kineto") != std::string::npos || path.find(".json") == std::string::npos) {
-        continue;
-      }
-      const std::string text = testing::read_text(path);
-      const size_t windows = expect_windows_read_as_whole(text, path, {333, 1 << 16});
-      if (text.size() > 4 * 333) {
-        EXPECT_GT(windows, 1u) << path << ": the windows were not used";
-      }
-      ++files;
+  for (const std::string& path : shared_host_traces({"host_et", "pairs"})) {
+    const std::string text = testing::read_text(path);
+    const size_t windows = expect_windows_read_as_whole(text, path, {333, 1 << 16});
+    if (text.size() > 4 * 333) {
+      EXPECT_GT(windows, 1u) << path << ": the windows were not used";
     }
+    ++files;
   }
   EXPECT_GE(files, 10u);
 }
@@ -484,15 +483,7 @@ size_t expect_shards_read_as_whole(const std::string& text, const std::string& w
     auto sharded =
         parse_host_trace("t.json", text, window, ParseShards{&in_turn, count, min_bytes});
     const std::string label = fmt::format("{}, {} shards", what, count);
-    EXPECT_EQ(whole.ok(), sharded.ok())
-        << label << ": " << (whole.ok() ? sharded : whole).status().message();
-    if (!whole.ok() || !sharded.ok()) {
-      if (!whole.ok() && !sharded.ok()) {
-        EXPECT_EQ(whole.status().message(), sharded.status().message()) << label;
-      }
-      continue;
-    }
-    expect_same_trace(*whole, *sharded, label);
+    if (!testing::expect_read_as_whole(whole, sharded, label, expect_same_trace)) continue;
     for (size_t i = 0; i < whole->nodes.size() && !::testing::Test::HasFailure(); ++i) {
       EXPECT_EQ(whole->nodes[i].file_index, sharded->nodes[i].file_index) << label << ", " << i;
     }
@@ -515,25 +506,11 @@ TEST(HostTraceShards, SyntheticTracesReadAsWhole) {
 
 TEST(HostTraceShards, RealTracesReadAsWhole) {
   CF_REQUIRE_SHARED_DATA("host_et");
-  size_t files = 0, sharded = 0;
-  for (const char* dir : {"host_et", "pairs", "pt211_h200"}) {
-    const auto root = testing::shared_data_dir() / dir;
-    if (!std::filesystem::exists(root)) continue;
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
-      const std::string path = entry.path().string();
-      if (!entry.is_regular_file() || path.find("reference") != std::string::npos ||
-          path.find("kineto") != std::string::npos || path.find(".json") == std::string::npos ||
-          path.find("step_time") != std::string::npos) {
-        continue;
-      }
-      const std::string text = testing::read_text(path);
-      if (text.size() < 8 * 4096) continue;
-      if (expect_shards_read_as_whole(text, path, {2, 5}) > 1) ++sharded;
-      ++files;
-    }
-  }
-  EXPECT_GE(files, 10u);
-  EXPECT_GE(sharded, files / 2) << "most real traces should be read in shards";
+  testing::expect_real_traces_read_in_shards(
+      shared_host_traces({"host_et", "pairs", "pt211_h200"}),
+      [](const std::string& text, const std::string& path) {
+        return expect_shards_read_as_whole(text, path, {2, 5});
+      });
 }
 
 // Cuts that look right and are not ({"id": after `}, ` in nested lists and in strings, all over

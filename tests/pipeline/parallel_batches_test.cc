@@ -90,22 +90,24 @@ std::string write_with(const HostTrace& host, const DeviceTrace& device, const L
   return out;
 }
 
-// Generated rank `rank` (several thousand host nodes: several batches), parsed and linked.
+// Generated rank `rank` (several thousand host nodes: several batches), parsed (in `shards`, the
+// host trace into `sink` if given) and linked.
 struct LinkedRank {
   HostTrace host;
   DeviceTrace device;
   LinkedTrace linked;
   LinkOptions options;  // its mode resolved, as the writers take it
 };
-void link_generated_rank(int rank, LinkedRank* out) {
+void link_generated_rank(int rank, LinkedRank* out, const ParseShards& shards = {},
+                         HostNodeSink* sink = nullptr) {
   SynthOptions opt;
   opt.ranks = 2;
   opt.scale = 1.0;
   const SynthRankText text = synthesize_rank_text(opt, rank);
-  auto host = parse_host_trace("host.json", text.host);
+  auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, shards, sink);
   ASSERT_TRUE(host.ok()) << host.status().message();
   ASSERT_GT(host->nodes.size(), 3u * 2048);
-  auto device = parse_device_trace("kineto.json", text.device);
+  auto device = parse_device_trace("kineto.json", text.device, kDeviceWindowBytes, shards);
   ASSERT_TRUE(device.ok()) << device.status().message();
   auto linked = link_traces(*host, *device, out->options);
   ASSERT_TRUE(linked.ok()) << linked.status().message();
@@ -196,37 +198,22 @@ TEST(ParallelBatches, EtIsTheSameBytesWhateverTheThreads) {
 // more) link and write the same ET+ bytes as traces read on one thread, and the data problems the
 // device loader counted are the same.
 TEST(ParallelBatches, TracesReadInShardsLinkToTheSameBytes) {
-  SynthOptions opt;
-  opt.ranks = 2;
-  opt.scale = 1.0;
-  const SynthRankText text = synthesize_rank_text(opt, 1);
-  auto link_and_write = [&](const ParseShards& shards, size_t* host_shards, size_t* device_shards) {
-    auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, shards);
-    EXPECT_TRUE(host.ok()) << host.status().message();
-    auto device = parse_device_trace("kineto.json", text.device, kDeviceWindowBytes, shards);
-    EXPECT_TRUE(device.ok()) << device.status().message();
-    if (!host.ok() || !device.ok()) return std::string();
-    *host_shards = host->parse_shards;
-    *device_shards = device->parse_shards;
-    LinkOptions options;
-    auto linked = link_traces(*host, *device, options);
-    EXPECT_TRUE(linked.ok()) << linked.status().message();
-    if (!linked.ok()) return std::string();
-    options.mode = resolve_mode(*device, options.mode);
-    return write_with(*host, *device, *linked, options, nullptr) +
-           fmt::format("{}", linked->stats.entries().size());
+  auto link_and_write = [](const ParseShards& shards, LinkedRank* r) {
+    link_generated_rank(1, r, shards);
+    return write_with(r->host, r->device, r->linked, r->options, nullptr) +
+           fmt::format("/{}", r->linked.stats.entries().size());
   };
-  size_t host_shards = 0, device_shards = 0;
-  const std::string sequential = link_and_write(ParseShards{}, &host_shards, &device_shards);
+  LinkedRank one;
+  const std::string sequential = link_and_write(ParseShards{}, &one);
   ASSERT_GT(sequential.size(), 1000000u);
-  EXPECT_EQ(host_shards + device_shards, 0u);
+  EXPECT_EQ(one.host.parse_shards + one.device.parse_shards, 0u);
   for (int threads : {2, 16}) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
     const ParallelBatches workers(2 * static_cast<size_t>(threads));
-    const ParseShards shards{&workers, 16, size_t{64} << 10};
-    const std::string sharded = link_and_write(shards, &host_shards, &device_shards);
-    EXPECT_GE(host_shards, 8u) << threads << " threads";
-    EXPECT_GE(device_shards, 8u) << threads << " threads";
+    LinkedRank many;
+    const std::string sharded = link_and_write(ParseShards{&workers, 16, size_t{64} << 10}, &many);
+    EXPECT_GE(many.host.parse_shards, 8u) << threads << " threads";
+    EXPECT_GE(many.device.parse_shards, 8u) << threads << " threads";
     EXPECT_TRUE(sharded == sequential)
         << threads << " threads: " << sharded.size() << " vs " << sequential.size() << " bytes";
   }
@@ -274,44 +261,32 @@ TEST(ParallelBatches, LaunchersOnTheWorkersLinkAsOnOneThread) {
 // `run`'s in-memory conversion with the host trace read in shards (the converter's node sink
 // per shard, appended in order) on 2 and 16 workers: the same .et bytes as read on one thread.
 TEST(ParallelBatches, ConverterNodesReadInShardsConvertToTheSameBytes) {
-  SynthOptions opt;
-  opt.ranks = 2;
-  opt.scale = 1.0;
-  const SynthRankText text = synthesize_rank_text(opt, 0);
   testing::TempDir dir;
-  auto convert = [&](const ParseShards& shards, const std::string& name, size_t* host_shards) {
+  auto convert = [&](const ParseShards& shards, const std::string& name, LinkedRank* r) {
     EtPlusNodeSink sink("host.json", /*keep_host_nodes=*/true);
-    auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, shards, &sink);
-    EXPECT_TRUE(host.ok()) << host.status().message();
-    auto device = parse_device_trace("kineto.json", text.device);
-    EXPECT_TRUE(device.ok()) << device.status().message();
-    if (!host.ok() || !device.ok()) return std::string();
-    *host_shards = host->parse_shards;
-    LinkOptions options;
-    auto linked = link_traces(*host, *device, options);
-    EXPECT_TRUE(linked.ok()) << linked.status().message();
-    if (!linked.ok()) return std::string();
-    options.mode = resolve_mode(*device, options.mode);
-    ConvertOptions convert_options;
-    auto trace = read_linked_nodes(*host, std::move(sink), linked_device_facts(*device, *linked),
-                                   *linked, options, convert_options);
+    link_generated_rank(0, r, shards, &sink);
+    ConvertOptions options;
+    auto trace =
+        read_linked_nodes(r->host, std::move(sink), linked_device_facts(r->device, r->linked),
+                          r->linked, r->options, options);
     EXPECT_TRUE(trace.ok()) << trace.status().message();
     if (!trace.ok()) return std::string();
     ConvertReport report;
-    Status s = convert_trace(*trace, dir.file(name), convert_options, &report);
+    Status s = convert_trace(*trace, dir.file(name), options, &report);
     EXPECT_TRUE(s.ok()) << s.message();
     return testing::read_text(dir.file(name)) + fmt::format("/{}", report.stats.entries().size());
   };
-  size_t host_shards = 0;
-  const std::string sequential = convert(ParseShards{}, "one.et", &host_shards);
+  LinkedRank one;
+  const std::string sequential = convert(ParseShards{}, "one.et", &one);
   ASSERT_GT(sequential.size(), 100000u);
-  EXPECT_EQ(host_shards, 0u);
+  EXPECT_EQ(one.host.parse_shards, 0u);
   for (int threads : {2, 16}) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
     const ParallelBatches workers(2 * static_cast<size_t>(threads));
+    LinkedRank many;
     const std::string sharded =
-        convert(ParseShards{&workers, 16, size_t{64} << 10}, "many.et", &host_shards);
-    EXPECT_GE(host_shards, 8u) << threads << " threads";
+        convert(ParseShards{&workers, 16, size_t{64} << 10}, "many.et", &many);
+    EXPECT_GE(many.host.parse_shards, 8u) << threads << " threads";
     EXPECT_TRUE(sharded == sequential) << threads << " threads";
   }
 }

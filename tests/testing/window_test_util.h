@@ -5,11 +5,73 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <filesystem>
 #include <initializer_list>
 #include <string>
+#include <string_view>
+#include <vector>
+
+#include "stages/common/status.h"
+#include "tests/testing/test_util.h"
 
 namespace chakraflow::testing {
+
+// Whether `other` read a text as `whole` did: both fail with the same message, or both succeed
+// and expect_same(whole, other, label) holds. True when both succeeded.
+template <typename Trace, typename ExpectSame>
+bool expect_read_as_whole(const StatusOr<Trace>& whole, const StatusOr<Trace>& other,
+                          const std::string& label, const ExpectSame& expect_same) {
+  EXPECT_EQ(whole.ok(), other.ok())
+      << label << ": " << (whole.ok() ? other : whole).status().message();
+  if (!whole.ok() || !other.ok()) {
+    if (!whole.ok() && !other.ok()) {
+      EXPECT_EQ(whole.status().message(), other.status().message()) << label;
+    }
+    return false;
+  }
+  expect_same(*whole, *other, label);
+  return true;
+}
+
+// The files under each of ../shared/data's `dirs` (recursively) that `keep(path)` accepts, not
+// in a reference folder: the real traces the window and shard checks read.
+template <typename Keep>
+std::vector<std::string> shared_trace_files(std::initializer_list<const char*> dirs,
+                                            const Keep& keep) {
+  std::vector<std::string> files;
+  for (const char* dir : dirs) {
+    const auto root = shared_data_dir() / dir;
+    if (!std::filesystem::exists(root)) continue;
+    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
+      const std::string path = entry.path().string();
+      if (entry.is_regular_file() && path.find("reference") == std::string::npos &&
+          keep(path, std::string_view(dir))) {
+        files.push_back(path);
+      }
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Reads each of `files` of at least 32 KB through `shards(text, path)`, which checks the reads in
+// shards against the whole read and returns how many shards the last one had: at least ten files,
+// most of them read in shards.
+template <typename Shards>
+void expect_real_traces_read_in_shards(const std::vector<std::string>& files,
+                                       const Shards& shards) {
+  size_t read = 0, sharded = 0;
+  for (const std::string& path : files) {
+    const std::string text = read_text(path);
+    if (text.size() < 8 * 4096) continue;
+    if (shards(text, path) > 1) ++sharded;
+    ++read;
+  }
+  EXPECT_GE(read, 10u);
+  EXPECT_GE(sharded, read / 2) << "most real traces should be read in shards";
+}
 
 // Parses `text` whole (`parse(text, 0)`) and in windows of each size (`parse(text, size)`) and
 // compares each windowed trace with the whole one (`expect_same(whole, windowed, label)`), or the
@@ -24,16 +86,8 @@ size_t expect_windows_read_as_whole(const Parse& parse, const ExpectSame& expect
   for (size_t window : window_sizes) {
     auto windowed = parse(text, window);
     const std::string label = fmt::format("{}, windows of {} bytes", what, window);
-    EXPECT_EQ(whole.ok(), windowed.ok())
-        << label << ": " << (whole.ok() ? windowed : whole).status().message();
-    if (!whole.ok() || !windowed.ok()) {
-      if (!whole.ok() && !windowed.ok()) {
-        EXPECT_EQ(whole.status().message(), windowed.status().message()) << label;
-      }
-      continue;
-    }
+    if (!expect_read_as_whole(whole, windowed, label, expect_same)) continue;
     EXPECT_EQ(whole->parse_windows, 0u);
-    expect_same(*whole, *windowed, label);
     if (first) smallest_windows = windowed->parse_windows;
     first = false;
   }
