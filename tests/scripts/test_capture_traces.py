@@ -78,6 +78,40 @@ def test_step_time_record_has_the_shared_format(capture):
         capture.parse_args(["--timed-steps", "5"])
 
 
+def chrome_trace(path, step_us, steps=1):
+    events = [{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5,
+               "dur": 1}]
+    for k in range(steps):
+        events.append({"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{4 + k}",
+                       "pid": 1, "tid": 1, "ts": 0, "dur": step_us})
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path
+
+
+def test_the_fastest_timing_step_is_kept_and_the_others_removed(capture, tmp_path):
+    paths = [chrome_trace(tmp_path / "t.0.tmp", 30000), chrome_trace(tmp_path / "t.1.tmp", 20000),
+             chrome_trace(tmp_path / "t.2.tmp", 25000, steps=2),  # two steps: never kept
+             tmp_path / "t.3.tmp"]
+    paths[3].write_text('{"traceEvents": [')  # cut short
+    target = tmp_path / "kineto_timing.json"
+    steps, kept = capture.keep_fastest_timing_trace(paths, target)
+    assert (steps, kept) == ([30.0, 20.0, None, None], 1)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kineto_timing.json"]
+    assert json.loads(target.read_text())["traceEvents"][1]["dur"] == 20000
+    record = capture.step_time_record([10.0] * 10, {"none": 1, "kineto": 2, "et_kineto": 3},
+                                      capture.parse_args([]), (steps, kept))
+    assert record["timing_steps_ms"] == [30.0, 20.0, None, None]
+    assert record["timing_step_kept"] == 1
+    # None usable: an error, and nothing left behind.
+    bad = [chrome_trace(tmp_path / "b.0.tmp", 1000, steps=0)]
+    with pytest.raises(SystemExit):
+        capture.keep_fastest_timing_trace(bad, tmp_path / "other.json")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kineto_timing.json"]
+    with pytest.raises(SystemExit):
+        capture.parse_args(["--timing-steps", "0"])
+    assert capture.parse_args([]).timing_steps == 3
+
+
 def suite_rank(tmp_path, timing_workload="mlp_b64", step_time=True):
     if not SUITE.exists():
         pytest.skip(f"SKIPPED: {SUITE} is absent")
