@@ -1,6 +1,5 @@
 // chakraflow: one binary, one verb per stage group. Also installed as Chakra's executable names
 // (chakra_trace_link, ...), which select their verb from argv[0] and accept Chakra's flags.
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -61,27 +60,24 @@ void print_usage() {
 #define CHAKRAFLOW_SANITIZED 1
 #endif
 
-off_t file_size(const std::string& path) {
-  return static_cast<off_t>(std::min<uint64_t>(chakraflow::input_text_size(path), INT64_MAX));
-}
-
 // The size of the largest input text the command names (a gzip'd file counts as what it
 // inflates to: the memory it takes is that): for `run CONFIG`, the first rank's host ET or
 // device trace (a config that does not load gives 0: the run itself reports it); otherwise the
 // largest file among the arguments.
-off_t largest_input(int argc, char** argv) {
+uint64_t largest_input(int argc, char** argv) {
   if (argc > 1 && std::string_view(argv[1]) == "run") {
     const auto path = chakraflow::run_config_argument(argc, argv, 2);
     if (!path) return 0;
     auto cfg = chakraflow::load_run_config(*path);
     if (!cfg.ok() || !chakraflow::discover_ranks(*cfg).ok() || cfg->ranks.empty()) return 0;
     const int rank = cfg->ranks.front();
-    const off_t size = std::max(file_size(cfg->host_path(rank)), file_size(cfg->device_path(rank)));
+    const uint64_t size = std::max(chakraflow::input_text_size(cfg->host_path(rank)),
+                                   chakraflow::input_text_size(cfg->device_path(rank)));
     chakraflow::keep_loaded_run_config(std::move(*cfg));  // for `run`, if no re-execution
     return size;
   }
-  off_t largest = 0;
-  for (int i = 1; i < argc; ++i) largest = std::max(largest, file_size(argv[i]));
+  uint64_t largest = 0;
+  for (int i = 1; i < argc; ++i) largest = std::max(largest, chakraflow::input_text_size(argv[i]));
   return largest;
 }
 
@@ -92,13 +88,13 @@ off_t largest_input(int argc, char** argv) {
 // big enough. Off with CHAKRAFLOW_HUGE_PAGES=0 (on for any input with 1), under sanitizers (their
 // allocator ignores it), and where the kernel would not honour it. Returns when it does not
 // re-execute.
-void reexec_with_huge_pages(char** argv, off_t input) {
+void reexec_with_huge_pages(char** argv, uint64_t input) {
 #if defined(__GLIBC__) && !defined(CHAKRAFLOW_SANITIZED)
   // Huge pages pay for a second start (about 3 ms) and for zeroing 2 MB pages whole from inputs
   // of 16 MiB: `run` of a 10 MB rank takes 13% longer with them, of a 30 MB rank as long, of a
   // 100 MB rank 7% less (docs/performance.md). Declared here, under the #if: a sanitized build
   // does not use them (clang warns of an unused constant).
-  constexpr off_t kHugePagesFrom = off_t{16} << 20;
+  constexpr uint64_t kHugePagesFrom = uint64_t{16} << 20;
   constexpr const char* kHugePageTunable = "glibc.malloc.hugetlb=1";
   const char* opt = std::getenv("CHAKRAFLOW_HUGE_PAGES");
   if ((opt == nullptr || std::string_view(opt) != "1") && input < kHugePagesFrom) return;

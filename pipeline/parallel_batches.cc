@@ -1,6 +1,7 @@
 #include "pipeline/parallel_batches.h"
 
 #include <tbb/parallel_pipeline.h>
+#include <tbb/task_arena.h>
 
 #include <atomic>
 #include <memory>
@@ -8,6 +9,10 @@
 #include <utility>
 
 namespace chakraflow {
+
+size_t ParallelBatches::workers() {
+  return static_cast<size_t>(tbb::this_task_arena::max_concurrency());
+}
 
 Status ParallelBatches::run(size_t batches,
                             const std::function<Status(size_t, std::string&)>& produce,

@@ -1,7 +1,6 @@
 #include "pipeline/rank_graph.h"
 
 #include <oneapi/tbb/flow_graph.h>
-#include <oneapi/tbb/task_arena.h>
 
 #include <chrono>
 #include <cstdio>
@@ -69,8 +68,8 @@ using Job = std::shared_ptr<RankInFlight>;
 // How a rank's two traces, loaded at the same time, are each read: in shards on half the
 // workers each (on two workers, each trace in one piece: the two loads already keep both busy,
 // and shards would only add their merging).
-ParseShards shards_per_trace(const OrderedBatches& workers, size_t count) {
-  return ParseShards{&workers, count / 2};
+ParseShards shards_per_trace(const OrderedBatches& workers) {
+  return ParseShards{&workers, ParallelBatches::workers() / 2};
 }
 
 // Runs `body` turning exceptions into a Status.
@@ -296,11 +295,9 @@ class RankGraph {
     const std::string& path = jobs_[seq].host_path;
     Status s = guarded("load host trace", [&]() -> Status {
       if (plan_.converts_in_memory()) host->nodes = EtPlusNodeSink::for_linking(path);
-      // Without the converter's sink, a large trace is read in shards on the workers.
-      const auto workers = static_cast<size_t>(tbb::this_task_arena::max_concurrency());
-      const ParallelBatches shards(2 * workers);
+      const ParallelBatches workers = ParallelBatches::two_per_worker();
       auto trace = load_host_trace(path, host->nodes ? &*host->nodes : nullptr, kHostWindowBytes,
-                                   shards_per_trace(shards, workers));
+                                   shards_per_trace(workers));
       if (!trace.ok()) return trace.status();
       host->trace = std::move(trace).value();
       return Status();
@@ -314,9 +311,8 @@ class RankGraph {
     auto t0 = Clock::now();
     std::shared_ptr<const DeviceTrace> device;
     Status s = guarded("load device trace", [&]() -> Status {
-      const auto workers = static_cast<size_t>(tbb::this_task_arena::max_concurrency());
-      const ParallelBatches shards(2 * workers);
-      auto trace = load_device_trace(jobs_[seq].device_path, shards_per_trace(shards, workers));
+      const ParallelBatches workers = ParallelBatches::two_per_worker();
+      auto trace = load_device_trace(jobs_[seq].device_path, shards_per_trace(workers));
       if (!trace.ok()) return trace.status();
       LinkOptions options = jobs_[seq].link;
       if (!jobs_[seq].step_time_path.empty()) {
@@ -350,8 +346,7 @@ class RankGraph {
     return device_stage<std::pair<LauncherLinks, DataProblems>>(
         m, "launcher correlation", results_[m.seq].times.launchers, [&](const DeviceTrace& d) {
           DataProblems stats;
-          const ParallelBatches workers(
-              2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()));
+          const ParallelBatches workers = ParallelBatches::two_per_worker();
           LauncherLinks links = correlate_launchers(d, o.compat, stats, &workers);
           return std::make_pair(std::move(links), std::move(stats));
         });
@@ -480,7 +475,7 @@ class RankGraph {
     const LinkedRank& linked = *job.linked;
     const ByteSink sink = [&out](std::string_view bytes) { out.write(bytes); };
     // The nodes formatted in batches on the workers, two per worker in flight at most.
-    const ParallelBatches batches(2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()));
+    const ParallelBatches batches = ParallelBatches::two_per_worker();
     Status written =
         spec.link.format == OutputFormat::kLegacy
             ? write_et_plus_legacy(job.host->trace, *job.device, linked.trace, linked.options, sink)
@@ -518,11 +513,10 @@ class RankGraph {
   // From a file: the ET+ (or host ET) read into the converter's nodes (load_et_plus).
   Status read_et_plus(RankInFlight& job) {
     // One file: a large one read in shards on every worker.
-    const auto workers = static_cast<size_t>(tbb::this_task_arena::max_concurrency());
-    const ParallelBatches shards(2 * workers);
+    const ParallelBatches workers = ParallelBatches::two_per_worker();
     CF_ASSIGN_OR_RETURN(EtPlusFile file,
                         load_et_plus(job.et_plus_file, jobs_[job.seq].convert, kHostWindowBytes,
-                                     ParseShards{&shards, workers}));
+                                     ParseShards{&workers, ParallelBatches::workers()}));
     job.et_plus_host = std::move(file.host);
     job.nodes = std::move(file.trace);
     return Status();
@@ -555,7 +549,7 @@ class RankGraph {
   Status write_et(RankInFlight& job) {
     const RankJob& spec = jobs_[job.seq];
     // The records encoded in batches on the workers, two per worker in flight at most.
-    const ParallelBatches batches(2 * static_cast<size_t>(tbb::this_task_arena::max_concurrency()));
+    const ParallelBatches batches = ParallelBatches::two_per_worker();
     return write_converted(*job.nodes, *job.chakra, std::move(job.convert_stats), spec.et_path,
                            spec.convert, &results_[job.seq].convert, &batches);
   }

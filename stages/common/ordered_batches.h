@@ -33,6 +33,13 @@ class OrderedBatches {
   }
 };
 
+// `batches`, or when null the base class (one after another on the calling thread): what a stage
+// given an optional OrderedBatches runs its batches through.
+inline const OrderedBatches& batches_or_in_turn(const OrderedBatches* batches) {
+  static const OrderedBatches in_turn;
+  return batches != nullptr ? *batches : in_turn;
+}
+
 // How a loader may read one large JSON array in shards, concurrently (json::read_array_in_shards):
 // through `workers`, in at most `count` shards of at least `min_bytes` of text each. The default
 // reads on the calling thread, in one piece; the output is the same either way.

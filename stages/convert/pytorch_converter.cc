@@ -804,20 +804,18 @@ Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
   // written in order: the same bytes either way.
   const size_t n = chakra.nodes.size();
   const size_t count = (n + kEtBatchRecords - 1) / kEtBatchRecords;
-  const OrderedBatches one_at_a_time;
   size_t next = 0;  // the batch consumed next
-  return (batches ? *batches : one_at_a_time)
-      .run(
-          count,
-          [&](size_t b, std::string& out) {
-            const size_t begin = b * kEtBatchRecords;
-            return encode_records(t, chakra, begin, std::min(n, begin + kEtBatchRecords), out);
-          },
-          [&](std::string& out) {
-            const size_t begin = next++ * kEtBatchRecords;
-            writer.append_records(out, std::min(n, begin + kEtBatchRecords) - begin);
-            return Status();
-          });
+  return batches_or_in_turn(batches).run(
+      count,
+      [&](size_t b, std::string& out) {
+        const size_t begin = b * kEtBatchRecords;
+        return encode_records(t, chakra, begin, std::min(n, begin + kEtBatchRecords), out);
+      },
+      [&](std::string& out) {
+        const size_t begin = next++ * kEtBatchRecords;
+        writer.append_records(out, std::min(n, begin + kEtBatchRecords) - begin);
+        return Status();
+      });
 }
 
 Status convert_file(const std::string& input_path, const std::string& output_path,

@@ -8,6 +8,7 @@
 #include "stages/common/file_io.h"
 #include "stages/common/json_util.h"
 #include "stages/common/ordered_batches.h"
+#include "stages/link/loader_shards.h"
 
 namespace chakraflow {
 namespace {
@@ -184,26 +185,16 @@ class DeviceParser {
   bool parse_in_shards() {
     const size_t count = shards_.for_text(text_.size());
     if (count < 2) return false;
-    std::vector<DeviceTrace> parts(count - 1);
-    std::vector<std::unique_ptr<DeviceParser>> parsers;
-    std::vector<std::unique_ptr<EventWindows>> windows;
-    std::vector<json::ArrayWindowReader*> readers;
     defer_problems_ = true;
-    for (size_t k = 0; k < count; ++k) {
-      DeviceParser* p = this;
-      if (k > 0) {
-        parts[k - 1].path = t_.path;
-        parts[k - 1].events.reserve(text_.size() / count / 128);
-        parsers.push_back(
-            std::unique_ptr<DeviceParser>(new DeviceParser(parts[k - 1], text_, window_bytes_)));
-        p = parsers.back().get();
-      }
-      windows.push_back(std::make_unique<EventWindows>(*p));
-      readers.push_back(windows.back().get());
-    }
+    LoaderShards<DeviceTrace, DeviceParser, EventWindows> shards(
+        count, *this, [&](DeviceTrace& part, size_t) {
+          part.path = t_.path;
+          part.events.reserve(text_.size() / count / 128);
+          return std::unique_ptr<DeviceParser>(new DeviceParser(part, text_, window_bytes_));
+        });
     const size_t read =
         json::read_array_in_shards(t_.text.mutable_data(), t_.text.size(), t_.text.capacity(),
-                                   kEventsKey, window_bytes_, readers, *shards_.workers);
+                                   kEventsKey, window_bytes_, shards.readers(), *shards_.workers);
     defer_problems_ = false;
     if (read == 0) {
       forget_events();
@@ -212,10 +203,10 @@ class DeviceParser {
     }
     // In file order: each shard's events after the ones before, its names' indices moved by the
     // names before, its problems numbered from the elements before.
-    size_t elements = windows[0]->elements();
+    size_t elements = shards.elements(0);
     count_deferred(0);
     for (size_t k = 1; k < count; ++k) {
-      DeviceTrace& part = parts[k - 1];
+      DeviceTrace& part = shards.part(k);
       const auto names = static_cast<uint32_t>(t_.pg_names.size());
       const size_t first = t_.events.size();
       t_.events.insert(t_.events.end(), part.events.begin(), part.events.end());
@@ -227,9 +218,9 @@ class DeviceParser {
       }
       t_.flow_events += part.flow_events;
       if (!part.arena.empty()) t_.more_arenas.push_back(std::move(part.arena));
-      parsers[k - 1]->count_deferred(elements);
+      shards.parser(k).count_deferred(elements);
       t_.load_stats.merge(part.load_stats);
-      elements += windows[k]->elements();
+      elements += shards.elements(k);
     }
     t_.parse_shards = read;
     return true;

@@ -317,9 +317,7 @@ Status write_document(std::string& buf, const HostTrace& host,
 Status write_et_plus(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
                      const LinkOptions& options, const ByteSink& sink,
                      const OrderedBatches* batches, uint32_t batch_nodes) {
-  const OrderedBatches one_at_a_time;
-  return Writer(host, device, linked, options, sink, batches ? *batches : one_at_a_time,
-                batch_nodes)
+  return Writer(host, device, linked, options, sink, batches_or_in_turn(batches), batch_nodes)
       .run();
 }
 

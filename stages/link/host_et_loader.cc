@@ -8,6 +8,7 @@
 #include "stages/common/json_util.h"
 #include "stages/common/move_to_targets.h"
 #include "stages/common/ordered_batches.h"
+#include "stages/link/loader_shards.h"
 
 namespace chakraflow {
 namespace {
@@ -98,28 +99,17 @@ class HostParser {
     for (auto& sink : sinks) {
       if (sink_ != nullptr && !(sink = sink_->shard())) return false;
     }
-    std::vector<HostTrace> parts(count - 1);
-    std::vector<std::unique_ptr<HostParser>> parsers;
-    std::vector<std::unique_ptr<NodeWindows>> windows;
-    std::vector<json::ArrayWindowReader*> readers;
-    for (size_t k = 0; k < count; ++k) {
-      HostParser* p = this;
-      if (k > 0) {
-        parts[k - 1].path = t_.path;
-        if (keep_nodes_) parts[k - 1].nodes.reserve(text_.size() / count / 256);
-        parsers.push_back(std::unique_ptr<HostParser>(
-            new HostParser(parts[k - 1], text_, window_bytes_, sinks[k - 1].get())));
-        p = parsers.back().get();
-      }
-      windows.push_back(std::make_unique<NodeWindows>(*p));
-      readers.push_back(windows.back().get());
-    }
+    LoaderShards<HostTrace, HostParser, NodeWindows> shards(
+        count, *this, [&](HostTrace& part, size_t k) {
+          part.path = t_.path;
+          if (keep_nodes_) part.nodes.reserve(text_.size() / count / 256);
+          return std::unique_ptr<HostParser>(
+              new HostParser(part, text_, window_bytes_, sinks[k - 1].get()));
+        });
     const size_t read =
         json::read_array_in_shards(t_.text.mutable_data(), t_.text.size(), t_.text.capacity(),
-                                   kNodesKey, window_bytes_, readers, *shards_.workers);
-    std::vector<size_t> elements;
-    for (const auto& w : windows) elements.push_back(w->elements());
-    if (read == 0 || !merge_shards(parts, elements)) {
+                                   kNodesKey, window_bytes_, shards.readers(), *shards_.workers);
+    if (read == 0 || !merge_shards(shards)) {
       forget_nodes();
       return false;
     }
@@ -132,11 +122,11 @@ class HostParser {
 
   // The shards' nodes and top-level fields after this trace's. False: a top-level key of the
   // last shard (after the array) repeats one before the array (the whole parse reports it).
-  // `elements`: each shard's count.
-  bool merge_shards(std::vector<HostTrace>& parts, const std::vector<size_t>& elements) {
-    size_t first = elements[0];
-    for (size_t k = 1; k < elements.size(); ++k) {
-      HostTrace& part = parts[k - 1];
+  template <typename Shards>
+  bool merge_shards(Shards& shards) {
+    size_t first = shards.elements(0);
+    for (size_t k = 1; k < shards.count(); ++k) {
+      HostTrace& part = shards.part(k);
       for (const TopLevelField& f : part.top_level) {
         if (!check_new_key(f.key_raw).ok()) return false;
         t_.top_level.push_back(f);
@@ -148,7 +138,7 @@ class HostParser {
         t_.nodes[i].file_index += static_cast<uint32_t>(first);
       }
       if (!part.arena.empty()) t_.more_arenas.push_back(std::move(part.arena));
-      first += elements[k];
+      first += shards.elements(k);
     }
     return true;
   }

@@ -297,8 +297,7 @@ constexpr size_t kGpuOpsPerRange = 8192;
 
 LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataProblems& stats,
                                   const OrderedBatches* workers) {
-  const OrderedBatches in_turn;
-  const OrderedBatches& run = workers != nullptr ? *workers : in_turn;
+  const OrderedBatches& run = batches_or_in_turn(workers);
   LauncherLinks out;
   out.launch_of.assign(trace.events.size(), DeviceEventIdx{});
   out.cpu_op_of.assign(trace.events.size(), DeviceEventIdx{});

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,19 +33,32 @@ std::vector<testing::TraceNode> chain(uint64_t n, size_t name_bytes = 0) {
 // The bytes the index's scan keeps for the walk: the first 16 blocks of 256 KB.
 constexpr double kSeededBytes = 16 * 262144.0;
 
-TEST(EtIndex, InterleavedRegionsReadEachByteAboutOnce) {
+// A chain of 100,000 nodes with 100-byte names (11.6 MB: many blocks beyond the ones the scan
+// keeps) written to a file, and its index.
+struct IndexedChain {
   testing::TempDir dir;
-  const std::string path = dir.file("chain.et");
-  const uint64_t n = 100000;
-  testing::write_trace(path, chain(n, 100));
-  const double file_bytes = static_cast<double>(std::filesystem::file_size(path));
-  ASSERT_GT(file_bytes, 10e6);  // many blocks beyond the ones the scan keeps
+  std::string path = dir.file("chain.et");
+  uint64_t n = 100000;
+  double file_bytes = 0;
+  std::unique_ptr<EtIndex> index;
+  void build() {
+    testing::write_trace(path, chain(n, 100));
+    file_bytes = static_cast<double>(std::filesystem::file_size(path));
+    ASSERT_GT(file_bytes, 10e6);
+    auto built = EtIndex::build(path);
+    ASSERT_TRUE(built.ok()) << built.status().message();
+    index = std::move(*built);
+    ASSERT_EQ(index->size(), n);
+    ASSERT_FALSE(index->records_in_memory());
+  }
+};
 
-  auto index = EtIndex::build(path);
-  ASSERT_TRUE(index.ok()) << index.status().message();
-  const EtIndex& x = **index;
-  ASSERT_EQ(x.size(), n);
-  ASSERT_FALSE(x.records_in_memory());
+TEST(EtIndex, InterleavedRegionsReadEachByteAboutOnce) {
+  IndexedChain c;
+  ASSERT_NO_FATAL_FAILURE(c.build());
+  const uint64_t n = c.n;
+  const double file_bytes = c.file_bytes;
+  const EtIndex& x = *c.index;
   EXPECT_EQ(x.io_stats().bytes_read, 0u);
 
   // Four cursors a quarter of the file apart, advancing in turn, and a fifth one a few records
@@ -86,15 +100,11 @@ TEST(EtIndex, InterleavedRegionsReadEachByteAboutOnce) {
 // the index caches): the records left behind are kept as their blocks leave, so every block is
 // read once, not twice; and they are let go once read.
 TEST(EtIndex, RecordsLeftBehindAreReadOnce) {
-  testing::TempDir dir;
-  const std::string path = dir.file("chain.et");
-  const uint64_t n = 100000;
-  testing::write_trace(path, chain(n, 100));
-  const double file_bytes = static_cast<double>(std::filesystem::file_size(path));
-  auto index = EtIndex::build(path);
-  ASSERT_TRUE(index.ok()) << index.status().message();
-  const EtIndex& x = **index;
-  ASSERT_EQ(x.size(), n);
+  IndexedChain c;
+  ASSERT_NO_FATAL_FAILURE(c.build());
+  const uint64_t n = c.n;
+  const double file_bytes = c.file_bytes;
+  const EtIndex& x = *c.index;
 
   const uint32_t lag = 60000;  // records: about 7 MB of file, more than the 4 MB of blocks
   std::string record;

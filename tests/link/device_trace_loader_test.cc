@@ -212,14 +212,20 @@ TEST(DeviceTraceWindows, HardCutsReadAsWhole) {
   EXPECT_EQ(t->events.size(), 300u);
 }
 
-// What the windows cannot read is parsed whole: the same trace, or exactly the same error.
-TEST(DeviceTraceWindows, WholeParseTakesOverWithItsErrors) {
+// `n` small CPU op events, `separator` between them.
+std::string cpu_op_events(int n, const char* separator) {
   std::string events;
-  for (int i = 0; i < 200; ++i) {
-    if (i > 0) events += ", ";
+  for (int i = 0; i < n; ++i) {
+    if (i > 0) events += separator;
     events +=
         fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "op{}", "ts": {}, "dur": 1}})", i, i);
   }
+  return events;
+}
+
+// What the windows cannot read is parsed whole: the same trace, or exactly the same error.
+TEST(DeviceTraceWindows, WholeParseTakesOverWithItsErrors) {
+  const std::string events = cpu_op_events(200, ", ");
   const testing::ArrayText array{"[" + events + "]"};
   struct Case {
     std::string what;
@@ -374,13 +380,7 @@ TEST(DeviceTraceShards, FalseCutsAndProblemsReadAsWhole) {
 
 // What the shards cannot read is read as before: the same trace, or exactly the same error.
 TEST(DeviceTraceShards, BadInputsReadAsWhole) {
-  std::string events;
-  for (int i = 0; i < 600; ++i) {
-    if (i > 0) events += ",\n";
-    events +=
-        fmt::format(R"({{"ph": "X", "cat": "cpu_op", "name": "op{}", "ts": {}, "dur": 1}})", i, i);
-  }
-  const std::string good = R"({"traceEvents": [)" + events + "]}";
+  const std::string good = R"({"traceEvents": [)" + cpu_op_events(600, ",\n") + "]}";
   for (size_t at : {good.size() / 3, good.size() / 2, 2 * good.size() / 3}) {
     const size_t cut = good.find("},\n{", at) + 1;
     expect_shards_read_as_whole(good.substr(0, cut) + good.substr(cut + 1), "missing comma", {2, 3},
