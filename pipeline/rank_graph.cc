@@ -84,6 +84,13 @@ Status guarded(std::string_view stage, Body&& body) {
   }
 }
 
+// A message that lets go of `p` where it is received: the last reference, its memory freed on
+// that node's worker.
+template <typename T>
+struct Release {
+  mutable std::shared_ptr<T> p;
+};
+
 // A device-side stage: runs `compute` on a device trace unless the job already failed.
 template <typename T, typename Compute>
 Msg<const T> device_stage(const Msg<const DeviceTrace>& in, std::string_view stage, double& seconds,
@@ -177,7 +184,11 @@ class RankGraph {
         check_acyclic_(graph_, flow::unlimited,
                        convert_step("check acyclic", &RankGraph::check_acyclic)),
         write_et_(graph_, flow::unlimited, convert_step("write .et", &RankGraph::write_et)),
-        finish_(graph_, flow::unlimited, [this](const Job& job) { return finish(job); }) {
+        finish_(graph_, flow::unlimited, [this](const Job& job) { return finish(job); }),
+        free_device_(graph_, flow::unlimited, [](const Release<const DeviceTrace>& r) {
+          r.p.reset();
+          return flow::continue_msg();
+        }) {
     wire();
   }
 
@@ -487,11 +498,14 @@ class RankGraph {
     return committed;
   }
 
-  // The converter's nodes hold copies of what they take from the device trace: it is freed here,
-  // before they are made.
+  // The converter's nodes hold copies of what they take from the device trace (copied here, in
+  // ranges on the workers): it is let go of here, before they are made.
   Status release_device(RankInFlight& job) {
-    job.device_facts = linked_device_facts(*job.device, job.linked->trace);
-    job.device.reset();
+    const ParallelBatches workers = ParallelBatches::two_per_worker();
+    job.device_facts = linked_device_facts(*job.device, job.linked->trace, &workers);
+    // The trace's memory (tens of MB: its text mapped, its events) returned to the system beside
+    // the stages that follow, rather than before them.
+    free_device_.try_put(Release<const DeviceTrace>{std::move(job.device)});
     return Status();
   }
 
@@ -524,8 +538,10 @@ class RankGraph {
 
   Status select_nodes(RankInFlight& job) {
     job.convert_stats = job.nodes->stats;
+    // The nodes converted in ranges on the workers.
+    const ParallelBatches workers = ParallelBatches::two_per_worker();
     job.conversion =
-        chakraflow::select_nodes(*job.nodes, jobs_[job.seq].convert, job.convert_stats);
+        chakraflow::select_nodes(*job.nodes, jobs_[job.seq].convert, job.convert_stats, &workers);
     return Status();
   }
 
@@ -601,6 +617,8 @@ class RankGraph {
   flow::function_node<Job, Job> check_acyclic_;
   flow::function_node<Job, Job> write_et_;
   flow::function_node<Job, flow::continue_msg> finish_;
+  // Frees a device trace off its rank's chain of stages (put by release_device, no edges).
+  flow::function_node<Release<const DeviceTrace>, flow::continue_msg> free_device_;
 };
 
 }  // namespace

@@ -88,20 +88,21 @@ P2pDirection p2p_direction_from_name(std::string_view name) {
 }
 
 struct CommTyper::Impl {
+  explicit Impl(const EtPlusTrace& trace, CpuCollectiveGroup* shared)
+      : own_group(trace), group(shared != nullptr ? shared : &own_group) {}
   simdjson::dom::parser values_parser;
   simdjson::dom::parser types_parser;
-  // The process groups the trace's metadata lists, read at the first CPU-side collective.
-  bool groups_read = false;
-  std::map<std::string, std::vector<int>> groups;
-  std::vector<std::unique_ptr<std::string>> names;  // the default group's, once chosen
+  CpuCollectiveGroup own_group;
+  CpuCollectiveGroup* group;
 };
 
 std::vector<std::unique_ptr<std::string>> CommTyper::take_names() {
-  return std::move(impl_->names);
+  return impl_->own_group.take_names();
 }
 
-CommTyper::CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, DataProblems& stats)
-    : impl_(std::make_unique<Impl>()), t_(trace), options_(options), stats_(stats) {}
+CommTyper::CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, DataProblems& stats,
+                     CpuCollectiveGroup* group)
+    : impl_(std::make_unique<Impl>(trace, group)), t_(trace), options_(options), stats_(stats) {}
 
 CommTyper::~CommTyper() = default;
 
@@ -194,29 +195,35 @@ std::optional<int64_t> CommTyper::p2p_peer(const EtPlusNode& rpc) {
   return peer;
 }
 
-std::string_view CommTyper::cpu_collective_group(bool* guessed) {
-  Impl& m = *impl_;
-  if (!m.groups_read) {
-    m.groups_read = true;
+std::string_view CpuCollectiveGroup::get(bool* guessed) {
+  std::call_once(once_, [this] {
+    std::map<std::string, std::vector<int>> groups;
     RenderedIo io;
     for (const EtPlusNode& node : t_.nodes) {
       if (node.kind != OpKind::kMetadata || !render_io(t_, node, io).ok()) continue;
-      parse_group_list(std::string(io.io[kInValues]), 0, &m.groups);  // unreadable: counted later
+      parse_group_list(std::string(io.io[kInValues]), 0, &groups);  // unreadable: counted later
     }
     // The default group: every rank (an empty list), else the largest, the first name on a tie.
     size_t best = 0;
     const std::string* chosen = nullptr;
-    for (const auto& [name, ranks] : m.groups) {
+    for (const auto& [name, ranks] : groups) {
       const size_t size = ranks.empty() ? SIZE_MAX : ranks.size();
       if (chosen == nullptr || size > best) {
         chosen = &name;
         best = size;
       }
     }
-    if (chosen != nullptr) m.names.push_back(std::make_unique<std::string>(*chosen));
-  }
-  *guessed = m.groups.size() > 1;
-  return m.names.empty() ? std::string_view() : std::string_view(*m.names.front());
+    if (chosen != nullptr) name_ = std::make_unique<std::string>(*chosen);
+    several_ = groups.size() > 1;
+  });
+  *guessed = several_;
+  return name_ ? std::string_view(*name_) : std::string_view();
+}
+
+std::vector<std::unique_ptr<std::string>> CpuCollectiveGroup::take_names() {
+  std::vector<std::unique_ptr<std::string>> names;
+  if (name_) names.push_back(std::move(name_));
+  return names;
 }
 
 void CommTyper::assign_cpu_collective(uint32_t index, ChakraNodeRecord& record,
@@ -244,7 +251,7 @@ void CommTyper::assign_cpu_collective(uint32_t index, ChakraNodeRecord& record,
   attrs.pg_name = t_.pg_name(n);
   if (attrs.pg_name.empty()) {
     bool guessed = false;
-    attrs.pg_name = cpu_collective_group(&guessed);
+    attrs.pg_name = impl_->group->get(&guessed);
     if (guessed) stats_.add(StatKind::kCommCpuCollectiveGroupGuessed, fmt::format("node {}", n.id));
   }
   attrs.exec_tid = t_.exec_tid(n);

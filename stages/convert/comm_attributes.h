@@ -32,9 +32,12 @@
 // (stages/convert/comm_group_inference.h).
 //
 // Stateless functions, except the per-call parser held by CommTyper; thread-compatible.
+// CpuCollectiveGroup is thread-safe: typers working on ranges of one trace's nodes concurrently
+// share one.
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,9 +64,28 @@ bool is_cpu_collective_name(std::string_view name);
 enum class P2pDirection : uint8_t { kNone, kSend, kRecv };
 P2pDirection p2p_direction_from_name(std::string_view name);
 
+// The group a CPU-side collective without a named group runs on (see above), read from the
+// trace's process-group metadata once, by whichever typer asks first.
+class CpuCollectiveGroup {
+ public:
+  explicit CpuCollectiveGroup(const EtPlusTrace& trace) : t_(trace) {}
+  // The group's name (empty when the trace lists none); *guessed when it lists several.
+  std::string_view get(bool* guessed);
+  // The string get() returned views into: whoever keeps those views keeps it.
+  std::vector<std::unique_ptr<std::string>> take_names();
+
+ private:
+  const EtPlusTrace& t_;
+  std::once_flag once_;
+  std::unique_ptr<std::string> name_;
+  bool several_ = false;
+};
+
 class CommTyper {
  public:
-  CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, DataProblems& stats);
+  // `group`: shared with the typers of other ranges of the trace's nodes (null: its own).
+  CommTyper(const EtPlusTrace& trace, const ConvertOptions& options, DataProblems& stats,
+            CpuCollectiveGroup* group = nullptr);
   ~CommTyper();
 
   // Sets record.type, record.is_cpu_op and the communication attributes of node `index` (appended
@@ -79,16 +101,13 @@ class CommTyper {
   // The peer rank recorded by a record_param_comms node for "send" / "recv", if any.
   std::optional<int64_t> p2p_peer(const EtPlusNode& record_param_comms);
 
-  // The strings the CommAttrs it set may point into (group names it chose): whoever keeps the
-  // CommAttrs keeps these.
+  // The strings the CommAttrs it set may point into (group names it chose, when it has its own
+  // CpuCollectiveGroup): whoever keeps the CommAttrs keeps these.
   std::vector<std::unique_ptr<std::string>> take_names();
 
  private:
   void assign_cpu_collective(uint32_t index, ChakraNodeRecord& record,
                              std::vector<CommAttrs>& comm);
-  // The group a CPU-side collective without a named group runs on (see above); sets *guessed
-  // when the trace lists several.
-  std::string_view cpu_collective_group(bool* guessed);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;

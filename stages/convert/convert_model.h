@@ -156,8 +156,8 @@ struct EtPlusTrace {
   std::vector<CommNames> comm_names;  // EtPlusNode::comm_names
   std::deque<std::string> arena;      // unescaped strings that differ from their raw text
   std::vector<std::deque<std::string>>
-      more_arenas;                       // the shards' (a deque moved keeps its strings)
-  std::deque<std::string> device_arena;  // GPU names and pg_names (read_linked_nodes)
+      more_arenas;  // the shards' (a deque moved keeps its strings)
+  std::vector<std::deque<std::string>> device_arenas;  // GPU names and pg_names (read_linked_nodes)
   // Schema 1.0.1 ET+ written by Chakra: `parent` held pre-renumbering ids and was mapped back.
   bool parents_renumbered = false;
   DataProblems stats;  // data problems that did not stop the conversion, by kind

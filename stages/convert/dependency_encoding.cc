@@ -152,7 +152,7 @@ void add_inter_thread_dep(const EtPlusTrace& t, const ConversionGraph& graph, ui
 std::vector<uint8_t> walk_from_roots(const EtPlusTrace& t, ConversionGraph& graph,
                                      DataProblems& stats) {
   const size_t n = t.nodes.size();
-  std::vector<uint32_t> roots = graph.thread_roots;
+  std::vector<uint32_t> roots = graph.walk.thread_roots;
   roots.insert(roots.end(), graph.extra_roots.begin(), graph.extra_roots.end());
   // `visited` holds the walk number, so that it needs no clearing between walks.
   std::vector<uint32_t> visited(n, 0);
@@ -197,7 +197,7 @@ uint64_t add_sync_deps(const EtPlusTrace& t, ConversionGraph& graph,
                        const std::vector<uint8_t>& reached, const CanDepend& can_depend,
                        DataProblems& stats) {
   uint64_t edges = 0;
-  for (uint32_t i : graph.with_sync) {
+  for (uint32_t i : graph.walk.with_sync) {
     if (!reached[i]) continue;
     ChakraNodeRecord& rec = *graph.record_of(i);
     const EtPlusNode& node = t.nodes[i];
@@ -227,8 +227,8 @@ template <typename CanDepend>
 uint64_t chain_gpu_streams(const EtPlusTrace& t, ConversionGraph& graph,
                            const std::vector<uint8_t>& reached, const CanDepend& can_depend,
                            DataProblems& stats) {
-  using GpuKey = ConversionGraph::StreamKey;
-  std::vector<GpuKey>& keys = graph.stream_keys;
+  using GpuKey = WalkLists::StreamKey;
+  std::vector<GpuKey>& keys = graph.walk.stream_keys;
   std::erase_if(keys, [&reached](const GpuKey& k) { return !reached[k.index]; });
   std::stable_sort(keys.begin(), keys.end(), [](const GpuKey& x, const GpuKey& y) {
     if (x.device != y.device) return x.device < y.device;
@@ -257,29 +257,32 @@ uint64_t chain_gpu_streams(const EtPlusTrace& t, ConversionGraph& graph,
 
 }  // namespace
 
+void WalkLists::append(const WalkLists& later) {
+  stream_keys.insert(stream_keys.end(), later.stream_keys.begin(), later.stream_keys.end());
+  thread_roots.insert(thread_roots.end(), later.thread_roots.begin(), later.thread_roots.end());
+  with_sync.insert(with_sync.end(), later.with_sync.begin(), later.with_sync.end());
+}
+
 void prepare_walk_facts(const ConvertOptions& options, size_t n, ConversionGraph& graph) {
   graph.inter_thread_dep.assign(n, kNoNode);
   if (options.compat == Compat::kDefault) {
     graph.start.assign(n, -std::numeric_limits<double>::infinity());
-    // At most one key per node. Reserved, not touched: the vector no longer grows by doubling,
-    // each step into fresh memory (twice its final size in all).
-    graph.stream_keys.reserve(n);
   }
 }
 
 void note_walk_facts(const EtPlusTrace& t, const ConvertOptions& options, uint32_t index,
-                     ChakraNodeRecord& rec, ConversionGraph& graph) {
+                     ChakraNodeRecord& rec, ConversionGraph& graph, WalkLists& lists) {
   const EtPlusNode& node = t.nodes[index];
-  if (is_thread_root_name(node.name)) graph.thread_roots.push_back(index);
+  if (is_thread_root_name(node.name)) lists.thread_roots.push_back(index);
   if (node.inter_thread_dep != 0) {
     rec.set(ChakraNodeRecord::kInterThreadDep);
     graph.inter_thread_dep[index] = t.index_of(node.inter_thread_dep);
   }
-  if (node.sync_dep_count != 0) graph.with_sync.push_back(index);
+  if (node.sync_dep_count != 0) lists.with_sync.push_back(index);
   if (options.compat != Compat::kDefault) return;
   if (node.has_ts) graph.start[index] = node.ts;
   if (node.kind == OpKind::kGpu && node.stream_given && node.has_stream && node.has_ts) {
-    graph.stream_keys.push_back({node.device, node.stream, node.ts, index});
+    lists.stream_keys.push_back({node.device, node.stream, node.ts, index});
   }
 }
 

@@ -29,6 +29,22 @@
 namespace chakraflow {
 
 // The converted nodes, in Chakra's conversion order (its protobuf_node_map), with the call tree.
+// The lists of converted nodes note_walk_facts appends to, in conversion order.
+struct WalkLists {
+  struct StreamKey {
+    int64_t device;
+    int64_t stream;
+    double ts;
+    uint32_t index;
+  };
+  std::vector<StreamKey> stream_keys;  // default mode: GPU nodes with a stream and a start time
+  std::vector<uint32_t> thread_roots;  // the thread roots
+  std::vector<uint32_t> with_sync;     // the nodes with sync deps
+
+  // `later`'s entries after these (ranges of the conversion order, joined in order).
+  void append(const WalkLists& later);
+};
+
 struct ConversionGraph {
   std::vector<ChakraNodeRecord> records;  // in conversion order
   std::vector<CommAttrs> comm;            // ChakraNodeRecord::comm
@@ -45,15 +61,7 @@ struct ConversionGraph {
   std::vector<uint32_t> inter_thread_dep;  // by node index: its inter_thread_dep's index, or
                                            // kNoNode (none, or no such node)
   std::vector<double> start;               // by node index, default mode: ts, -inf if none
-  struct StreamKey {
-    int64_t device;
-    int64_t stream;
-    double ts;
-    uint32_t index;
-  };
-  std::vector<StreamKey> stream_keys;  // default mode: GPU nodes with a stream and a start time
-  std::vector<uint32_t> thread_roots;  // the thread roots, in conversion order
-  std::vector<uint32_t> with_sync;     // the nodes with sync deps, in conversion order
+  WalkLists walk;
 
   ChakraNodeRecord* record_of(uint32_t index) {
     return slot[index] == kNoNode ? nullptr : &records[slot[index]];
@@ -62,10 +70,11 @@ struct ConversionGraph {
 
 // Sizes the arrays note_walk_facts fills, for a trace of `n` nodes.
 void prepare_walk_facts(const ConvertOptions& options, size_t n, ConversionGraph& graph);
-// Sets record's kInterThreadDep flag and graph's dense arrays for node `index`.
-// Once per converted node, before encode_dependencies.
+// Sets record's kInterThreadDep flag and graph's dense arrays for node `index` (its own
+// elements only: nodes may be noted concurrently), and appends to `lists` (graph.walk once every
+// node is noted, in conversion order). Once per converted node, before encode_dependencies.
 void note_walk_facts(const EtPlusTrace& trace, const ConvertOptions& options, uint32_t index,
-                     ChakraNodeRecord& record, ConversionGraph& graph);
+                     ChakraNodeRecord& record, ConversionGraph& graph, WalkLists& lists);
 
 struct DependencyStats {
   uint64_t gpu_stream_edges = 0;

@@ -239,30 +239,26 @@ void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrde
   }
 }
 
-}  // namespace
+// GPU ops per range of linked_device_facts given workers.
+constexpr size_t kGpuOpsPerRange = 8192;
 
-LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTrace& linked) {
-  LinkedDeviceFacts f;
-  f.host_op.resize(linked.ops.size());
-  for (size_t i = 0; i < linked.ops.size(); ++i) {
-    const DeviceEventIdx e = linked.ops[i].device_event;
-    if (e.valid()) f.host_op[i] = {device[e].dur, device[e].ts};
-  }
+// The GPU ops gpu_events[begin, end) copied into f.gpu_op, their strings into `arena`.
+void copy_gpu_ops(const DeviceTrace& device, const LinkedTrace& linked, size_t begin, size_t end,
+                  LinkedDeviceFacts& f, std::deque<std::string>& arena) {
   // Each distinct string copied once, and checked for UTF-8 once.
   std::unordered_map<std::string_view, bool> interned;  // copy -> valid UTF-8
   auto intern = [&](std::string_view s, bool* utf8) -> std::string_view {
     auto it = interned.find(s);
     if (it == interned.end()) {
-      std::string_view copy = f.arena.emplace_back(s);
+      std::string_view copy = arena.emplace_back(s);
       it = interned.emplace(copy, simdjson::validate_utf8(copy.data(), copy.size())).first;
     }
     *utf8 = it->second;
     return it->first;
   };
-  f.gpu_op.reserve(linked.gpu_events.size());
-  for (DeviceEventIdx idx : linked.gpu_events) {
-    const DeviceEvent& g = device[idx];
-    LinkedDeviceFacts::GpuOp op;
+  for (size_t k = begin; k < end; ++k) {
+    const DeviceEvent& g = device[linked.gpu_events[k]];
+    LinkedDeviceFacts::GpuOp& op = f.gpu_op[k];
     op.name = intern(g.name, &op.name_utf8);
     const std::string_view pg_name = device.pg_name(g);
     if (!pg_name.empty() && g.name.find("ncclDevKernel") != std::string_view::npos) {
@@ -272,8 +268,34 @@ LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTra
     op.ts = g.ts;
     op.has_stream = g.has(kHasStream);
     if (op.has_stream) op.stream = g.stream;
-    f.gpu_op.push_back(op);
   }
+}
+
+}  // namespace
+
+LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTrace& linked,
+                                      const OrderedBatches* workers) {
+  LinkedDeviceFacts f;
+  f.host_op.resize(linked.ops.size());
+  f.gpu_op.resize(linked.gpu_events.size());
+  // Range r: its share of the host ops and of the GPU ops.
+  const size_t n = linked.gpu_events.size();
+  const size_t ranges = workers != nullptr ? (n + kGpuOpsPerRange - 1) / kGpuOpsPerRange : 1;
+  f.arenas.resize(std::max<size_t>(ranges, 1));
+  const size_t parts = f.arenas.size();
+  Status copied = batches_or_in_turn(workers).run(
+      parts,
+      [&](size_t r, std::string&) {
+        const size_t ops = linked.ops.size();
+        for (size_t i = ops * r / parts; i < ops * (r + 1) / parts; ++i) {
+          const DeviceEventIdx e = linked.ops[i].device_event;
+          if (e.valid()) f.host_op[i] = {device[e].dur, device[e].ts};
+        }
+        copy_gpu_ops(device, linked, n * r / parts, n * (r + 1) / parts, f, f.arenas[r]);
+        return Status();
+      },
+      [](std::string&) { return Status(); });
+  (void)copied;  // the ranges do not fail
   return f;
 }
 
@@ -436,7 +458,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
                           t.nodes.size(), host.nodes.size());
   }
   t.path = host.path;
-  t.device_arena = std::move(device.arena);  // the GPU names and pg_names
+  t.device_arenas = std::move(device.arenas);  // the GPU names and pg_names
   // Each host node's output position; its GPU ops' nodes follow it.
   std::vector<uint32_t> slot(host.nodes.size());
   size_t total = 0;
@@ -471,10 +493,11 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
 
 }  // namespace
 
-EtPlusNodeSink::EtPlusNodeSink(std::string path, bool keep_host_nodes, size_t reserve_nodes)
-    : keep_host_nodes_(keep_host_nodes) {
+EtPlusNodeSink::EtPlusNodeSink(std::string path, bool keep_host_nodes, size_t text_bytes,
+                               size_t bytes_per_node)
+    : keep_host_nodes_(keep_host_nodes), bytes_per_node_(bytes_per_node) {
   trace_.path = std::move(path);
-  trace_.nodes.reserve(reserve_nodes);
+  if (bytes_per_node > 0) trace_.nodes.reserve(text_bytes / bytes_per_node);
 }
 
 EtPlusNodeSink EtPlusNodeSink::for_linking(std::string path) {
@@ -482,7 +505,7 @@ EtPlusNodeSink EtPlusNodeSink::for_linking(std::string path) {
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(path, ec);
   return EtPlusNodeSink(std::move(path), /*keep_host_nodes=*/true,
-                        ec ? 0 : static_cast<size_t>(size / 300));
+                        ec ? 0 : static_cast<size_t>(size), 300);
 }
 
 void EtPlusNodeSink::restart() {
@@ -495,8 +518,9 @@ void EtPlusNodeSink::restart() {
   trace_.stats = DataProblems();
 }
 
-std::unique_ptr<HostNodeSink> EtPlusNodeSink::shard() const {
-  return std::make_unique<EtPlusNodeSink>(trace_.path, keep_host_nodes_);
+std::unique_ptr<HostNodeSink> EtPlusNodeSink::shard(size_t text_bytes) const {
+  return std::make_unique<EtPlusNodeSink>(trace_.path, keep_host_nodes_, text_bytes,
+                                          bytes_per_node_);
 }
 
 void EtPlusNodeSink::append(HostNodeSink&& shard) {
@@ -635,13 +659,13 @@ StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions&
   // Nodes take 500 to 1,000 bytes of JSON: reserve for the smaller, rather than grow by copying.
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(path, ec);
-  EtPlusNodeSink sink(path, /*keep_host_nodes=*/false, ec ? 0 : static_cast<size_t>(size / 500));
+  EtPlusNodeSink sink(path, /*keep_host_nodes=*/false, ec ? 0 : static_cast<size_t>(size), 500);
   return et_plus_from(path, sink, load_host_trace(path, &sink, window_bytes, shards), options);
 }
 
 StatusOr<EtPlusFile> parse_et_plus(std::string path, std::string text,
                                    const ConvertOptions& options, size_t window_bytes) {
-  EtPlusNodeSink sink(path, /*keep_host_nodes=*/false, text.size() / 500);
+  EtPlusNodeSink sink(path, /*keep_host_nodes=*/false, text.size(), 500);
   StatusOr<HostTrace> host = parse_host_trace(path, std::move(text), window_bytes, &sink);
   return et_plus_from(path, sink, std::move(host), options);
 }

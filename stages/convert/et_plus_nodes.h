@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/common/status.h"
 #include "stages/convert/convert_model.h"
 #include "stages/link/host_et_loader.h"
@@ -69,9 +70,13 @@ struct LinkedDeviceFacts {
   };
   std::vector<Timing> host_op;  // per LinkedTrace::ops entry (zeros where no device event)
   std::vector<GpuOp> gpu_op;    // per LinkedTrace::gpu_events entry
-  std::deque<std::string> arena;
+  // The names' copies, one arena per range of GPU ops (a deque moved keeps its strings).
+  std::vector<std::deque<std::string>> arenas;
 };
-LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTrace& linked);
+// `workers`: the GPU ops copied in ranges through it, concurrently (the same facts; each range
+// copies a name it uses once).
+LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTrace& linked,
+                                      const OrderedBatches* workers = nullptr);
 
 // The converter's node of each host node, built as the loader reads it (HostNodeSink): one
 // EtPlusNode per JSON node, in file order. load_et_plus reads a file with it; `chakraflow run`
@@ -80,16 +85,19 @@ LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTra
 // Errors and data problems name the file `path`.
 class EtPlusNodeSink final : public HostNodeSink {
  public:
-  // `reserve_nodes`: room for the nodes to come (a linked rank's GPU ops' nodes are added in
-  // place: the untouched part of a reservation costs no memory).
-  EtPlusNodeSink(std::string path, bool keep_host_nodes, size_t reserve_nodes = 0);
+  // Room reserved for the nodes of `text_bytes` of JSON at `bytes_per_node` (0: none), and as
+  // much in each shard sink for its share (a linked rank's GPU ops' nodes are added in place: the
+  // untouched part of a reservation costs no memory; a vector grown by copying faults in twice its
+  // final size, which costs as much CPU as reading the nodes).
+  EtPlusNodeSink(std::string path, bool keep_host_nodes, size_t text_bytes = 0,
+                 size_t bytes_per_node = 0);
   // For a host ET `path` to be linked and converted: keeps the host nodes, reserves for the file.
   static EtPlusNodeSink for_linking(std::string path);
 
   bool keep_nodes() const override { return keep_host_nodes_; }
   Status node(const HostNode& node, const HostNodeDetail& detail) override;
   void restart() override;
-  std::unique_ptr<HostNodeSink> shard() const override;
+  std::unique_ptr<HostNodeSink> shard(size_t text_bytes) const override;
   void append(HostNodeSink&& shard) override;
   // The nodes received, in file order (the sink is left empty).
   EtPlusTrace take_nodes() { return std::move(trace_); }
@@ -97,6 +105,7 @@ class EtPlusNodeSink final : public HostNodeSink {
  private:
   EtPlusTrace trace_;
   bool keep_host_nodes_;
+  size_t bytes_per_node_;
 };
 
 // The nodes of the ET+ that write_et_plus (stages/link/et_plus_writer.h) would write for a linked

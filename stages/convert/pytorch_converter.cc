@@ -1,5 +1,7 @@
 #include "stages/convert/pytorch_converter.h"
 
+#include "stages/common/prefault.h"
+
 #include <simdjson.h>
 
 #include <algorithm>
@@ -299,20 +301,52 @@ void build_children(const std::vector<uint32_t>& parent, ConversionGraph& graph)
   graph.child_begin.pop_back();  // now child_begin[i] .. child_begin[i + 1]
 }
 
-// Node i converted: its record (duration, communication attributes, stream, start, what the
-// dependency walks ask of it) appended to the graph.
+// The nodes converted, in Chakra's order (CPU and METADATA nodes in input order, each followed by
+// its GPU children): each one's slot in the graph set, and the order returned.
+std::vector<uint32_t> conversion_order(const EtPlusTrace& t, ConversionGraph& graph) {
+  std::vector<uint32_t> order;
+  order.reserve(t.nodes.size());
+  graph.slot.assign(t.nodes.size(), kNoNode);
+  for (uint32_t i : t.file_order) {
+    if (t.nodes[i].kind == OpKind::kGpu) continue;
+    graph.slot[i] = static_cast<uint32_t>(order.size());
+    order.push_back(i);
+    for (uint32_t k = graph.child_begin[i]; k < graph.child_begin[i + 1]; ++k) {
+      const uint32_t c = graph.children[k];
+      if (t.nodes[c].kind == OpKind::kGpu && graph.slot[c] == kNoNode) {
+        graph.slot[c] = static_cast<uint32_t>(order.size());
+        order.push_back(c);
+      }
+    }
+  }
+  return order;
+}
+
+// What converting a range of the conversion order adds besides its records, joined in order.
+struct ConvertedRange {
+  std::vector<CommAttrs> comm;  // the records' comm index into these until joined
+  WalkLists walk;
+  DataProblems stats;
+};
+
+// Node i converted into `rec`, its slot in the graph: duration, communication attributes (into
+// `out.comm`), stream, start, what the dependency walks ask of it. Reads the graph's slots and
+// call tree, writes only node i's elements of it: ranges of nodes are converted concurrently.
 void convert_node(const EtPlusTrace& t, const ConvertOptions& options,
                   const std::vector<uint32_t>& parent, uint32_t i, CommTyper& typer,
-                  ConversionGraph& graph, DataProblems& stats) {
+                  ConversionGraph& graph, ChakraNodeRecord& rec, ConvertedRange& out) {
   const bool chakra = options.compat == Compat::kChakra;
   const EtPlusNode& node = t.nodes[i];
-  ChakraNodeRecord rec;
+  DataProblems& stats = out.stats;
   rec.source = i;
-  // Chakra: ctrl_deps only if the parent is already converted. Default: set_default_parents.
-  if (chakra && parent[i] != kNoNode && graph.slot[parent[i]] != kNoNode) rec.ctrl_dep = parent[i];
+  // Chakra: ctrl_deps only if the parent is converted before the node. Default:
+  // set_default_parents.
+  if (chakra && parent[i] != kNoNode && graph.slot[parent[i]] < graph.slot[i]) {
+    rec.ctrl_dep = parent[i];
+  }
   rec.duration_micros = duration_micros(node, options, stats);
   if (chakra) rec.duration_micros = chakra_exact_micros(t, graph, i, rec.duration_micros);
-  typer.assign(i, rec, graph.comm);
+  typer.assign(i, rec, out.comm);
   const bool gpu_stream = node.kind == OpKind::kGpu && node.stream_given && node.has_stream;
   if (chakra) {
     if (node.has_stream) {  // CPU nodes: Chakra's default 0
@@ -330,10 +364,11 @@ void convert_node(const EtPlusTrace& t, const ConvertOptions& options,
     }
   }
   // What the dependency walks ask of the node, while it is at hand.
-  note_walk_facts(t, options, i, rec, graph);
-  graph.slot[i] = static_cast<uint32_t>(graph.records.size());
-  graph.records.push_back(std::move(rec));
+  note_walk_facts(t, options, i, rec, graph, out.walk);
 }
+
+// Nodes of the conversion order per range when the ranges are converted concurrently.
+constexpr size_t kNodesPerRange = 16384;
 
 // Default mode: ctrl_deps = [parent] whenever the parent is converted; a GPU node whose launcher
 // is not converted is counted.
@@ -354,7 +389,8 @@ void set_default_parents(const EtPlusTrace& t, const std::vector<uint32_t>& pare
 
 }  // namespace
 
-Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, DataProblems& stats) {
+Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, DataProblems& stats,
+                        const OrderedBatches* workers) {
   const size_t n = t.nodes.size();
   const bool chakra = options.compat == Compat::kChakra;
   Conversion conversion;
@@ -363,23 +399,49 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   if (!chakra) parent_cpu_collectives(t, parent, stats);
   build_children(parent, graph);
   // Chakra's conversion loop: CPU and METADATA nodes in input order, each followed by its GPU
-  // children.
-  CommTyper typer(t, options, stats);
-  graph.slot.assign(n, kNoNode);
-  graph.records.reserve(n);
+  // children. The order first; then the nodes converted in ranges of it (concurrently, given
+  // workers), each range's communication attributes, lists and problems joined in order: the
+  // same records whatever the ranges.
+  const std::vector<uint32_t> order = conversion_order(t, graph);
+  const OrderedBatches& run = batches_or_in_turn(workers);
+  grow_prefaulted(graph.records, order.size(), run);
   prepare_walk_facts(options, n, graph);
-  for (uint32_t i : t.file_order) {
-    if (t.nodes[i].kind == OpKind::kGpu) continue;
-    convert_node(t, options, parent, i, typer, graph, stats);
-    for (uint32_t k = graph.child_begin[i]; k < graph.child_begin[i + 1]; ++k) {
-      const uint32_t c = graph.children[k];
-      if (t.nodes[c].kind == OpKind::kGpu && graph.slot[c] == kNoNode) {
-        convert_node(t, options, parent, c, typer, graph, stats);
+  const size_t m = order.size();
+  const size_t ranges = workers != nullptr ? (m + kNodesPerRange - 1) / kNodesPerRange : 1;
+  std::vector<ConvertedRange> parts(std::max<size_t>(ranges, 1));
+  CpuCollectiveGroup cpu_group(t);
+  Status converted = run.run(
+      parts.size(),
+      [&](size_t r, std::string&) {
+        CommTyper typer(t, options, parts[r].stats, &cpu_group);
+        for (size_t k = m * r / parts.size(); k < m * (r + 1) / parts.size(); ++k) {
+          convert_node(t, options, parent, order[k], typer, graph, graph.records[k], parts[r]);
+        }
+        return Status();
+      },
+      [](std::string&) { return Status(); });
+  (void)converted;  // the ranges do not fail
+  size_t comm_total = 0, keys_total = 0;
+  for (const ConvertedRange& p : parts) {
+    comm_total += p.comm.size();
+    keys_total += p.walk.stream_keys.size();
+  }
+  graph.comm.reserve(comm_total);
+  graph.walk.stream_keys.reserve(keys_total);
+  for (size_t r = 0; r < parts.size(); ++r) {
+    ConvertedRange& p = parts[r];
+    if (!p.comm.empty()) {
+      const auto base = static_cast<uint32_t>(graph.comm.size());
+      for (size_t k = m * r / parts.size(); k < m * (r + 1) / parts.size(); ++k) {
+        if (graph.records[k].comm != kNoNode) graph.records[k].comm += base;
       }
+      graph.comm.insert(graph.comm.end(), p.comm.begin(), p.comm.end());
     }
+    graph.walk.append(p.walk);
+    stats.merge(p.stats);
   }
   if (!chakra) set_default_parents(t, parent, graph, stats);
-  conversion.pg_names = typer.take_names();
+  conversion.pg_names = cpu_group.take_names();
   return conversion;
 }
 

@@ -70,9 +70,10 @@ struct Conversion {
 };
 // The call tree the walk follows, and the nodes converted, in Chakra's order (CPU and METADATA
 // nodes in input order, each followed by its GPU children), with their type, duration, stream,
-// start and communication attributes.
+// start and communication attributes. `workers`: the nodes converted in ranges through it,
+// concurrently (the same result).
 Conversion select_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
-                        DataProblems& stats);
+                        DataProblems& stats, const OrderedBatches* workers = nullptr);
 // The nodes that are written: the dangling ones removed, sorted by id, their groups renamed by
 // ConvertOptions::pg_name_offset.
 ChakraTrace drop_dangling_nodes(const EtPlusTrace& trace, const ConvertOptions& options,

@@ -97,7 +97,7 @@ class HostParser {
     // A sink takes the shards' nodes through shard sinks, appended in order.
     std::vector<std::unique_ptr<HostNodeSink>> sinks(count - 1);
     for (auto& sink : sinks) {
-      if (sink_ != nullptr && !(sink = sink_->shard())) return false;
+      if (sink_ != nullptr && !(sink = sink_->shard(text_.size() / count))) return false;
     }
     LoaderShards<HostTrace, HostParser, NodeWindows> shards(
         count, *this, [&](HostTrace& part, size_t k) {

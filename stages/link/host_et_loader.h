@@ -42,10 +42,11 @@ class HostNodeSink {
   // The windows could not read the text: the loader reads the whole document again, from its
   // first node. Forget every node received.
   virtual void restart() = 0;
-  // For the nodes read in shards: an empty sink of the same kind for one shard (null: this sink
-  // takes the nodes one at a time, in file order, and the trace is not read in shards), and the
-  // nodes a shard's sink received, after the ones this sink has (shards come in file order).
-  virtual std::unique_ptr<HostNodeSink> shard() const { return nullptr; }
+  // For the nodes read in shards: an empty sink of the same kind for one shard of about
+  // `text_bytes` of the trace (null: this sink takes the nodes one at a time, in file order, and
+  // the trace is not read in shards), and the nodes a shard's sink received, after the ones this
+  // sink has (shards come in file order).
+  virtual std::unique_ptr<HostNodeSink> shard(size_t /*text_bytes*/) const { return nullptr; }
   virtual void append(HostNodeSink&& /*shard*/) {}
 };
 

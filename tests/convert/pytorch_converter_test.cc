@@ -5,9 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "proto/et_def.pb.h"
@@ -659,6 +661,132 @@ TEST(pytorch_converter, EscapedAttrAndIoKeysReadAsTheirText) {
     for (const auto& [id, n] : a->nodes) {
       ASSERT_TRUE(b->nodes.count(id)) << id;
       EXPECT_EQ(n.SerializeAsString(), b->nodes.at(id).SerializeAsString()) << "node " << id;
+    }
+  }
+}
+
+// Runs the batches last to first, then consumes them in order: what a stage sees from workers
+// that finish out of order.
+class LastToFirst : public OrderedBatches {
+ public:
+  Status run(size_t batches, const std::function<Status(size_t, std::string&)>& produce,
+             const std::function<Status(std::string&)>& consume) const override {
+    std::vector<std::string> out(batches);
+    for (size_t i = batches; i-- > 0;) CF_RETURN_IF_ERROR(produce(i, out[i]));
+    for (std::string& o : out) CF_RETURN_IF_ERROR(consume(o));
+    return Status();
+  }
+};
+
+// select_nodes converts in ranges of 16,384 nodes when given workers: on 40,000 nodes (three
+// ranges, converted last to first) with communication in every range (NCCL kernels, gloo
+// collectives whose group is guessed), problems counted in every range (negative durations,
+// unknown collectives), sync and inter-thread dependencies and GPU streams, the records, their
+// communication attributes, the walks' facts and the problems equal those of the one-range
+// conversion, in both modes.
+TEST(pytorch_converter, NodesConvertedInRangesEqualOneRange) {
+  const std::string kPgInit =
+      R"({"values": ["[{\"pg_name\": \"0\", \"ranks\": [], \"group_size\": 2}, {\"pg_name\": \"1\", \"ranks\": [0], \"group_size\": 1}]"], "shapes": [[]], "types": ["String"]})";
+  const std::string kC10dInputs =
+      R"({"values": [[[100, 101, 0, 64, 4, "cuda:0"]], "<Object>"], "shapes": [[[64]], []], "types": ["GenericList[Tensor(float)]", "Object"]})";
+  const std::string kGlooInputs =
+      R"x({"values": [[100, 101, 0, 64, 4, "cuda:0"]], "shapes": [[64]], "types": ["Tensor(float)"]})x";
+  auto timed = [](double ts, double dur) {
+    return fmt::format(R"(, "inclusive_dur": {}, "exclusive_dur": {}, "ts": {})", dur, dur, ts);
+  };
+  auto kernel = [&timed](double ts, int stream) {
+    return timed(ts, 2) + fmt::format(R"(, "cat": "kernel", "stream": {})", stream);
+  };
+  std::vector<std::string> nodes = {
+      node(0, "[pytorch|profiler|execution_trace|process]", 0, 0),
+      node(1, "[pytorch|profiler|execution_trace|thread]", 0, 1),
+      node(2, "[pytorch|profiler|execution_trace|thread]", 0, 6),
+      node(3, "## process_group:init ##", 1, 1, "", kPgInit),
+  };
+  constexpr int kBlocks = 4000;
+  for (int b = 0; b < kBlocks; ++b) {
+    const uint64_t id = 10 + 10 * static_cast<uint64_t>(b);
+    const double ts = 1000.0 + 100.0 * b;
+    // Each block's tensors of another size: a record pointing at another block's communication
+    // attributes has another comm_size.
+    const std::string numel = std::to_string(64 + b);
+    std::string c10d_inputs = kC10dInputs, gloo_inputs = kGlooInputs;
+    c10d_inputs.replace(c10d_inputs.find("64"), 2, numel);
+    gloo_inputs.replace(gloo_inputs.find("64"), 2, numel);
+    nodes.push_back(node(id, "c10d::allreduce_", 1, 1, timed(ts, 10), c10d_inputs));
+    nodes.push_back(
+        node(id + 1, "ncclDevKernel_AllReduce_Sum_f32", id, 1, kernel(ts + 5, 7), c10d_inputs));
+    nodes.push_back(node(id + 2, "gloo:all_reduce", id + 3, 1,
+                         timed(ts + 20, 50) + R"(, "exec_tid": 6)", gloo_inputs));
+    nodes.push_back(node(id + 3, "aten::mul", 1, 1, timed(ts + 15, b % 7 == 0 ? -3 : 20)));
+    nodes.push_back(node(id + 4, "aten::add", id + 2, 1, timed(ts + 40, 5)));
+    nodes.push_back(node(id + 5, "kernel_x", id + 3, 1, kernel(ts + 30, 9)));
+    nodes.push_back(
+        node(id + 6, "aten::sync", 1, 1,
+             timed(ts + 60, 1) +
+                 fmt::format(R"(, "sync_dep": [{}], "inter_thread_dep": {})", id + 5, id + 3)));
+    nodes.push_back(node(id + 7, "mystery_op", 1, 1, timed(ts + 70, 3)));
+    nodes.push_back(node(id + 8, "ncclDevKernel_Mystery", id + 7, 1, kernel(ts + 72, 7)));
+    nodes.push_back(node(id + 9, "Optimizer.step#SGD.step", 1, 1, timed(ts + 80, 4)));
+  }
+  const std::string text = trace(nodes);
+  for (Compat mode : {Compat::kChakra, Compat::kDefault}) {
+    SCOPED_TRACE(mode == Compat::kChakra ? "chakra" : "default");
+    ConvertOptions options;
+    options.compat = mode;
+    auto file = parse_et_plus("test.json", text, options);
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    const EtPlusTrace& t = file->trace;
+    DataProblems one_stats, ranges_stats;
+    const Conversion one = select_nodes(t, options, one_stats);
+    const LastToFirst workers;
+    const Conversion ranges = select_nodes(t, options, ranges_stats, &workers);
+    const ConversionGraph& a = one.graph;
+    const ConversionGraph& b = ranges.graph;
+    ASSERT_GT(a.records.size(), 2u * 16384u);
+    ASSERT_EQ(a.records.size(), b.records.size());
+    size_t with_comm = 0;
+    for (size_t k = 0; k < a.records.size(); ++k) {
+      const ChakraNodeRecord& x = a.records[k];
+      const ChakraNodeRecord& y = b.records[k];
+      ASSERT_EQ(std::tie(x.source, x.ctrl_dep, x.type, x.is_cpu_op, x.flags, x.duration_micros,
+                         x.start_time_micros, x.stream),
+                std::tie(y.source, y.ctrl_dep, y.type, y.is_cpu_op, y.flags, y.duration_micros,
+                         y.start_time_micros, y.stream))
+          << "record " << k;
+      ASSERT_EQ(x.comm == kNoNode, y.comm == kNoNode) << "record " << k;
+      if (x.comm == kNoNode) continue;
+      ++with_comm;
+      const CommAttrs& p = a.comm[x.comm];
+      const CommAttrs& q = b.comm[y.comm];
+      ASSERT_EQ(std::tie(p.comm_type, p.comm_size, p.pg_name, p.comm_src, p.comm_dst, p.comm_tag,
+                         p.exec_tid),
+                std::tie(q.comm_type, q.comm_size, q.pg_name, q.comm_src, q.comm_dst, q.comm_tag,
+                         q.exec_tid))
+          << "record " << k;
+    }
+    EXPECT_EQ(a.comm.size(), b.comm.size());
+    EXPECT_GE(with_comm, static_cast<size_t>(kBlocks));  // an NCCL kernel in every block
+    EXPECT_EQ(a.slot, b.slot);
+    EXPECT_EQ(a.inter_thread_dep, b.inter_thread_dep);
+    EXPECT_EQ(a.start, b.start);
+    EXPECT_EQ(a.walk.thread_roots, b.walk.thread_roots);
+    EXPECT_EQ(a.walk.with_sync, b.walk.with_sync);
+    EXPECT_EQ(a.walk.with_sync.size(), static_cast<size_t>(kBlocks));
+    ASSERT_EQ(a.walk.stream_keys.size(), b.walk.stream_keys.size());
+    for (size_t k = 0; k < a.walk.stream_keys.size(); ++k) {
+      EXPECT_EQ(a.walk.stream_keys[k].index, b.walk.stream_keys[k].index) << k;
+    }
+    if (mode == Compat::kDefault) {
+      EXPECT_EQ(a.walk.stream_keys.size(), 3u * kBlocks);
+      EXPECT_EQ(one_stats.count(StatKind::kCommCpuCollectiveGroupGuessed),
+                static_cast<uint64_t>(kBlocks));
+    }
+    EXPECT_EQ(one_stats.count(StatKind::kConvertNegativeExclusiveDur), (kBlocks + 6u) / 7u);
+    ASSERT_EQ(one_stats.entries().size(), ranges_stats.entries().size());
+    for (const auto& [kind, entry] : one_stats.entries()) {
+      EXPECT_EQ(entry.count, ranges_stats.count(kind));
+      EXPECT_EQ(entry.examples, ranges_stats.entries().at(kind).examples);
     }
   }
 }

@@ -10,8 +10,10 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
+#include "stages/convert/cycle_check.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
 #include "stages/generate/synthetic_trace.h"
@@ -254,6 +256,78 @@ TEST(ParallelBatches, LaunchersOnTheWorkersLinkAsOnOneThread) {
         EXPECT_EQ(stats.count(kind), entry.count) << threads;
         EXPECT_EQ(stats.entries().at(kind).examples, entry.examples) << threads;
       }
+    }
+  }
+}
+
+// The conversion's stages that run in ranges on the workers (the device facts the converter's
+// nodes copy, select_nodes' records), on a generated rank of several ranges of each, at 2 and 16
+// workers: the same facts, and the same .et bytes and problems as the stages one after another.
+TEST(ParallelBatches, ConversionRangesOnTheWorkersGiveTheSameBytes) {
+  SynthOptions opt;
+  opt.ranks = 2;
+  opt.scale = 6.0;
+  const SynthRankText text = synthesize_rank_text(opt, 1);
+  EtPlusNodeSink sink("host.json", /*keep_host_nodes=*/true);
+  auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, {}, &sink);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  auto device = parse_device_trace("kineto.json", text.device);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  LinkOptions link_options;
+  auto linked = link_traces(*host, *device, link_options);
+  ASSERT_TRUE(linked.ok()) << linked.status().message();
+  link_options.mode = resolve_mode(*device, link_options.mode);
+  ASSERT_GT(linked->gpu_events.size(), 2u * 8192);  // several ranges of GPU ops
+
+  const LinkedDeviceFacts one = linked_device_facts(*device, *linked);
+  ASSERT_EQ(one.arenas.size(), 1u);
+  for (int threads : {2, 16}) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    const ParallelBatches workers(2 * static_cast<size_t>(threads));
+    const LinkedDeviceFacts many = linked_device_facts(*device, *linked, &workers);
+    EXPECT_GT(many.arenas.size(), 2u);
+    ASSERT_EQ(many.host_op.size(), one.host_op.size());
+    for (size_t i = 0; i < one.host_op.size(); ++i) {
+      ASSERT_EQ(many.host_op[i].dur, one.host_op[i].dur) << i;
+      ASSERT_EQ(many.host_op[i].ts, one.host_op[i].ts) << i;
+    }
+    ASSERT_EQ(many.gpu_op.size(), one.gpu_op.size());
+    for (size_t k = 0; k < one.gpu_op.size(); ++k) {
+      const LinkedDeviceFacts::GpuOp& a = one.gpu_op[k];
+      const LinkedDeviceFacts::GpuOp& b = many.gpu_op[k];
+      ASSERT_EQ(std::tie(a.name, a.pg_name, a.dur, a.ts, a.stream, a.has_stream, a.name_utf8,
+                         a.pg_name_utf8),
+                std::tie(b.name, b.pg_name, b.dur, b.ts, b.stream, b.has_stream, b.name_utf8,
+                         b.pg_name_utf8))
+          << "GPU op " << k << ", " << threads << " threads";
+    }
+  }
+
+  ConvertOptions options;
+  auto trace = read_linked_nodes(*host, std::move(sink), linked_device_facts(*device, *linked),
+                                 *linked, link_options, options);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  testing::TempDir dir;
+  ConvertReport report;
+  ASSERT_TRUE(convert_trace(*trace, dir.file("one.et"), options, &report).ok());
+  const std::string sequential = testing::read_text(dir.file("one.et"));
+  ASSERT_GT(report.output_nodes, 2u * 16384);  // several ranges of records
+  for (int threads : {2, 16}) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    const ParallelBatches workers(2 * static_cast<size_t>(threads));
+    DataProblems stats = trace->stats;
+    Conversion conversion = select_nodes(*trace, options, stats, &workers);
+    encode_dependencies(*trace, options, conversion.graph, stats, &conversion.dependencies);
+    ChakraTrace chakra = drop_dangling_nodes(*trace, options, std::move(conversion), stats);
+    ASSERT_TRUE(check_acyclic(*trace, chakra).ok());
+    ConvertReport many;
+    ASSERT_TRUE(
+        write_converted(*trace, chakra, stats, dir.file("many.et"), options, &many, &workers).ok());
+    EXPECT_TRUE(testing::read_text(dir.file("many.et")) == sequential) << threads << " threads";
+    ASSERT_EQ(many.stats.entries().size(), report.stats.entries().size());
+    for (const auto& [kind, entry] : report.stats.entries()) {
+      EXPECT_EQ(many.stats.count(kind), entry.count) << threads;
+      EXPECT_EQ(many.stats.entries().at(kind).examples, entry.examples) << threads;
     }
   }
 }
