@@ -729,6 +729,12 @@ TEST(pytorch_converter, NodesConvertedInRangesEqualOneRange) {
     nodes.push_back(node(id + 8, "ncclDevKernel_Mystery", id + 7, 1, kernel(ts + 72, 7)));
     nodes.push_back(node(id + 9, "Optimizer.step#SGD.step", 1, 1, timed(ts + 80, 4)));
   }
+  // In the last range: a thread root, a node whose parent is missing on its thread, a node that
+  // is its own parent.
+  const uint64_t last = 10 + 10 * static_cast<uint64_t>(kBlocks);
+  nodes.push_back(node(last, "[pytorch|profiler|execution_trace|thread]", 0, 9));
+  nodes.push_back(node(last + 1, "aten::orphan", 999999999, 9, timed(1e6, 2)));
+  nodes.push_back(node(last + 2, "aten::self", static_cast<int64_t>(last + 2), 9, timed(1e6, 2)));
   const std::string text = trace(nodes);
   for (Compat mode : {Compat::kChakra, Compat::kDefault}) {
     SCOPED_TRACE(mode == Compat::kChakra ? "chakra" : "default");
@@ -783,6 +789,13 @@ TEST(pytorch_converter, NodesConvertedInRangesEqualOneRange) {
                 static_cast<uint64_t>(kBlocks));
     }
     EXPECT_EQ(one_stats.count(StatKind::kConvertNegativeExclusiveDur), (kBlocks + 6u) / 7u);
+    EXPECT_EQ(one_stats.count(mode == Compat::kChakra ? StatKind::kConvertSelfParentDropped
+                                                      : StatKind::kConvertSelfParentAttached),
+              1u);
+    if (mode == Compat::kDefault) {
+      EXPECT_EQ(one_stats.count(StatKind::kConvertParentMissingAttached), 1u);
+      EXPECT_EQ(a.walk.thread_roots.size(), 3u);
+    }
     ASSERT_EQ(one_stats.entries().size(), ranges_stats.entries().size());
     for (const auto& [kind, entry] : one_stats.entries()) {
       EXPECT_EQ(entry.count, ranges_stats.count(kind));
