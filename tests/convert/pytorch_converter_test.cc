@@ -47,6 +47,20 @@ std::string trace(const std::vector<std::string>& nodes,
   return s;
 }
 
+// A gloo rank's pieces: the process-group metadata's inputs (groups "0", every rank, and "1"),
+// a c10d op's inputs and a gloo collective's, holding the same tensor of 64 floats.
+const char* const kPgInit =
+    R"({"values": ["[{\"pg_name\": \"0\", \"ranks\": [], \"group_size\": 2}, {\"pg_name\": \"1\", \"ranks\": [0], \"group_size\": 1}]"], "shapes": [[]], "types": ["String"]})";
+const char* const kC10dInputs =
+    R"({"values": [[[100, 101, 0, 64, 4, "cuda:0"]], "<Object>"], "shapes": [[[64]], []], "types": ["GenericList[Tensor(float)]", "Object"]})";
+const char* const kGlooInputs =
+    R"x({"values": [[100, 101, 0, 64, 4, "cuda:0"]], "shapes": [[64]], "types": ["Tensor(float)"]})x";
+
+// A node's timing keys (inclusive and exclusive alike).
+std::string timed(double ts, double dur) {
+  return fmt::format(R"(, "inclusive_dur": {}, "exclusive_dur": {}, "ts": {})", dur, dur, ts);
+}
+
 struct Converted {
   std::map<uint64_t, pb::Node> nodes;
   pb::GlobalMetadata metadata;
@@ -238,15 +252,6 @@ TEST(pytorch_converter, ChakraModeTruncatesTheExactDurationUnderFloatNoise) {
 // c10d op that enqueued it (same tensor), its recorded children back under aten::mul, ordered on
 // its thread before the copy that followed it there. Chakra mode: compute on the caller's thread.
 TEST(pytorch_converter, GlooCollectivesAreCommunicationOnTheirOwnThread) {
-  const std::string kPgInit =
-      R"({"values": ["[{\"pg_name\": \"0\", \"ranks\": [], \"group_size\": 2}, {\"pg_name\": \"1\", \"ranks\": [0], \"group_size\": 1}]"], "shapes": [[]], "types": ["String"]})";
-  const std::string kC10dInputs =
-      R"({"values": [[[100, 101, 0, 64, 4, "cuda:0"]], "<Object>"], "shapes": [[[64]], []], "types": ["GenericList[Tensor(float)]", "Object"]})";
-  const std::string kGlooInputs =
-      R"x({"values": [[100, 101, 0, 64, 4, "cuda:0"]], "shapes": [[64]], "types": ["Tensor(float)"]})x";
-  auto timed = [](double ts, double dur) {
-    return fmt::format(R"(, "inclusive_dur": {}, "exclusive_dur": {}, "ts": {})", dur, dur, ts);
-  };
   const std::string text = trace({
       node(0, "[pytorch|profiler|execution_trace|process]", 0, 0),
       node(1, "[pytorch|profiler|execution_trace|thread]", 0, 1),
@@ -685,16 +690,7 @@ class LastToFirst : public OrderedBatches {
 // communication attributes, the walks' facts and the problems equal those of the one-range
 // conversion, in both modes.
 TEST(pytorch_converter, NodesConvertedInRangesEqualOneRange) {
-  const std::string kPgInit =
-      R"({"values": ["[{\"pg_name\": \"0\", \"ranks\": [], \"group_size\": 2}, {\"pg_name\": \"1\", \"ranks\": [0], \"group_size\": 1}]"], "shapes": [[]], "types": ["String"]})";
-  const std::string kC10dInputs =
-      R"({"values": [[[100, 101, 0, 64, 4, "cuda:0"]], "<Object>"], "shapes": [[[64]], []], "types": ["GenericList[Tensor(float)]", "Object"]})";
-  const std::string kGlooInputs =
-      R"x({"values": [[100, 101, 0, 64, 4, "cuda:0"]], "shapes": [[64]], "types": ["Tensor(float)"]})x";
-  auto timed = [](double ts, double dur) {
-    return fmt::format(R"(, "inclusive_dur": {}, "exclusive_dur": {}, "ts": {})", dur, dur, ts);
-  };
-  auto kernel = [&timed](double ts, int stream) {
+  auto kernel = [](double ts, int stream) {
     return timed(ts, 2) + fmt::format(R"(, "cat": "kernel", "stream": {})", stream);
   };
   std::vector<std::string> nodes = {
