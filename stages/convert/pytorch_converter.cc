@@ -1,7 +1,5 @@
 #include "stages/convert/pytorch_converter.h"
 
-#include "stages/common/prefault.h"
-
 #include <simdjson.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/common/json_util.h"
+#include "stages/common/prefault.h"
 #include "stages/convert/comm_attributes.h"
 #include "stages/convert/comm_groups.h"
 #include "stages/convert/cycle_check.h"
