@@ -430,10 +430,11 @@ class RankGraph {
       DataProblems stats = launch_stats;
       stats.merge(sync_stats);
       stats.merge(map_stats);
+      const ParallelBatches workers = ParallelBatches::two_per_worker();
       LinkedRank linked = chakraflow::assign_linked_ids(
           job->host->trace, *job->device,
           {*std::get<2>(in).value, *std::get<3>(in).value, launch, &sync}, mapping,
-          jobs_[job->seq].link, std::move(stats));
+          jobs_[job->seq].link, std::move(stats), &workers);
       result.summary = linked.summary;
       result.stats = linked.trace.stats;
       linked.trace.profiler = result.profiler;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <string>
 #include <unordered_map>
 
 #include <fmt/format.h>
@@ -271,9 +273,24 @@ void copy_chakra_exclusive(const LinkInputs& in, uint32_t i, DeviceEventIdx even
 // The ids: host nodes in original id order get dense ids from 0, each followed by its GPU ops,
 // which are attached to it. Returns the next free id; counts the GPU ops attached.
 uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrace& out,
-                    uint64_t* attached_gpu) {
-  const GpuOpsByHost gpu(in, in.host.nodes.size());
-  const HostByRfId host_by_rf(in);
+                    uint64_t* attached_gpu, const OrderedBatches& workers) {
+  // The two indexes, concurrently.
+  std::optional<GpuOpsByHost> gpu_index;
+  std::optional<HostByRfId> rf_index;
+  Status indexed = workers.run(
+      2,
+      [&](size_t task, std::string&) {
+        if (task == 0) {
+          gpu_index.emplace(in, in.host.nodes.size());
+        } else {
+          rf_index.emplace(in);
+        }
+        return Status();
+      },
+      [](std::string&) { return Status(); });
+  (void)indexed;  // the tasks do not fail
+  const GpuOpsByHost& gpu = *gpu_index;
+  const HostByRfId& host_by_rf = *rf_index;
   uint64_t next_id = 0;
   for (uint32_t i = 0; i < in.host.nodes.size(); ++i) {
     LinkedHostOp& op = out.ops[i];
@@ -398,13 +415,15 @@ std::vector<std::pair<uint32_t, int64_t>> exec_tids(const LinkInputs& in,
   return out;
 }
 
-LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataProblems stats) {
+LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataProblems stats,
+                       const OrderedBatches* workers) {
+  const OrderedBatches& run = batches_or_in_turn(workers);
   LinkedTrace out;
   out.stats = std::move(stats);
   out.ops.resize(in.host.nodes.size());
   if (!in.exclusive.chakra.empty()) out.chakra_exclusive.resize(in.host.nodes.size());
   uint64_t attached_gpu = 0;
-  uint64_t next_id = number_ops(in, options, out, &attached_gpu);
+  uint64_t next_id = number_ops(in, options, out, &attached_gpu, run);
   out.node_count = next_id;
 
   // Unlinked GPU ops: their launching CPU op has no host op.
@@ -414,9 +433,23 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataPro
     out.stats.add_count(StatKind::kGpuOpCpuOpWithoutHostOp, launched - attached_gpu);
   }
 
-  assign_parents(in, options, out, &next_id);
-  if (in.sync != nullptr && options.compat == Compat::kDefault) add_sync_dependencies(in, out);
-  if (options.compat == Compat::kDefault) out.exec_tids = exec_tids(in, out.ops);
+  // The parents and sync dependencies beside the threads the ops ran on (which reads only the
+  // ops' device events, set above).
+  Status assigned = run.run(
+      2,
+      [&](size_t task, std::string&) {
+        if (task == 0) {
+          assign_parents(in, options, out, &next_id);
+          if (in.sync != nullptr && options.compat == Compat::kDefault) {
+            add_sync_dependencies(in, out);
+          }
+        } else if (options.compat == Compat::kDefault) {
+          out.exec_tids = exec_tids(in, out.ops);
+        }
+        return Status();
+      },
+      [](std::string&) { return Status(); });
+  (void)assigned;  // the tasks do not fail
   // What the loaders repaired is reported with the link's data problems.
   out.stats.add_count(StatKind::kHostInvalidUtf8Bytes, in.host.invalid_utf8_bytes);
   out.stats.add_count(StatKind::kDeviceInvalidUtf8Bytes, in.device.invalid_utf8_bytes);

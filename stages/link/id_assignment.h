@@ -10,6 +10,7 @@
 // id in sync_deps / gpu_sync_deps is a node of the output. Chakra mode writes none.
 #pragma once
 
+#include "stages/common/ordered_batches.h"
 #include "stages/link/exclusive_durations.h"
 #include "stages/link/gap_dependencies.h"
 #include "stages/link/host_device_mapping.h"
@@ -30,6 +31,9 @@ struct LinkInputs {
   const SyncDependencies* sync = nullptr;  // null: no synchronization dependencies
 };
 
-LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataProblems stats);
+// `workers`: its independent parts run through it concurrently (the GPU ops' grouping beside the
+// rf_id index; the threads ops ran on beside the parents and sync dependencies): the same result.
+LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataProblems stats,
+                       const OrderedBatches* workers = nullptr);
 
 }  // namespace chakraflow

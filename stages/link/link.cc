@@ -73,7 +73,8 @@ StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace
 
 LinkedRank assign_linked_ids(const HostTrace& host, const DeviceTrace& device,
                              const DeviceFindings& found, const HostDeviceMap& mapping,
-                             const LinkOptions& options, DataProblems stats) {
+                             const LinkOptions& options, DataProblems stats,
+                             const OrderedBatches* workers) {
   // Later stages see the mode that was used (auto resolved): sequence mode resolves inter-thread
   // dependencies through the map instead of rf_ids.
   LinkedRank rank;
@@ -81,7 +82,7 @@ LinkedRank assign_linked_ids(const HostTrace& host, const DeviceTrace& device,
   rank.options.mode = resolve_mode(device, options.mode);
   rank.trace =
       assign_ids({host, device, found.exclusive, found.gaps, found.launchers, mapping, found.sync},
-                 rank.options, std::move(stats));
+                 rank.options, std::move(stats), workers);
   rank.summary =
       summarize(host, device, found.launchers, mapping, found.gaps, rank.trace, rank.options.mode);
   return rank;

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/link/exclusive_durations.h"
 #include "stages/link/gap_dependencies.h"
 #include "stages/link/host_device_mapping.h"
@@ -65,10 +66,12 @@ StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace
 
 // Stage 7 alone, given stage 6's `mapping` (which needs neither launchers nor sync, so that the
 // flow graph maps while they run): the same result as map_and_assign_ids when `stats` holds the
-// device-side stages' problems, then the mapping's.
+// device-side stages' problems, then the mapping's. `workers`: assign_ids' independent parts run
+// through it (stages/link/id_assignment.h).
 LinkedRank assign_linked_ids(const HostTrace& host, const DeviceTrace& device,
                              const DeviceFindings& found, const HostDeviceMap& mapping,
-                             const LinkOptions& options, DataProblems stats);
+                             const LinkOptions& options, DataProblems stats,
+                             const OrderedBatches* workers = nullptr);
 
 // Readies a loaded device trace for linking, before the device-side stages: a timing trace
 // (LinkOptions::other_process) must hold one recorded step; the profiler overhead the options ask
