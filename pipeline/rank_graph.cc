@@ -372,8 +372,9 @@ class RankGraph {
     return device_stage<std::pair<SyncDependencies, DataProblems>>(
         d, "sync dependencies", results_[d.seq].times.sync, [&](const DeviceTrace& device) {
           DataProblems stats;
+          const ParallelBatches workers = ParallelBatches::two_per_worker();
           SyncDependencies deps =
-              compute_sync_dependencies(device, l.value->first, o.compat, stats);
+              compute_sync_dependencies(device, l.value->first, o.compat, stats, &workers);
           return std::make_pair(std::move(deps), std::move(stats));
         });
   }

@@ -202,8 +202,30 @@ std::string describe(const DeviceTrace& trace, DeviceEventIdx idx) {
 
 class SyncResolver {
  public:
-  SyncResolver(const DeviceTrace& trace, const LauncherLinks& launchers, DataProblems& stats)
+  // The three indexes, concurrently through `workers` (each writes only its own members).
+  SyncResolver(const DeviceTrace& trace, const LauncherLinks& launchers, DataProblems& stats,
+               const OrderedBatches& workers)
       : trace_(trace), stats_(stats) {
+    Status indexed = workers.run(
+        3,
+        [&](size_t task, std::string&) {
+          if (task == 0) {
+            index_launched(launchers);
+          } else if (task == 1) {
+            index_cpu_ops();
+          } else {
+            index_records();
+          }
+          return Status();
+        },
+        [](std::string&) { return Status(); });
+    (void)indexed;  // the tasks do not fail
+  }
+
+ private:
+  // The launched GPU ops by stream and by launching thread, and the devices.
+  void index_launched(const LauncherLinks& launchers) {
+    const DeviceTrace& trace = trace_;
     // A few streams, threads and devices: each is looked up once per run of ops on the same one
     // (the groups' vectors stay where they are as the containers grow).
     std::vector<Launched>* stream_ops = nullptr;
@@ -240,13 +262,22 @@ class SyncResolver {
     };
     for (auto& [key, ops] : by_stream_) sort(ops);
     for (auto& [tid, ops] : by_thread_) sort(ops);
+  }
+
+  // Each thread's CPU ops, with their starts.
+  void index_cpu_ops() {
+    const DeviceTrace& trace = trace_;
     for (auto& ops : cpu_ops_by_thread(trace)) {
       ThreadOps& t = cpu_by_thread_[trace[ops.front()].tid];
       t.ts.reserve(ops.size());
       for (DeviceEventIdx i : ops) t.ts.push_back(trace[i].ts);
       t.ops = std::move(ops);
     }
-    // cuda_sync records by correlation, and event records by correlation (only when needed).
+  }
+
+  // cuda_sync records by correlation, and event records by correlation (only when needed).
+  void index_records() {
+    const DeviceTrace& trace = trace_;
     od::parser parser;
     for (DeviceEventIdx i : trace.other_with_args) {  // not a pass over every event
       const DeviceEvent& e = trace[i];
@@ -264,6 +295,7 @@ class SyncResolver {
     }
   }
 
+ public:
   void resolve(DeviceEventIdx idx, SyncKind kind, SyncDependencies& out) {
     const DeviceEvent& c = trace_[idx];
     SyncCall call;
@@ -514,7 +546,8 @@ void keep_last_per_stream(const DeviceTrace& trace, std::vector<DeviceEventIdx>&
 }
 
 SyncDependencies compute_sync_dependencies(const DeviceTrace& trace, const LauncherLinks& launchers,
-                                           Compat compat, DataProblems& stats) {
+                                           Compat compat, DataProblems& stats,
+                                           const OrderedBatches* workers) {
   SyncDependencies out;
   if (compat == Compat::kChakra) return out;
   std::vector<std::pair<DeviceEventIdx, SyncKind>> calls;
@@ -522,7 +555,7 @@ SyncDependencies compute_sync_dependencies(const DeviceTrace& trace, const Launc
     if (auto kind = sync_kind_of_call(trace[idx].name)) calls.emplace_back(idx, *kind);
   }
   if (calls.empty()) return out;
-  SyncResolver resolver(trace, launchers, stats);
+  SyncResolver resolver(trace, launchers, stats, batches_or_in_turn(workers));
   for (auto [idx, kind] : calls) resolver.resolve(idx, kind, out);
   minimize(trace, out.cpu_waits);
   minimize(trace, out.gpu_waits);

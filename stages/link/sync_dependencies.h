@@ -48,6 +48,7 @@
 #include <string_view>
 #include <vector>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/link/launcher_correlation.h"
 #include "stages/link/link_options.h"
 #include "stages/link/trace_model.h"
@@ -101,8 +102,11 @@ struct SyncDependencies {
   uint64_t inferred = 0;  // calls with an inferred stream / device
 };
 
+// `workers`: the indexes the calls are resolved with (launches by stream and by thread, CPU ops by
+// thread, the sync records) built through it, concurrently; the same result.
 SyncDependencies compute_sync_dependencies(const DeviceTrace& trace, const LauncherLinks& launchers,
-                                           Compat compat, DataProblems& stats);
+                                           Compat compat, DataProblems& stats,
+                                           const OrderedBatches* workers = nullptr);
 
 // Keeps, of the GPU ops `ops`, only the last one of each (device, stream); the result is sorted
 // by DeviceEventIdx and free of duplicates.

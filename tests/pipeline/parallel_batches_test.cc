@@ -265,10 +265,10 @@ TEST(ParallelBatches, LaunchersOnTheWorkersLinkAsOnOneThread) {
   }
 }
 
-// assign_ids' independent parts through the workers (2 and 16): the same ET+ bytes and problems
-// as one after another, on a generated rank and on a gloo rank (ops run off their thread, sync
-// dependencies; ../shared/data).
-TEST(ParallelBatches, IdsAssignedOnTheWorkersAsOnOneThread) {
+// The sync dependencies' indexes and assign_ids' independent parts through the workers (2 and
+// 16): the same dependencies, ET+ bytes and problems as one after another, on a generated rank
+// and on a gloo rank (ops run off their thread, sync dependencies; ../shared/data).
+TEST(ParallelBatches, SyncAndIdsOnTheWorkersAsOnOneThread) {
   SynthOptions opt;
   opt.ranks = 2;
   opt.scale = 1.0;
@@ -303,8 +303,18 @@ TEST(ParallelBatches, IdsAssignedOnTheWorkersAsOnOneThread) {
       for (int threads : {2, 16}) {
         tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
         const ParallelBatches workers(2 * static_cast<size_t>(threads));
+        DataProblems sync_stats;
+        const SyncDependencies sync_many =
+            compute_sync_dependencies(*device, launchers, compat, sync_stats, &workers);
+        EXPECT_TRUE(sync_many.cpu_waits == sync.cpu_waits) << threads;
+        EXPECT_TRUE(sync_many.gpu_waits == sync.gpu_waits) << threads;
+        EXPECT_TRUE(sync_many.targets == sync.targets) << threads;
+        EXPECT_EQ(sync_many.calls.size(), sync.calls.size());
+        EXPECT_EQ(sync_many.calls_by_kind, sync.calls_by_kind);
+        EXPECT_EQ(sync_many.inferred, sync.inferred);
+        const DeviceFindings found_many{exclusive, gaps, launchers, &sync_many};
         const chakraflow::LinkedRank many =
-            assign_linked_ids(*host, *device, found, *mapping, options, stats, &workers);
+            assign_linked_ids(*host, *device, found_many, *mapping, options, stats, &workers);
         EXPECT_TRUE(write_with(*host, *device, many.trace, many.options, nullptr) == sequential)
             << threads << " threads";
         EXPECT_TRUE(many.trace.exec_tids == one.trace.exec_tids) << threads;
