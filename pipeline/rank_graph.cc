@@ -508,9 +508,9 @@ class RankGraph {
     // The trace's memory (tens of MB: its text mapped, its events) returned to the system. For a
     // run of one rank on several workers, beside the stages that follow (the other workers are
     // idle). Otherwise here: with several ranks every worker is busy and the free would wait
-    // behind their work while other traces load (16 ranks: peak memory 11% higher); on one worker
-    // it would only come later, after the next stages took fresh pages where the trace's could
-    // have been reused (4% more time).
+    // behind their work while other traces load, raising the peak memory; on one worker it would
+    // only come later, after the next stages took fresh pages where the trace's could have been
+    // reused (docs/performance.md).
     if (jobs_.size() == 1 && ParallelBatches::workers() > 1) {
       free_device_.try_put(Release<const DeviceTrace>{std::move(job.device)});
     } else {

@@ -31,6 +31,18 @@ class OrderedBatches {
     }
     return Status();
   }
+  // task(i) for every i < count, possibly concurrently: work that cannot fail and writes no
+  // output in order (each task fills only its own part).
+  void for_each(size_t count, const std::function<void(size_t)>& task) const {
+    const Status done = run(
+        count,
+        [&task](size_t i, std::string&) {
+          task(i);
+          return Status();
+        },
+        [](std::string&) { return Status(); });
+    (void)done;  // the tasks do not fail
+  }
 };
 
 // `batches`, or when null the base class (one after another on the calling thread): what a stage

@@ -1,7 +1,6 @@
 // Growing a large vector with the page faults taken concurrently. A vector resized on one thread
-// faults its new pages in on that thread: zeroing them costs about as much as the stage that fills
-// the vector (about 1 ms per 10 MB at best, ten times that where the memory is fresh to a virtual
-// machine), and a stage that then fills its ranges concurrently waits for it. grow_prefaulted
+// faults its new pages in on that thread, and the kernel's zeroing of them can cost as much as the
+// stage that then fills the vector in ranges concurrently (docs/performance.md). grow_prefaulted
 // reserves the room, faults its pages in over the workers, then resizes: the same vector, its
 // serial part a pass over memory already in place.
 #pragma once
@@ -34,15 +33,10 @@ void grow_prefaulted(std::vector<T>& v, size_t n, const OrderedBatches& batches)
   const size_t bytes = (n - v.size()) * sizeof(T);
   const size_t slices = bytes / kPrefaultMinBytes;
   if (slices > 1) {
-    Status faulted = batches.run(
-        slices,
-        [&](size_t k, std::string&) {
-          const size_t from = bytes * k / slices, to = bytes * (k + 1) / slices;
-          prefault_for_writing(begin + from, to - from);
-          return Status();
-        },
-        [](std::string&) { return Status(); });
-    (void)faulted;  // the slices do not fail
+    batches.for_each(slices, [&](size_t k) {
+      const size_t from = bytes * k / slices, to = bytes * (k + 1) / slices;
+      prefault_for_writing(begin + from, to - from);
+    });
   }
   v.resize(n);
 }

@@ -283,19 +283,14 @@ LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTra
   const size_t ranges = workers != nullptr ? (n + kGpuOpsPerRange - 1) / kGpuOpsPerRange : 1;
   f.arenas.resize(std::max<size_t>(ranges, 1));
   const size_t parts = f.arenas.size();
-  Status copied = batches_or_in_turn(workers).run(
-      parts,
-      [&](size_t r, std::string&) {
-        const size_t ops = linked.ops.size();
-        for (size_t i = ops * r / parts; i < ops * (r + 1) / parts; ++i) {
-          const DeviceEventIdx e = linked.ops[i].device_event;
-          if (e.valid()) f.host_op[i] = {device[e].dur, device[e].ts};
-        }
-        copy_gpu_ops(device, linked, n * r / parts, n * (r + 1) / parts, f, f.arenas[r]);
-        return Status();
-      },
-      [](std::string&) { return Status(); });
-  (void)copied;  // the ranges do not fail
+  batches_or_in_turn(workers).for_each(parts, [&](size_t r) {
+    const size_t ops = linked.ops.size();
+    for (size_t i = ops * r / parts; i < ops * (r + 1) / parts; ++i) {
+      const DeviceEventIdx e = linked.ops[i].device_event;
+      if (e.valid()) f.host_op[i] = {device[e].dur, device[e].ts};
+    }
+    copy_gpu_ops(device, linked, n * r / parts, n * (r + 1) / parts, f, f.arenas[r]);
+  });
   return f;
 }
 

@@ -118,27 +118,22 @@ TreeScan scan_tree(const EtPlusTrace& t, const OrderedBatches* workers) {
   scan.parent.resize(n);
   const size_t ranges = workers != nullptr ? (n + kScanNodesPerRange - 1) / kScanNodesPerRange : 1;
   std::vector<TreeScan> parts(std::max<size_t>(ranges, 1));
-  Status scanned = batches_or_in_turn(workers).run(
-      parts.size(),
-      [&](size_t r, std::string&) {
-        TreeScan& part = parts[r];
-        for (size_t i = n * r / parts.size(); i < n * (r + 1) / parts.size(); ++i) {
-          const EtPlusNode& node = t.nodes[i];
-          const auto index = static_cast<uint32_t>(i);
-          scan.parent[i] = node.parent;
-          if (node.parent == kNoNode && node.has_parent_id && node.parent_id == node.id) {
-            part.self_parents.push_back(index);
-          }
-          if (is_thread_root_name(node.name)) part.thread_roots.push_back(index);
-          if (node.kind == OpKind::kCpu &&
-              (node.name.starts_with("c10d::") || is_cpu_collective_name(node.name))) {
-            part.collectives.push_back(index);
-          }
-        }
-        return Status();
-      },
-      [](std::string&) { return Status(); });
-  (void)scanned;  // the ranges do not fail
+  batches_or_in_turn(workers).for_each(parts.size(), [&](size_t r) {
+    TreeScan& part = parts[r];
+    for (size_t i = n * r / parts.size(); i < n * (r + 1) / parts.size(); ++i) {
+      const EtPlusNode& node = t.nodes[i];
+      const auto index = static_cast<uint32_t>(i);
+      scan.parent[i] = node.parent;
+      if (node.parent == kNoNode && node.has_parent_id && node.parent_id == node.id) {
+        part.self_parents.push_back(index);
+      }
+      if (is_thread_root_name(node.name)) part.thread_roots.push_back(index);
+      if (node.kind == OpKind::kCpu &&
+          (node.name.starts_with("c10d::") || is_cpu_collective_name(node.name))) {
+        part.collectives.push_back(index);
+      }
+    }
+  });
   for (const TreeScan& part : parts) {
     scan.self_parents.insert(scan.self_parents.end(), part.self_parents.begin(),
                              part.self_parents.end());
@@ -456,17 +451,12 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   const size_t ranges = workers != nullptr ? (m + kNodesPerRange - 1) / kNodesPerRange : 1;
   std::vector<ConvertedRange> parts(std::max<size_t>(ranges, 1));
   CpuCollectiveGroup cpu_group(t);
-  Status converted = run.run(
-      parts.size(),
-      [&](size_t r, std::string&) {
-        CommTyper typer(t, options, parts[r].stats, &cpu_group);
-        for (size_t k = m * r / parts.size(); k < m * (r + 1) / parts.size(); ++k) {
-          convert_node(t, options, parent, order[k], typer, graph, graph.records[k], parts[r]);
-        }
-        return Status();
-      },
-      [](std::string&) { return Status(); });
-  (void)converted;  // the ranges do not fail
+  run.for_each(parts.size(), [&](size_t r) {
+    CommTyper typer(t, options, parts[r].stats, &cpu_group);
+    for (size_t k = m * r / parts.size(); k < m * (r + 1) / parts.size(); ++k) {
+      convert_node(t, options, parent, order[k], typer, graph, graph.records[k], parts[r]);
+    }
+  });
   size_t comm_total = 0, keys_total = 0;
   for (const ConvertedRange& p : parts) {
     comm_total += p.comm.size();

@@ -277,18 +277,13 @@ uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrac
   // The two indexes, concurrently.
   std::optional<GpuOpsByHost> gpu_index;
   std::optional<HostByRfId> rf_index;
-  Status indexed = workers.run(
-      2,
-      [&](size_t task, std::string&) {
-        if (task == 0) {
-          gpu_index.emplace(in, in.host.nodes.size());
-        } else {
-          rf_index.emplace(in);
-        }
-        return Status();
-      },
-      [](std::string&) { return Status(); });
-  (void)indexed;  // the tasks do not fail
+  workers.for_each(2, [&](size_t task) {
+    if (task == 0) {
+      gpu_index.emplace(in, in.host.nodes.size());
+    } else {
+      rf_index.emplace(in);
+    }
+  });
   const GpuOpsByHost& gpu = *gpu_index;
   const HostByRfId& host_by_rf = *rf_index;
   uint64_t next_id = 0;
@@ -435,21 +430,16 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataPro
 
   // The parents and sync dependencies beside the threads the ops ran on (which reads only the
   // ops' device events, set above).
-  Status assigned = run.run(
-      2,
-      [&](size_t task, std::string&) {
-        if (task == 0) {
-          assign_parents(in, options, out, &next_id);
-          if (in.sync != nullptr && options.compat == Compat::kDefault) {
-            add_sync_dependencies(in, out);
-          }
-        } else if (options.compat == Compat::kDefault) {
-          out.exec_tids = exec_tids(in, out.ops);
-        }
-        return Status();
-      },
-      [](std::string&) { return Status(); });
-  (void)assigned;  // the tasks do not fail
+  run.for_each(2, [&](size_t task) {
+    if (task == 0) {
+      assign_parents(in, options, out, &next_id);
+      if (in.sync != nullptr && options.compat == Compat::kDefault) {
+        add_sync_dependencies(in, out);
+      }
+    } else if (options.compat == Compat::kDefault) {
+      out.exec_tids = exec_tids(in, out.ops);
+    }
+  });
   // What the loaders repaired is reported with the link's data problems.
   out.stats.add_count(StatKind::kHostInvalidUtf8Bytes, in.host.invalid_utf8_bytes);
   out.stats.add_count(StatKind::kDeviceInvalidUtf8Bytes, in.device.invalid_utf8_bytes);

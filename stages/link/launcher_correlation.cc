@@ -307,18 +307,13 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataP
   std::vector<ThreadIndex> indexed(by_thread.size());
   KeyIndex launch_by_correlation(0);
   DataProblems launch_stats;
-  Status indexes = run.run(
-      by_thread.size() + 1,
-      [&](size_t task, std::string&) {
-        if (task == 0) {
-          launch_by_correlation = index_launches(trace, compat, out, launch_stats);
-        } else {
-          indexed[task - 1] = index_thread(trace, compat, std::move(by_thread[task - 1]));
-        }
-        return Status();
-      },
-      [](std::string&) { return Status(); });
-  (void)indexes;  // the tasks do not fail
+  run.for_each(by_thread.size() + 1, [&](size_t task) {
+    if (task == 0) {
+      launch_by_correlation = index_launches(trace, compat, out, launch_stats);
+    } else {
+      indexed[task - 1] = index_thread(trace, compat, std::move(by_thread[task - 1]));
+    }
+  });
   stats.merge(launch_stats);
   std::unordered_map<int64_t, ThreadIndex> threads;
   for (ThreadIndex& t : indexed) {
@@ -329,16 +324,11 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataP
   const size_t n = trace.gpu_ops.size();
   const size_t ranges = workers != nullptr ? (n + kGpuOpsPerRange - 1) / kGpuOpsPerRange : 1;
   std::vector<RangeLinks> parts(std::max<size_t>(ranges, 1));
-  Status linked = run.run(
-      parts.size(),
-      [&](size_t r, std::string&) {
-        const size_t begin = n * r / parts.size();
-        const size_t end = n * (r + 1) / parts.size();
-        link_gpu_ops(trace, compat, launch_by_correlation, threads, begin, end, out, parts[r]);
-        return Status();
-      },
-      [](std::string&) { return Status(); });
-  (void)linked;
+  run.for_each(parts.size(), [&](size_t r) {
+    const size_t begin = n * r / parts.size();
+    const size_t end = n * (r + 1) / parts.size();
+    link_gpu_ops(trace, compat, launch_by_correlation, threads, begin, end, out, parts[r]);
+  });
   out.gpu_ops.reserve(n);
   for (RangeLinks& r : parts) {
     out.gpu_ops.insert(out.gpu_ops.end(), r.gpu_ops.begin(), r.gpu_ops.end());

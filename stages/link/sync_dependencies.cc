@@ -206,20 +206,15 @@ class SyncResolver {
   SyncResolver(const DeviceTrace& trace, const LauncherLinks& launchers, DataProblems& stats,
                const OrderedBatches& workers)
       : trace_(trace), stats_(stats) {
-    Status indexed = workers.run(
-        3,
-        [&](size_t task, std::string&) {
-          if (task == 0) {
-            index_launched(launchers);
-          } else if (task == 1) {
-            index_cpu_ops();
-          } else {
-            index_records();
-          }
-          return Status();
-        },
-        [](std::string&) { return Status(); });
-    (void)indexed;  // the tasks do not fail
+    workers.for_each(3, [&](size_t task) {
+      if (task == 0) {
+        index_launched(launchers);
+      } else if (task == 1) {
+        index_cpu_ops();
+      } else {
+        index_records();
+      }
+    });
   }
 
  private:
