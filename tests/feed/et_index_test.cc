@@ -34,31 +34,32 @@ std::vector<testing::TraceNode> chain(uint64_t n, size_t name_bytes = 0) {
 constexpr double kSeededBytes = 16 * 262144.0;
 
 // A chain of 100,000 nodes with 100-byte names (11.6 MB: many blocks beyond the ones the scan
-// keeps) written to a file, and its index.
-struct IndexedChain {
-  testing::TempDir dir;
-  std::string path = dir.file("chain.et");
-  uint64_t n = 100000;
-  double file_bytes = 0;
-  std::unique_ptr<EtIndex> index;
-  void build() {
-    testing::write_trace(path, chain(n, 100));
-    file_bytes = static_cast<double>(std::filesystem::file_size(path));
+// keeps) written to a file, and its index, for each test.
+class EtIndexOfChain : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::write_trace(path_, chain(n, 100));
+    file_bytes = static_cast<double>(std::filesystem::file_size(path_));
     ASSERT_GT(file_bytes, 10e6);
-    auto built = EtIndex::build(path);
+    auto built = EtIndex::build(path_);
     ASSERT_TRUE(built.ok()) << built.status().message();
-    index = std::move(*built);
-    ASSERT_EQ(index->size(), n);
-    ASSERT_FALSE(index->records_in_memory());
+    index_ = std::move(*built);
+    ASSERT_EQ(index_->size(), n);
+    ASSERT_FALSE(index_->records_in_memory());
   }
+  const EtIndex& x() const { return *index_; }
+
+  const uint64_t n = 100000;
+  double file_bytes = 0;
+
+ private:
+  testing::TempDir dir_;
+  std::string path_ = dir_.file("chain.et");
+  std::unique_ptr<EtIndex> index_;
 };
 
-TEST(EtIndex, InterleavedRegionsReadEachByteAboutOnce) {
-  IndexedChain c;
-  ASSERT_NO_FATAL_FAILURE(c.build());
-  const uint64_t n = c.n;
-  const double file_bytes = c.file_bytes;
-  const EtIndex& x = *c.index;
+TEST_F(EtIndexOfChain, InterleavedRegionsReadEachByteAboutOnce) {
+  const EtIndex& x = this->x();
   EXPECT_EQ(x.io_stats().bytes_read, 0u);
 
   // Four cursors a quarter of the file apart, advancing in turn, and a fifth one a few records
@@ -99,12 +100,8 @@ TEST(EtIndex, InterleavedRegionsReadEachByteAboutOnce) {
 // (ASTRA-sim: the GPU ops queued behind the CPU ops that launched them, more blocks behind than
 // the index caches): the records left behind are kept as their blocks leave, so every block is
 // read once, not twice; and they are let go once read.
-TEST(EtIndex, RecordsLeftBehindAreReadOnce) {
-  IndexedChain c;
-  ASSERT_NO_FATAL_FAILURE(c.build());
-  const uint64_t n = c.n;
-  const double file_bytes = c.file_bytes;
-  const EtIndex& x = *c.index;
+TEST_F(EtIndexOfChain, RecordsLeftBehindAreReadOnce) {
+  const EtIndex& x = this->x();
 
   const uint32_t lag = 60000;  // records: about 7 MB of file, more than the 4 MB of blocks
   std::string record;
