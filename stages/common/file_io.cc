@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -840,7 +841,7 @@ Status OutputFile::commit() {
     return Status::errorf("{}: write failed ({})", path_, why);
   }
   if (streaming_) return Status();
-  if (std::rename(temp_path_.c_str(), target_path_.c_str()) != 0) {
+  if (!exchange_into_place() && std::rename(temp_path_.c_str(), target_path_.c_str()) != 0) {
     std::string why = errno_text();
     discard();
     return Status::errorf("{}: cannot rename temporary output into place: {}", path_, why);
@@ -848,6 +849,29 @@ Status OutputFile::commit() {
   temp_guard_.release();
   temp_path_.clear();
   return Status();
+}
+
+// An existing regular file is replaced by swapping the two names atomically, then removing the
+// old content under the temporary name. A rename() over an existing file makes ext4 (its
+// auto_da_alloc default) allocate and start writing the new file's blocks inside the rename, on
+// the caller's time (docs/performance.md), which the kernel's flusher otherwise does later. Readers
+// see the old file or the new one, never none, as with rename(). False when not done (no file to
+// replace, or a filesystem without the exchange): the caller renames.
+bool OutputFile::exchange_into_place() {
+  struct stat st {};
+  if (::lstat(target_path_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  if (::renameat2(AT_FDCWD, temp_path_.c_str(), AT_FDCWD, target_path_.c_str(), RENAME_EXCHANGE) !=
+      0) {
+    return false;
+  }
+  // What was swapped out must be the regular file seen above: anything else (replaced in
+  // between) is swapped back, and rename() then fails on it or replaces a file, as it would have.
+  if (::lstat(temp_path_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::renameat2(AT_FDCWD, temp_path_.c_str(), AT_FDCWD, target_path_.c_str(), RENAME_EXCHANGE);
+    return false;
+  }
+  ::unlink(temp_path_.c_str());
+  return true;
 }
 
 void OutputFile::discard() {

@@ -181,6 +181,7 @@ class OutputFile {
   void flush_buffer();
   void make_room(size_t n);
   void note_failure(bool ok);
+  bool exchange_into_place();
 
   std::string path_;
   std::string temp_path_;    // empty for a stream

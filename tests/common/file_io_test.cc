@@ -109,6 +109,39 @@ TEST(FileIo, CommitReplacesExistingFileOnlyOnSuccess) {
   EXPECT_EQ(testing::read_text(path), "new");
 }
 
+// An existing file is replaced whole (by swapping the names where the filesystem can): the new
+// content under the name, the old file's mode kept, a reader of the old file undisturbed, a
+// symlink kept with its target replaced, and nothing else left in the directory.
+TEST(FileIo, ReplacingAFileLeavesOnlyTheNewContent) {
+  TempDir dir;
+  const std::string path = dir.file("result.json");
+  testing::write_text(path, "old content");
+  ASSERT_EQ(::chmod(path.c_str(), 0600), 0);
+  std::ifstream reader(path);
+  for (int round = 0; round < 2; ++round) {
+    auto out = OutputFile::open(path);
+    ASSERT_TRUE(out.ok());
+    out->write(round == 0 ? "new" : "newer");
+    ASSERT_TRUE(out->commit().ok());
+  }
+  EXPECT_EQ(testing::read_text(path), "newer");
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  std::string held;
+  std::getline(reader, held);
+  EXPECT_EQ(held, "old content");
+
+  const std::string link = dir.file("link.json");
+  std::filesystem::create_symlink(path, link);
+  ASSERT_TRUE(write_file_atomically(link, "through the link").ok());
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(testing::read_text(path), "through the link");
+  size_t entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 2u);
+}
+
 TEST(FileIo, ReadsConcatenatedGzipMembers) {
   TempDir dir;
   std::string path = dir.file("two.gz");
