@@ -43,53 +43,94 @@ void group_cpu_ops_by_thread(DeviceTrace& trace) {
 
 }  // namespace
 
-void build_device_indices(DeviceTrace& trace) {
-  trace.cpu_ops.clear();
-  trace.launches.clear();
-  trace.gpu_ops.clear();
-  trace.other_with_args.clear();
-  trace.has_rf_ids = false;
-  const auto& ev = trace.events;
-  for (uint32_t i = 0; i < ev.size(); ++i) {
+namespace {
+
+// The events' indices by role, of the events [begin, end), in file order.
+struct RoleLists {
+  std::vector<DeviceEventIdx> cpu_ops, launches, gpu_ops, other_with_args;
+  bool has_rf_ids = false;
+};
+
+void classify_events(const std::vector<DeviceEvent>& ev, uint32_t begin, uint32_t end,
+                     RoleLists& out) {
+  for (uint32_t i = begin; i < end; ++i) {
     const DeviceEvent& e = ev[i];
     switch (e.cat) {
       case DeviceCategory::kCpuOp:
       case DeviceCategory::kUserAnnotation:
         if (!e.has(kProfilerStep)) {
-          trace.cpu_ops.push_back({i});
-          if (e.has(kHasRfId)) trace.has_rf_ids = true;
+          out.cpu_ops.push_back({i});
+          if (e.has(kHasRfId)) out.has_rf_ids = true;
         }
         break;
       case DeviceCategory::kCudaRuntime:
       case DeviceCategory::kCudaDriver:
-        trace.launches.push_back({i});
+        out.launches.push_back({i});
         break;
       case DeviceCategory::kKernel:
       case DeviceCategory::kGpuMemcpy:
       case DeviceCategory::kGpuMemset:
-        trace.gpu_ops.push_back({i});
+        out.gpu_ops.push_back({i});
         break;
       case DeviceCategory::kOther:
-        if (!e.args.empty() && e.has(kHasCorrelation)) trace.other_with_args.push_back({i});
+        if (!e.args.empty() && e.has(kHasCorrelation)) out.other_with_args.push_back({i});
         break;
       default:
         break;
     }
   }
-  // By (ts, file order): the lists are in file order, so the index breaks ties. The keys are
-  // copied out of the events, so that the sort does not wander over them.
+}
+
+// `list` sorted by (ts, file order): the list is in file order, so the index breaks ties. The
+// keys are copied out of the events, so that the sort does not wander over them.
+void sort_by_ts(const std::vector<DeviceEvent>& ev, std::vector<DeviceEventIdx>& list) {
   std::vector<std::pair<TimeNs, uint32_t>> keys;
-  auto sort_by_ts = [&](std::vector<DeviceEventIdx>& list) {
-    keys.clear();
-    keys.reserve(list.size());
-    for (DeviceEventIdx i : list) keys.emplace_back(ev[i.value].ts, i.value);
-    if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());
-    for (size_t k = 0; k < keys.size(); ++k) list[k] = DeviceEventIdx{keys[k].second};
-  };
-  sort_by_ts(trace.cpu_ops);
-  sort_by_ts(trace.launches);
-  sort_by_ts(trace.gpu_ops);
-  group_cpu_ops_by_thread(trace);
+  keys.reserve(list.size());
+  for (DeviceEventIdx i : list) keys.emplace_back(ev[i.value].ts, i.value);
+  if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());
+  for (size_t k = 0; k < keys.size(); ++k) list[k] = DeviceEventIdx{keys[k].second};
+}
+
+// Events classified per range of this many on the workers.
+constexpr uint32_t kClassifyRange = 65536;
+
+}  // namespace
+
+void build_device_indices(DeviceTrace& trace, const OrderedBatches* workers) {
+  const OrderedBatches& run = batches_or_in_turn(workers);
+  const auto& ev = trace.events;
+  const auto n = static_cast<uint32_t>(ev.size());
+  const size_t ranges = std::max<size_t>(1, (size_t{n} + kClassifyRange - 1) / kClassifyRange);
+  std::vector<RoleLists> parts(ranges);
+  run.for_each(ranges, [&](size_t r) {
+    const auto begin = static_cast<uint32_t>(r * kClassifyRange);
+    classify_events(ev, begin, std::min(n, begin + kClassifyRange), parts[r]);
+  });
+  // The ranges' lists joined in order: each list in file order.
+  RoleLists all = std::move(parts[0]);
+  for (size_t r = 1; r < ranges; ++r) {
+    RoleLists& p = parts[r];
+    all.cpu_ops.insert(all.cpu_ops.end(), p.cpu_ops.begin(), p.cpu_ops.end());
+    all.launches.insert(all.launches.end(), p.launches.begin(), p.launches.end());
+    all.gpu_ops.insert(all.gpu_ops.end(), p.gpu_ops.begin(), p.gpu_ops.end());
+    all.other_with_args.insert(all.other_with_args.end(), p.other_with_args.begin(),
+                               p.other_with_args.end());
+    all.has_rf_ids |= p.has_rf_ids;
+  }
+  trace.cpu_ops = std::move(all.cpu_ops);
+  trace.launches = std::move(all.launches);
+  trace.gpu_ops = std::move(all.gpu_ops);
+  trace.other_with_args = std::move(all.other_with_args);
+  trace.has_rf_ids = all.has_rf_ids;
+  // The three sorts side by side, the grouping by thread after its sort.
+  run.for_each(3, [&](size_t task) {
+    if (task == 0) {
+      sort_by_ts(ev, trace.cpu_ops);
+      group_cpu_ops_by_thread(trace);
+    } else {
+      sort_by_ts(ev, task == 1 ? trace.launches : trace.gpu_ops);
+    }
+  });
 }
 
 namespace {
@@ -585,7 +626,7 @@ class DeviceParser {
     return Status();
   }
 
-  void build_indices() { build_device_indices(t_); }
+  void build_indices() { build_device_indices(t_, shards_.workers); }
 
   DeviceTrace& t_;
   std::string_view text_;

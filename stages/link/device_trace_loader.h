@@ -40,7 +40,8 @@ DeviceCategory classify_category(std::string_view cat);
 
 // (Re)builds the trace's indices by role (cpu_ops, launches, gpu_ops, other_with_args, each by
 // (ts, file order); cpu_ops_by_thread) from its events: the loader's last step, and after a stage
-// changed the events' times (stages/link/profiler_overhead.h).
-void build_device_indices(DeviceTrace& trace);
+// changed the events' times (stages/link/profiler_overhead.h). Through `workers` (may be null)
+// in ranges of events and one sort per role, concurrently; the same indices either way.
+void build_device_indices(DeviceTrace& trace, const OrderedBatches* workers = nullptr);
 
 }  // namespace chakraflow

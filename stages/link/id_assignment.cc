@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "stages/common/prefault.h"
+
 namespace chakraflow {
 namespace {
 
@@ -415,7 +417,7 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataPro
   const OrderedBatches& run = batches_or_in_turn(workers);
   LinkedTrace out;
   out.stats = std::move(stats);
-  out.ops.resize(in.host.nodes.size());
+  grow_prefaulted(out.ops, in.host.nodes.size(), run);
   if (!in.exclusive.chakra.empty()) out.chakra_exclusive.resize(in.host.nodes.size());
   uint64_t attached_gpu = 0;
   uint64_t next_id = number_ops(in, options, out, &attached_gpu, run);

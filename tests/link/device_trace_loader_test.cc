@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "stages/common/ordered_batches.h"
@@ -56,6 +57,89 @@ TEST(DeviceTraceLoader, ClassifiesEventsAndSortsRoles) {
   EXPECT_EQ(t->events[6].ph, 'M');
   EXPECT_NE(t->args_raw(t->events[0]).find("\"Record function id\": 3"), std::string_view::npos);
   EXPECT_EQ(t->args_raw(t->events[0]).back(), '}');
+}
+
+// The role indices of a trace larger than one classification range, built in ranges, equal the
+// straightforward ones: each role's events in (ts, file order), ProfilerStep left out, the CPU
+// ops grouped by thread in order of first appearance, rf_ids seen only in the last range.
+TEST(DeviceTraceLoader, RoleIndicesInRangesEqualOnePass) {
+  DeviceTrace t;
+  constexpr uint32_t kEvents = 200000;
+  const DeviceCategory cats[] = {DeviceCategory::kCpuOp,       DeviceCategory::kUserAnnotation,
+                                 DeviceCategory::kCudaRuntime, DeviceCategory::kCudaDriver,
+                                 DeviceCategory::kKernel,      DeviceCategory::kGpuMemcpy,
+                                 DeviceCategory::kGpuMemset,   DeviceCategory::kOther};
+  for (uint32_t i = 0; i < kEvents; ++i) {
+    DeviceEvent& e = t.events.emplace_back();
+    e.cat = cats[(i * 7 + i / 3) % 8];
+    e.ts = static_cast<TimeNs>((i * 2654435761u) % 5000);  // many equal times, out of order
+    e.tid = (i / 1000) % 5 == 0 ? 40 : static_cast<int64_t>(i % 3);
+    if (i % 11 == 0) e.flags |= kProfilerStep;
+    if (i % 5 == 0) {
+      e.flags |= kHasCorrelation;
+      e.args = Span{0, 2};
+    }
+  }
+  uint32_t last_cpu_op = kEvents - 1;
+  while (t.events[last_cpu_op].cat != DeviceCategory::kCpuOp ||
+         t.events[last_cpu_op].has(kProfilerStep)) {
+    --last_cpu_op;
+  }
+  ASSERT_GE(last_cpu_op, 3 * 65536u);
+  t.events[last_cpu_op].flags |= kHasRfId;
+  build_device_indices(t);
+
+  auto role = [&](auto keep) {
+    std::vector<uint32_t> ids;
+    for (uint32_t i = 0; i < kEvents; ++i) {
+      if (keep(t.events[i])) ids.push_back(i);
+    }
+    std::stable_sort(ids.begin(), ids.end(),
+                     [&](uint32_t a, uint32_t b) { return t.events[a].ts < t.events[b].ts; });
+    return ids;
+  };
+  auto values = [](const std::vector<DeviceEventIdx>& list) {
+    std::vector<uint32_t> out;
+    for (DeviceEventIdx i : list) out.push_back(i.value);
+    return out;
+  };
+  const auto cpu = role([](const DeviceEvent& e) {
+    return (e.cat == DeviceCategory::kCpuOp || e.cat == DeviceCategory::kUserAnnotation) &&
+           !e.has(kProfilerStep);
+  });
+  EXPECT_EQ(values(t.cpu_ops), cpu);
+  EXPECT_EQ(values(t.launches), role([](const DeviceEvent& e) {
+              return e.cat == DeviceCategory::kCudaRuntime || e.cat == DeviceCategory::kCudaDriver;
+            }));
+  EXPECT_EQ(values(t.gpu_ops), role([](const DeviceEvent& e) {
+              return e.cat == DeviceCategory::kKernel || e.cat == DeviceCategory::kGpuMemcpy ||
+                     e.cat == DeviceCategory::kGpuMemset;
+            }));
+  std::vector<uint32_t> other;
+  for (uint32_t i = 0; i < kEvents; ++i) {
+    const DeviceEvent& e = t.events[i];
+    if (e.cat == DeviceCategory::kOther && !e.args.empty() && e.has(kHasCorrelation)) {
+      other.push_back(i);
+    }
+  }
+  EXPECT_EQ(values(t.other_with_args), other);
+  EXPECT_TRUE(t.has_rf_ids);
+
+  // Grouped by thread: threads in order of first appearance in cpu_ops, each in cpu_ops order.
+  std::vector<int64_t> threads;
+  for (uint32_t i : cpu) {
+    if (std::find(threads.begin(), threads.end(), t.events[i].tid) == threads.end()) {
+      threads.push_back(t.events[i].tid);
+    }
+  }
+  ASSERT_EQ(t.thread_begin.size(), threads.size() + 1);
+  std::vector<uint32_t> grouped;
+  for (int64_t tid : threads) {
+    for (uint32_t i : cpu) {
+      if (t.events[i].tid == tid) grouped.push_back(i);
+    }
+  }
+  EXPECT_EQ(values(t.cpu_ops_by_thread), grouped);
 }
 
 TEST(DeviceTraceLoader, Accepts2021CapitalisedCategories) {
