@@ -525,10 +525,11 @@ class RankGraph {
     if (!job.host->nodes) return Status::error("internal error: host nodes not read");
     EtPlusNodeSink host_nodes = std::move(*job.host->nodes);
     job.host->nodes.reset();
-    CF_ASSIGN_OR_RETURN(
-        EtPlusTrace nodes,
-        read_linked_nodes(job.host->trace, std::move(host_nodes), std::move(*job.device_facts),
-                          job.linked->trace, job.linked->options, jobs_[job.seq].convert));
+    const ParallelBatches workers = ParallelBatches::two_per_worker();
+    CF_ASSIGN_OR_RETURN(EtPlusTrace nodes,
+                        read_linked_nodes(job.host->trace, std::move(host_nodes),
+                                          std::move(*job.device_facts), job.linked->trace,
+                                          job.linked->options, jobs_[job.seq].convert, &workers));
     job.device_facts.reset();
     job.nodes = std::move(nodes);
     return Status();

@@ -20,14 +20,12 @@ void prefault_for_writing(const void* begin, size_t bytes);
 // Below this the serial zeroing is too short to split.
 inline constexpr size_t kPrefaultMinBytes = size_t{1} << 20;
 
-// `v` resized to `n` elements, its new pages faulted in through `batches` first (one slice of at
-// least kPrefaultMinBytes per batch).
+// Room for `n` elements reserved in `v` and the pages past its size faulted in through `batches`
+// (one slice of at least kPrefaultMinBytes per batch); the size is unchanged, so that the records
+// can then be placed there (or the vector resized) without faults on one thread.
 template <typename T>
-void grow_prefaulted(std::vector<T>& v, size_t n, const OrderedBatches& batches) {
-  if (n <= v.size()) {
-    v.resize(n);
-    return;
-  }
+void reserve_prefaulted(std::vector<T>& v, size_t n, const OrderedBatches& batches) {
+  if (n <= v.size()) return;
   v.reserve(n);
   const auto* begin = reinterpret_cast<const char*>(v.data() + v.size());
   const size_t bytes = (n - v.size()) * sizeof(T);
@@ -38,6 +36,12 @@ void grow_prefaulted(std::vector<T>& v, size_t n, const OrderedBatches& batches)
       prefault_for_writing(begin + from, to - from);
     });
   }
+}
+
+// `v` resized to `n` elements, its new pages faulted in through `batches` first.
+template <typename T>
+void grow_prefaulted(std::vector<T>& v, size_t n, const OrderedBatches& batches) {
+  reserve_prefaulted(v, n, batches);
   v.resize(n);
 }
 

@@ -124,35 +124,68 @@ StatusOr<RankCommGroups> scan_comm_groups(const std::string& et_path, int rank, 
   return out;
 }
 
+namespace {
+
+bool is_comm_type(ChakraNodeType type) {
+  return type == ChakraNodeType::kCommColl || type == ChakraNodeType::kCommSend ||
+         type == ChakraNodeType::kCommRecv;
+}
+
+// A record comm_groups_of reads: one that declares groups (metadata, process_group:init) or
+// communicates.
+bool declares_or_uses_groups(const EtPlusTrace& trace, const ChakraNodeRecord& rec) {
+  return rec.type == ChakraNodeType::kMetadata || is_comm_type(rec.type) ||
+         trace.nodes[rec.source].name.find("process_group:init") != std::string_view::npos;
+}
+
+// Records per range of the search for them on the workers.
+constexpr size_t kGroupSearchRange = 32768;
+
+}  // namespace
+
 StatusOr<RankCommGroups> comm_groups_of(const EtPlusTrace& trace, const ChakraTrace& chakra,
-                                        int name_offset) {
+                                        int name_offset, const OrderedBatches* workers) {
+  // The few records that matter, found in ranges (a pass over every node's name), then read in
+  // order.
+  const size_t n = chakra.nodes.size();
+  const size_t ranges = std::max<size_t>(1, (n + kGroupSearchRange - 1) / kGroupSearchRange);
+  std::vector<std::vector<uint32_t>> found(ranges);
+  batches_or_in_turn(workers).for_each(ranges, [&](size_t r) {
+    for (size_t i = r * kGroupSearchRange; i < std::min(n, (r + 1) * kGroupSearchRange); ++i) {
+      if (declares_or_uses_groups(trace, chakra.nodes[i])) {
+        found[r].push_back(static_cast<uint32_t>(i));
+      }
+    }
+  });
   RankCommGroups out;
   RenderedIo io;
-  for (const ChakraNodeRecord& rec : chakra.nodes) {
-    const EtPlusNode& src = trace.nodes[rec.source];
-    if (rec.type == ChakraNodeType::kMetadata ||
-        src.name.find("process_group:init") != std::string_view::npos) {
-      CF_RETURN_IF_ERROR(render_io(trace, src, io));
-      const std::string values(io.io[kInValues]);
-      if (!values.empty() && !parse_group_list(values, name_offset, &out.declared)) {
-        ++out.unreadable_metadata;
-      }
-    } else if (rec.type == ChakraNodeType::kCommColl || rec.type == ChakraNodeType::kCommSend ||
-               rec.type == ChakraNodeType::kCommRecv) {
-      const CommAttrs* c = chakra.comm_of(rec);
-      if (c != nullptr && !c->pg_name.empty()) out.used.insert(std::string(c->pg_name));
-      if (rec.has(ChakraNodeRecord::kOffThread)) {
-        CpuCollective& cc = out.cpu_collectives.emplace_back();
-        cc.node_id = src.id;
-        cc.type = static_cast<int32_t>(rec.type);
-        cc.start_us = rec.has(ChakraNodeRecord::kHasStart) ? rec.start_time_micros : 0;
-        cc.duration_us = rec.duration_micros;
-        if (c != nullptr) {
-          cc.pg_name = std::string(c->pg_name);
-          if (rec.type == ChakraNodeType::kCommColl && c->comm_type) {
-            cc.comm_type = static_cast<int32_t>(*c->comm_type);
+  for (const std::vector<uint32_t>& range : found) {
+    for (uint32_t i : range) {
+      const ChakraNodeRecord& rec = chakra.nodes[i];
+      const EtPlusNode& src = trace.nodes[rec.source];
+      if (rec.type == ChakraNodeType::kMetadata ||
+          src.name.find("process_group:init") != std::string_view::npos) {
+        CF_RETURN_IF_ERROR(render_io(trace, src, io));
+        const std::string values(io.io[kInValues]);
+        if (!values.empty() && !parse_group_list(values, name_offset, &out.declared)) {
+          ++out.unreadable_metadata;
+        }
+      } else {
+        const CommAttrs* c = chakra.comm_of(rec);
+        if (c != nullptr && !c->pg_name.empty()) out.used.insert(std::string(c->pg_name));
+        if (rec.has(ChakraNodeRecord::kOffThread)) {
+          CpuCollective& cc = out.cpu_collectives.emplace_back();
+          cc.node_id = src.id;
+          cc.type = static_cast<int32_t>(rec.type);
+          cc.start_us = rec.has(ChakraNodeRecord::kHasStart) ? rec.start_time_micros : 0;
+          cc.duration_us = rec.duration_micros;
+          if (c != nullptr) {
+            cc.pg_name = std::string(c->pg_name);
+            if (rec.type == ChakraNodeType::kCommColl && c->comm_type) {
+              cc.comm_type = static_cast<int32_t>(*c->comm_type);
+            }
+            cc.comm_size = c->comm_size.value_or(0);
           }
-          cc.comm_size = c->comm_size.value_or(0);
         }
       }
     }

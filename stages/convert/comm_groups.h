@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/common/status.h"
 
 namespace chakraflow {
@@ -60,9 +61,10 @@ struct ChakraTrace;
 
 // What scan_comm_groups reads back from the .et write_chakra_trace writes for `chakra`, taken
 // from the conversion in memory (the same node names, types, rendered inputs and pg_names), so
-// that a run need not read its traces again. `rank` is left 0. Fails as render_io.
+// that a run need not read its traces again. `rank` is left 0. Fails as render_io. `workers` (may
+// be null) search the records in ranges, concurrently; the result is the same.
 StatusOr<RankCommGroups> comm_groups_of(const EtPlusTrace& trace, const ChakraTrace& chakra,
-                                        int name_offset);
+                                        int name_offset, const OrderedBatches* workers = nullptr);
 
 // Reads one rank's .et. `name_offset`: the offset the converter applied to the pg_name
 // attributes, applied here to the metadata's names too. Errors name the file and the record.

@@ -10,6 +10,7 @@
 #include "stages/common/file_io.h"
 #include "stages/common/json_util.h"
 #include "stages/common/move_to_targets.h"
+#include "stages/common/prefault.h"
 #include "stages/link/host_et_loader.h"
 
 namespace chakraflow {
@@ -297,9 +298,11 @@ LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTra
 namespace {
 
 // Moves the nodes as read (in file order) to their output positions (`slot`, by host node, in id
-// order) in `nodes` grown to `total`, in place (no second vector of nodes is alive).
+// order) in `nodes` grown to `total`, in place (no second vector of nodes is alive); the growth's
+// pages faulted in through `workers` first.
 void place_nodes(const HostTrace& host, const std::vector<uint32_t>& slot, size_t total,
-                 std::vector<EtPlusNode>& nodes) {
+                 std::vector<EtPlusNode>& nodes, const OrderedBatches& workers) {
+  reserve_prefaulted(nodes, total, workers);
   const size_t n = nodes.size();
   std::vector<uint32_t> target(n);  // by position as read
   for (uint32_t i = 0; i < n; ++i) target[host.nodes[i].file_index] = slot[i];
@@ -447,7 +450,7 @@ class NodeLinker {
 // and data problems in `t`).
 StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDeviceFacts device,
                                  const LinkedTrace& linked, const LinkOptions& link_options,
-                                 const ConvertOptions& options) {
+                                 const ConvertOptions& options, const OrderedBatches& workers) {
   if (t.nodes.size() != host.nodes.size()) {
     return Status::errorf("{}: internal error: {} nodes read for {} host nodes", host.path,
                           t.nodes.size(), host.nodes.size());
@@ -461,7 +464,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
     slot[i] = static_cast<uint32_t>(total);
     total += 1 + (linked.ops[i].gpu_end - linked.ops[i].gpu_begin);
   }
-  place_nodes(host, slot, total, t.nodes);
+  place_nodes(host, slot, total, t.nodes, workers);
   NodeLinker linker(host, t, device, linked, link_options);
   for (uint32_t i = 0; i < host.nodes.size(); ++i) linker.link(i, slot[i]);
   // Ids are dense in the writer's order (stages/link/id_assignment.h): checked as they were set
@@ -616,8 +619,10 @@ Status EtPlusNodeSink::node(const HostNode& h, const HostNodeDetail& d) {
 StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, EtPlusNodeSink nodes,
                                         LinkedDeviceFacts device, const LinkedTrace& linked,
                                         const LinkOptions& link_options,
-                                        const ConvertOptions& options) {
-  return link_nodes(host, nodes.take_nodes(), std::move(device), linked, link_options, options);
+                                        const ConvertOptions& options,
+                                        const OrderedBatches* workers) {
+  return link_nodes(host, nodes.take_nodes(), std::move(device), linked, link_options, options,
+                    batches_or_in_turn(workers));
 }
 
 namespace {

@@ -929,7 +929,8 @@ Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, Data
   CF_RETURN_IF_ERROR(write_chakra_trace(trace, chakra, options, writer, batches));
   CF_RETURN_IF_ERROR(writer.commit());
   if (report != nullptr) {
-    CF_ASSIGN_OR_RETURN(report->comm_groups, comm_groups_of(trace, chakra, options.pg_name_offset));
+    CF_ASSIGN_OR_RETURN(report->comm_groups,
+                        comm_groups_of(trace, chakra, options.pg_name_offset, batches));
     report->input_nodes = trace.nodes.size();
     report->output_nodes = chakra.nodes.size();
     report->removed_dangling = chakra.removed_dangling;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "proto/et_def.pb.h"
+#include "stages/convert/convert_model.h"
 #include "stages/et/et_io.h"
 #include "tests/testing/test_util.h"
 
@@ -107,6 +108,47 @@ TEST(CommGroups, NoGroupAnywhereIsTheDefaultGroupOfEveryRank) {
   const CommGroups renumbered = build_comm_groups({r0}, {0, 1}, 1);
   EXPECT_EQ(comm_groups_json(renumbered), "{\n  \"1\": [0, 1]\n}\n");
   EXPECT_EQ(comm_groups_json(CommGroups{}), "{}\n");
+}
+
+// comm_groups_of searches the records in ranges: communication in several ranges, CPU-side
+// collectives listed in record order whichever range they are in, on the workers or not.
+TEST(CommGroups, FromAConversionInRangesInRecordOrder) {
+  EtPlusTrace trace;
+  ChakraTrace chakra;
+  constexpr uint32_t kRecords = 100000;
+  std::vector<uint64_t> off_thread;
+  const std::string_view names[] = {"pg_a", "pg_b", "pg_c"};
+  for (uint32_t i = 0; i < kRecords; ++i) {
+    EtPlusNode& n = trace.nodes.emplace_back();
+    n.id = i;
+    n.name = "aten::mm";
+    ChakraNodeRecord& r = chakra.nodes.emplace_back();
+    r.source = i;
+    if (i % 9973 == 5) {  // ten of them, in every range
+      r.type = ChakraNodeType::kCommColl;
+      r.comm = static_cast<uint32_t>(chakra.comm.size());
+      CommAttrs& c = chakra.comm.emplace_back();
+      c.pg_name = names[(i / 9973) % 3];
+      c.comm_size = i;
+      if (i / 9973 % 2 == 0) {
+        r.set(ChakraNodeRecord::kOffThread);
+        off_thread.push_back(i);
+      }
+    }
+  }
+  const OrderedBatches in_turn;
+  for (const OrderedBatches* workers : {static_cast<const OrderedBatches*>(nullptr), &in_turn}) {
+    auto groups = comm_groups_of(trace, chakra, 0, workers);
+    ASSERT_TRUE(groups.ok()) << groups.status().message();
+    EXPECT_EQ(groups->used, (std::set<std::string>{"pg_a", "pg_b", "pg_c"}));
+    std::vector<uint64_t> listed;
+    for (const CpuCollective& c : groups->cpu_collectives) {
+      listed.push_back(c.node_id);
+      EXPECT_EQ(c.comm_size, static_cast<int64_t>(c.node_id));
+    }
+    EXPECT_EQ(listed, off_thread);
+    EXPECT_TRUE(groups->declared.empty());
+  }
 }
 
 TEST(CommGroups, NumericNamesSortNumericallyAndOffsetOnlyNumbers) {
