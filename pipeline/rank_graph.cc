@@ -181,8 +181,6 @@ class RankGraph {
                              convert_step("encode dependencies", &RankGraph::encode_dependencies)),
         drop_dangling_(graph_, flow::unlimited,
                        convert_step("drop dangling nodes", &RankGraph::drop_dangling)),
-        check_acyclic_(graph_, flow::unlimited,
-                       convert_step("check acyclic", &RankGraph::check_acyclic)),
         write_et_(graph_, flow::unlimited, convert_step("write .et", &RankGraph::write_et)),
         finish_(graph_, flow::unlimited, [this](const Job& job) { return finish(job); }),
         free_device_(graph_, flow::unlimited, [](const Release<const DeviceTrace>& r) {
@@ -274,8 +272,7 @@ class RankGraph {
       }
       w.edge(select_nodes_, "select_nodes", encode_dependencies_, "encode_dependencies");
       w.edge(encode_dependencies_, "encode_dependencies", drop_dangling_, "drop_dangling");
-      w.edge(drop_dangling_, "drop_dangling", check_acyclic_, "check_acyclic");
-      w.edge(check_acyclic_, "check_acyclic", write_et_, "write_et");
+      w.edge(drop_dangling_, "drop_dangling", write_et_, "write_et");
       chain = &write_et_;
       chain_name = "write_et";
     }
@@ -569,16 +566,16 @@ class RankGraph {
     return Status();
   }
 
-  Status check_acyclic(RankInFlight& job) {
-    return chakraflow::check_acyclic(*job.nodes, *job.chakra);
-  }
-
   Status write_et(RankInFlight& job) {
     const RankJob& spec = jobs_[job.seq];
     // The records encoded in batches on the workers, two per worker in flight at most.
     const ParallelBatches batches = ParallelBatches::two_per_worker();
-    return write_converted(*job.nodes, *job.chakra, std::move(job.convert_stats), spec.et_path,
-                           spec.convert, &results_[job.seq].convert, &batches);
+    // The cycle check beside the encoding: the file is committed only when the trace is acyclic.
+    const EtPlusTrace& nodes = *job.nodes;
+    const ChakraTrace& chakra = *job.chakra;
+    return write_converted(nodes, chakra, std::move(job.convert_stats), spec.et_path, spec.convert,
+                           &results_[job.seq].convert, &batches,
+                           [&] { return check_acyclic(nodes, chakra); });
   }
 
   flow::continue_msg finish(const Job& job) {
@@ -625,7 +622,6 @@ class RankGraph {
   flow::function_node<Job, Job> select_nodes_;
   flow::function_node<Job, Job> encode_dependencies_;
   flow::function_node<Job, Job> drop_dangling_;
-  flow::function_node<Job, Job> check_acyclic_;
   flow::function_node<Job, Job> write_et_;
   flow::function_node<Job, flow::continue_msg> finish_;
   // Frees a device trace off its rank's chain of stages (put by release_device, no edges).

@@ -14,7 +14,7 @@
 //                                                                                         |
 //      join <-----------------------------------------------------------------------------+
 //        -> assign_ids -> [write_et_plus] -> [release_device -> complete_nodes | read_et_plus]
-//        -> [select_nodes -> encode_dependencies -> drop_dangling -> check_acyclic -> write_et]
+//        -> [select_nodes -> encode_dependencies -> drop_dangling -> write_et]
 //        -> finish -> limiter.decrementer()
 //
 // From an ET+ file (RankInput::kEtPlus): source -> limiter -> start -> read_et_plus ->
@@ -22,7 +22,8 @@
 //
 // The nodes in brackets exist when the plan asks for them: write_et_plus when an ET+ is kept (or,
 // in the legacy layout, converted from a temporary file); the converter's stages when the rank is
-// converted to .et, one node each (stages/convert/pytorch_converter.h), from its nodes either
+// converted to .et, one node each (stages/convert/pytorch_converter.h; write_et runs the cycle
+// check beside the encoding and commits only an acyclic trace), from its nodes either
 // completed in memory (release_device -> complete_nodes) or read from an ET+ file
 // (read_et_plus). In the chakra layout the conversion is in memory: the host loader makes the
 // converter's node of every host node in its own pass (one parse of the text; the printed graph

@@ -514,7 +514,7 @@ StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions
 }
 
 void fill_global_metadata(const EtPlusTrace& t, const ConvertOptions& options,
-                          pb::GlobalMetadata* md) {
+                          pb::GlobalMetadata* md, const OrderedBatches* workers) {
   md->Clear();
   // Chakra leaves the version empty (spec §5 #20); default mode names the schema it writes.
   if (options.compat == Compat::kDefault) md->set_version("1.0.0");
@@ -537,7 +537,7 @@ void fill_global_metadata(const EtPlusTrace& t, const ConvertOptions& options,
   add_uint("start_ts", m.start_ts);
   add_uint("finish_ts", m.finish_ts);
   if (options.compat == Compat::kDefault) {
-    if (auto step = measured_step(t)) {
+    if (auto step = measured_step(t, workers)) {
       auto add_double = [&](const char* name, double v) {
         pb::AttributeProto* a = md->add_attr();
         a->set_name(name);
@@ -572,16 +572,46 @@ void fill_global_metadata(const EtPlusTrace& t, const ConvertOptions& options,
   }
 }
 
-std::optional<MeasuredStep> measured_step(const EtPlusTrace& t) {
+namespace {
+
+// The step of the nodes [begin, end) (measured_step).
+std::optional<MeasuredStep> step_of(const EtPlusTrace& t, size_t begin, size_t end) {
   std::optional<MeasuredStep> step;
-  for (const EtPlusNode& n : t.nodes) {
+  for (size_t i = begin; i < end; ++i) {
+    const EtPlusNode& n = t.nodes[i];
     if (!n.has_ts || !(n.ts > 0)) continue;  // not linked to the device trace
-    const double end = n.ts + std::max({n.inclusive_dur, n.exclusive_dur, 0.0});
+    const double last = n.ts + std::max({n.inclusive_dur, n.exclusive_dur, 0.0});
     if (!step) {
-      step = MeasuredStep{n.ts, end};
+      step = MeasuredStep{n.ts, last};
     } else {
       step->start_us = std::min(step->start_us, n.ts);
-      step->end_us = std::max(step->end_us, end);
+      step->end_us = std::max(step->end_us, last);
+    }
+  }
+  return step;
+}
+
+// Nodes per range of measured_step on the workers.
+constexpr size_t kStepRange = 32768;
+
+}  // namespace
+
+std::optional<MeasuredStep> measured_step(const EtPlusTrace& t, const OrderedBatches* workers) {
+  const size_t n = t.nodes.size();
+  const size_t ranges = std::max<size_t>(1, (n + kStepRange - 1) / kStepRange);
+  std::vector<std::optional<MeasuredStep>> parts(ranges);
+  batches_or_in_turn(workers).for_each(ranges, [&](size_t r) {
+    parts[r] = step_of(t, r * kStepRange, std::min(n, (r + 1) * kStepRange));
+  });
+  // The earliest start and the latest end of the ranges' (times are finite: JSON has no NaN).
+  std::optional<MeasuredStep> step;
+  for (const auto& part : parts) {
+    if (!part) continue;
+    if (!step) {
+      step = part;
+    } else {
+      step->start_us = std::min(step->start_us, part->start_us);
+      step->end_us = std::max(step->end_us, part->end_us);
     }
   }
   return step;
@@ -896,7 +926,7 @@ Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
                           const ConvertOptions& options, EtWriter& writer,
                           const OrderedBatches* batches) {
   pb::GlobalMetadata md;
-  fill_global_metadata(t, options, &md);
+  fill_global_metadata(t, options, &md, batches);
   writer.write(md);
   // The nodes in batches, encoded through `batches` (concurrently where it runs them so) and
   // written in order: the same bytes either way.
@@ -924,9 +954,20 @@ Status convert_file(const std::string& input_path, const std::string& output_pat
 
 Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, DataProblems stats,
                        const std::string& output_path, const ConvertOptions& options,
-                       ConvertReport* report, const OrderedBatches* batches) {
+                       ConvertReport* report, const OrderedBatches* batches,
+                       const std::function<Status()>& check_beside) {
   CF_ASSIGN_OR_RETURN(EtWriter writer, EtWriter::open(output_path));
-  CF_RETURN_IF_ERROR(write_chakra_trace(trace, chakra, options, writer, batches));
+  Status checked, written;
+  batches_or_in_turn(batches).for_each(check_beside ? 2 : 1, [&](size_t task) {
+    if (task == 0) {
+      written = write_chakra_trace(trace, chakra, options, writer, batches);
+    } else {
+      checked = check_beside();
+    }
+  });
+  // Nothing is committed unless both succeeded (the writer discards its temporary file).
+  CF_RETURN_IF_ERROR(checked);
+  CF_RETURN_IF_ERROR(written);
   CF_RETURN_IF_ERROR(writer.commit());
   if (report != nullptr) {
     CF_ASSIGN_OR_RETURN(report->comm_groups,

@@ -20,6 +20,7 @@
 // Output bytes are deterministic. Functions are thread-compatible (no shared state).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -61,7 +62,8 @@ StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& trace, const ConvertOpt
 // The conversion's stages, one at a time (the rank graph, pipeline/rank_graph.h, runs each as a
 // node of its own): select_nodes -> encode_dependencies (stages/convert/dependency_encoding.h, on
 // `graph`, into `dependencies`) -> drop_dangling_nodes -> check_acyclic
-// (stages/convert/cycle_check.h) -> write_converted. A trace being converted, between them:
+// (stages/convert/cycle_check.h) -> write_converted (the rank graph gives it the cycle check to run
+// beside the encoding). A trace being converted, between them:
 struct Conversion {
   ConversionGraph graph;
   // The group names the communication typing chose (CommAttrs point into them).
@@ -79,10 +81,12 @@ Conversion select_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
 ChakraTrace drop_dangling_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
                                 Conversion&& conversion, DataProblems& stats);
 // Writes `output_path` atomically (write_chakra_trace, through `batches`) and fills `report`
-// (optional; its stats: `stats`).
+// (optional; its stats: `stats`). `check_beside` (optional): a check run beside the encoding (the
+// rank graph's cycle check); the file is committed only when it passed, else its error is returned.
 Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, DataProblems stats,
                        const std::string& output_path, const ConvertOptions& options,
-                       ConvertReport* report, const OrderedBatches* batches = nullptr);
+                       ConvertReport* report, const OrderedBatches* batches = nullptr,
+                       const std::function<Status()>& check_beside = {});
 
 // The step the trace recorded, in the device trace's clock (µs): from the first start to the last
 // end (ts + inclusive_dur, or exclusive_dur when larger) of the nodes linked to the device trace
@@ -93,11 +97,14 @@ struct MeasuredStep {
   double start_us = 0;
   double end_us = 0;
 };
-std::optional<MeasuredStep> measured_step(const EtPlusTrace& trace);
+// `workers` (may be null): the nodes read in ranges, concurrently (the same step).
+std::optional<MeasuredStep> measured_step(const EtPlusTrace& trace,
+                                          const OrderedBatches* workers = nullptr);
 
 // The messages Chakra writes for the trace (default mode adds the measured step).
 void fill_global_metadata(const EtPlusTrace& trace, const ConvertOptions& options,
-                          ChakraProtoMsg::GlobalMetadata* metadata);
+                          ChakraProtoMsg::GlobalMetadata* metadata,
+                          const OrderedBatches* workers = nullptr);
 // A node's six IOInfo strings (Python's str() of each list, stages/convert/python_repr.h), rendered
 // from the raw JSON the node points at (EtPlusTrace::raw_io); a missing list is "[]".
 struct RenderedIo {

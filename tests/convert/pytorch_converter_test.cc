@@ -134,6 +134,38 @@ std::string worked_example() {
   });
 }
 
+// The measured step, read in ranges: the first start and the last end of the nodes with a ts,
+// wherever in the trace they lie (the earliest start in the last range, the latest end in the
+// first), nodes without a ts or with ts 0 left out; none without any.
+TEST(pytorch_converter, MeasuredStepOverRanges) {
+  EtPlusTrace t;
+  std::mt19937 rng(7);
+  constexpr size_t kNodes = 100000;
+  for (size_t i = 0; i < kNodes; ++i) {
+    EtPlusNode& n = t.nodes.emplace_back();
+    n.has_ts = i % 5 != 0;
+    n.ts = n.has_ts ? 1000.0 + static_cast<double>(rng() % 50000) : 0.0;
+    n.inclusive_dur = static_cast<double>(rng() % 300);
+    n.exclusive_dur = static_cast<double>(rng() % 400);
+  }
+  t.nodes[kNodes - 3].ts = 5.0;  // the first start, in the last range
+  t.nodes[7].has_ts = true;      // the last end, in the first range
+  t.nodes[7].ts = 90000.0;
+  t.nodes[7].inclusive_dur = 3.0;
+  t.nodes[7].exclusive_dur = 12.5;  // the larger of the two counts
+  t.nodes[11].has_ts = true;        // ts 0: not linked, left out
+  t.nodes[11].ts = 0.0;
+  const OrderedBatches in_turn;
+  for (const OrderedBatches* workers : {static_cast<const OrderedBatches*>(nullptr), &in_turn}) {
+    const auto step = measured_step(t, workers);
+    ASSERT_TRUE(step.has_value());
+    EXPECT_EQ(step->start_us, 5.0);
+    EXPECT_EQ(step->end_us, 90012.5);
+  }
+  for (EtPlusNode& n : t.nodes) n.has_ts = false;
+  EXPECT_FALSE(measured_step(t, &in_turn).has_value());
+}
+
 TEST(pytorch_converter, WorkedExampleChakraMode) {
   auto c = convert_text(worked_example(), Compat::kChakra);
   ASSERT_TRUE(c.ok()) << c.status().message();

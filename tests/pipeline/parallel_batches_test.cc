@@ -198,6 +198,30 @@ TEST(ParallelBatches, EtIsTheSameBytesWhateverTheThreads) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
     const ParallelBatches batches(2 * static_cast<size_t>(threads));
     EXPECT_TRUE(write("many.et", &batches) == sequential) << threads << " threads";
+    // A check run beside the encoding (the rank graph's cycle check): passed, the same bytes;
+    // failed, its error and no file (nor a temporary one) left.
+    std::atomic<int> checks{0};
+    Status s = write_converted(input->trace, *chakra, stats, dir.file("checked.et"), options,
+                               nullptr, &batches, [&] {
+                                 ++checks;
+                                 return check_acyclic(input->trace, *chakra);
+                               });
+    EXPECT_TRUE(s.ok()) << s.message();
+    EXPECT_TRUE(testing::read_text(dir.file("checked.et")) == sequential) << threads;
+    s = write_converted(input->trace, *chakra, stats, dir.file("refused.et"), options, nullptr,
+                        &batches, [&] {
+                          ++checks;
+                          return Status::error("a cycle");
+                        });
+    EXPECT_EQ(s.message(), "a cycle");
+    EXPECT_EQ(checks.load(), 2);
+    EXPECT_FALSE(std::filesystem::exists(dir.file("refused.et")));
+    size_t entries = 0;
+    for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) {
+      ++entries;
+    }
+    EXPECT_EQ(entries, 3u);  // one.et, many.et, checked.et
+    std::filesystem::remove(dir.file("checked.et"));
   }
 }
 

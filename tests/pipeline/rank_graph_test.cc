@@ -49,9 +49,9 @@ TEST(RankGraph, EachPlanDeclaresItsNodes) {
   EXPECT_EQ(rank_graph_dot(link_only).find("load_host [label="), std::string::npos);
 
   // The converter's stages, one node each, after the nodes completed in memory.
-  const std::set<std::string> converter = {
-      "select_nodes -> encode_dependencies", "encode_dependencies -> drop_dangling",
-      "drop_dangling -> check_acyclic", "check_acyclic -> write_et", "write_et -> finish"};
+  const std::set<std::string> converter = {"select_nodes -> encode_dependencies",
+                                           "encode_dependencies -> drop_dangling",
+                                           "drop_dangling -> write_et", "write_et -> finish"};
   RankPlan in_memory;
   in_memory.write_et_plus = false;
   in_memory.convert = true;
