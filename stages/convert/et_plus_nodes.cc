@@ -142,17 +142,38 @@ void recover_renumbered_parents(EtPlusTrace& t, uint32_t process_root) {
   t.parents_renumbered = true;
 }
 
-void resolve_parents(EtPlusTrace& t) {
+// Nodes per range of resolve_parents on the workers.
+constexpr uint32_t kParentRange = 32768;
+
+void resolve_parents(EtPlusTrace& t, const OrderedBatches& workers) {
+  // Each node's parent index, in ranges: whether a range saw a flat-layout parent, and its first
+  // process root.
+  const auto n = static_cast<uint32_t>(t.nodes.size());
+  const size_t ranges = std::max<size_t>(1, (size_t{n} + kParentRange - 1) / kParentRange);
+  struct Found {
+    uint32_t process_root = kNoNode;
+    bool any_flat_parent = false;
+  };
+  std::vector<Found> found(ranges);
+  workers.for_each(ranges, [&](size_t r) {
+    const auto begin = static_cast<uint32_t>(r * kParentRange);
+    const uint32_t end = std::min(n, begin + kParentRange);
+    Found& f = found[r];
+    for (uint32_t i = begin; i < end; ++i) {
+      EtPlusNode& node = t.nodes[i];
+      if (node.has_parent_id) {
+        uint32_t p = t.index_of(node.parent_id);
+        node.parent = p == i ? kNoNode : p;
+        f.any_flat_parent |= !node.parent_from_ctrl_deps;
+      }
+      if (f.process_root == kNoNode && is_process_root_name(node.name)) f.process_root = i;
+    }
+  });
   uint32_t process_root = kNoNode;
   bool any_flat_parent = false;
-  for (uint32_t i = 0; i < t.nodes.size(); ++i) {
-    EtPlusNode& node = t.nodes[i];
-    if (node.has_parent_id) {
-      uint32_t p = t.index_of(node.parent_id);
-      node.parent = p == i ? kNoNode : p;
-      any_flat_parent |= !node.parent_from_ctrl_deps;
-    }
-    if (process_root == kNoNode && is_process_root_name(node.name)) process_root = i;
+  for (const Found& f : found) {
+    any_flat_parent |= f.any_flat_parent;
+    if (process_root == kNoNode) process_root = f.process_root;
   }
   if (any_flat_parent && process_root != kNoNode) {
     const EtPlusNode& root = t.nodes[process_root];
@@ -209,7 +230,7 @@ enum class FileOrder : uint8_t {
 
 // What follows reading the nodes (in id order): metadata, schema checks, file order, parents.
 void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrder order,
-                  EtPlusTrace& t) {
+                  EtPlusTrace& t, const OrderedBatches* workers = nullptr) {
   t.host = &host;
   t.schema = host.schema;
   read_metadata(host, t);
@@ -234,7 +255,7 @@ void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrde
   } else {
     for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[i] = i;
   }
-  resolve_parents(t);
+  resolve_parents(t, batches_or_in_turn(workers));
   if (t.parents_renumbered) {
     t.stats.add(StatKind::kEtPlusOldParentIdsMapped, t.path);
   }
@@ -309,35 +330,64 @@ void place_nodes(const HostTrace& host, const std::vector<uint32_t>& slot, size_
   move_to_targets(nodes, target, total);
 }
 
+// What linking a range of host nodes adds besides the nodes themselves, joined in order after the
+// ranges (link_nodes): the entries of the trace's side tables, indexed from 0 in the range (the
+// nodes that point into them are listed by slot, to be moved by what the ranges before added).
+struct LinkedRange {
+  std::vector<std::pair<uint64_t, int64_t>> exec_tids;
+  std::vector<uint64_t> sync_dep_ids;
+  std::vector<uint32_t> sync_slots;  // nodes whose sync_dep_begin is into sync_dep_ids
+  std::vector<CommNames> comm_names;
+  std::vector<uint32_t> comm_slots;  // nodes whose comm_names is into comm_names
+  std::deque<std::string> arena;     // repaired strings
+  DataProblems stats;
+  bool ids_ascending = true;
+  uint64_t first_id = 0, last_id = 0;
+  bool any = false;
+};
+
 // read_linked_nodes' rewrite of the nodes as read, placed at their output positions: what the
-// ET+ writer would write into them (stages/link/et_plus_writer.h), node by node in its order.
+// ET+ writer would write into them (stages/link/et_plus_writer.h), node by node in its order, for
+// a range of host nodes (each range with its own LinkedRange; the nodes are only read outside it).
 class NodeLinker {
  public:
   NodeLinker(const HostTrace& host, EtPlusTrace& t, const LinkedDeviceFacts& device,
-             const LinkedTrace& linked, const LinkOptions& link_options)
+             const LinkedTrace& linked, const LinkOptions& link_options, uint32_t first_host,
+             uint32_t first_slot, LinkedRange& out)
       : host_(host),
         t_(t),
         device_(device),
         linked_(linked),
-        default_mode_(link_options.compat == Compat::kDefault) {}
+        default_mode_(link_options.compat == Compat::kDefault),
+        out_(out),
+        position_(first_slot) {
+    // The cursors where the range starts: the first GPU op of its first host op, its first host op.
+    const uint32_t first_gpu =
+        first_host < linked.ops.size() ? linked.ops[first_host].gpu_begin : 0;
+    gpu_sync_next_ = static_cast<size_t>(
+        std::lower_bound(linked.gpu_sync_deps.begin(), linked.gpu_sync_deps.end(), first_gpu,
+                         [](const GpuSyncDep& d, uint32_t k) { return d.gpu_position < k; }) -
+        linked.gpu_sync_deps.begin());
+    exec_next_ = static_cast<size_t>(
+        std::lower_bound(linked.exec_tids.begin(), linked.exec_tids.end(), first_host,
+                         [](const auto& e, uint32_t i) { return e.first < i; }) -
+        linked.exec_tids.begin());
+  }
 
   // Host node i (at `slot`) and its GPU ops' nodes after it.
   void link(uint32_t i, uint32_t slot) {
     const LinkedHostOp& op = linked_.ops[i];
     // The GPU nodes are copies of the host node's text, before the host node's own changes.
     if (op.gpu_begin < op.gpu_end) as_read_ = t_.nodes[slot];
-    link_host_node(i, t_.nodes[slot]);
+    link_host_node(i, slot);
     for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
-      link_gpu_node(op, k, t_.nodes[slot + 1 + (k - op.gpu_begin)]);
+      link_gpu_node(op, k, slot + 1 + (k - op.gpu_begin));
     }
   }
 
-  // Whether the ids came out strictly ascending in position order (they do: dense in the
-  // writer's order), checked as they were set.
-  bool ids_ascending() const { return ids_ascending_; }
-
  private:
-  void link_host_node(uint32_t i, EtPlusNode& n) {
+  void link_host_node(uint32_t i, uint32_t slot) {
+    EtPlusNode& n = t_.nodes[slot];
     const HostNode& h = host_.nodes[i];
     const LinkedHostOp& op = linked_.ops[i];
     n.id = op.new_id;
@@ -355,32 +405,33 @@ class NodeLinker {
       const LinkedDeviceFacts::Timing& e = device_.host_op[i];
       set_timing(n, e.dur, op.exclusive, e.ts, op);
       if (exec_next_ < linked_.exec_tids.size() && linked_.exec_tids[exec_next_].first == i) {
-        t_.exec_tids.emplace_back(op.new_id, linked_.exec_tids[exec_next_++].second);
+        out_.exec_tids.emplace_back(op.new_id, linked_.exec_tids[exec_next_++].second);
       }
       // Chakra mode: the value its ET+ holds, Chakra's arithmetic (the writer's).
       if (!linked_.chakra_exclusive.empty()) n.exclusive_dur = linked_.chakra_exclusive[i].value;
     }
     const std::span<const uint64_t> sync = linked_.sync_deps[i];
     if (!sync.empty()) {
-      begin_sync(n);
-      t_.sync_dep_ids.insert(t_.sync_dep_ids.end(), sync.begin(), sync.end());
+      begin_sync(n, slot);
+      out_.sync_dep_ids.insert(out_.sync_dep_ids.end(), sync.begin(), sync.end());
       end_sync(n);
     }
   }
 
-  // The GPU op at gpu_events[k] of host op `op`: a copy of the host node as read with the
-  // writer's keys: ctrl_deps (the host node), timing, cat, stream, pg_name, sync_dep.
-  void link_gpu_node(const LinkedHostOp& op, uint32_t k, EtPlusNode& n) {
+  // The GPU op at gpu_events[k] of host op `op`, at `slot`: a copy of the host node as read with
+  // the writer's keys: ctrl_deps (the host node), timing, cat, stream, pg_name, sync_dep.
+  void link_gpu_node(const LinkedHostOp& op, uint32_t k, uint32_t slot) {
+    EtPlusNode& n = t_.nodes[slot];
     const LinkedDeviceFacts::GpuOp& g = device_.gpu_op[k];
     n = as_read_;
     n.id = linked_.gpu_new_id(op, k - op.gpu_begin);
     n.file_position = position_++;
     in_id_order(n.id);
     auto where = [&n] { return fmt::format("node {}", n.id); };
-    n.name = g.name_utf8 ? g.name : valid_utf8(g.name, t_.arena, t_.stats, where);
+    n.name = g.name_utf8 ? g.name : valid_utf8(g.name, out_.arena, out_.stats, where);
     n.kind = n.name.find("process_group:init") != std::string_view::npos ? OpKind::kMetadata
                                                                          : OpKind::kGpu;
-    if (n.op_schema_repaired) t_.stats.add(StatKind::kEtPlusStringNotUtf8, where());
+    if (n.op_schema_repaired) out_.stats.add(StatKind::kEtPlusStringNotUtf8, where());
     n.parent_id = op.new_id;
     n.has_parent_id = true;
     n.parent_from_ctrl_deps = true;
@@ -392,22 +443,26 @@ class NodeLinker {
       n.has_stream = false;
     }
     if (!n.pg_name_from_attr && !g.pg_name.empty()) {
-      t_.set_comm_names(
-          n, g.pg_name_utf8 ? g.pg_name : valid_utf8(g.pg_name, t_.arena, t_.stats, where),
-          t_.collective_name(n));
+      // The host node's entry (as read, in the trace's table) gives the collective name.
+      const std::string_view pg_name =
+          g.pg_name_utf8 ? g.pg_name : valid_utf8(g.pg_name, out_.arena, out_.stats, where);
+      const std::string_view collective = t_.collective_name(n);
+      n.comm_names = static_cast<uint32_t>(out_.comm_names.size());
+      out_.comm_names.push_back({pg_name, collective});
+      out_.comm_slots.push_back(slot);
     } else if (n.pg_name_repaired) {
-      t_.stats.add(StatKind::kEtPlusStringNotUtf8, where());
+      out_.stats.add(StatKind::kEtPlusStringNotUtf8, where());
     }
     const auto& gpu_sync = linked_.gpu_sync_deps;  // sorted by GPU position
     if (gpu_sync_next_ < gpu_sync.size() && gpu_sync[gpu_sync_next_].gpu_position == k) {
-      begin_sync(n);
+      begin_sync(n, slot);
       for (; gpu_sync_next_ < gpu_sync.size() && gpu_sync[gpu_sync_next_].gpu_position == k;
            ++gpu_sync_next_) {
-        t_.sync_dep_ids.push_back(gpu_sync[gpu_sync_next_].dep_id);
+        out_.sync_dep_ids.push_back(gpu_sync[gpu_sync_next_].dep_id);
       }
       end_sync(n);
     }
-    if (n.io_missing) t_.stats.add(StatKind::kEtPlusNodeWithoutIo, where());
+    if (n.io_missing) out_.stats.add(StatKind::kEtPlusNodeWithoutIo, where());
   }
 
   // The keys the writer appends after the node's own: they replace what the node had.
@@ -422,15 +477,21 @@ class NodeLinker {
       n.inter_thread_dep = linked_.ops[owner.inter_thread_dep.value].new_id;
     }
   }
-  void begin_sync(EtPlusNode& n) const {
-    n.sync_dep_begin = static_cast<uint32_t>(t_.sync_dep_ids.size());
+  void begin_sync(EtPlusNode& n, uint32_t slot) const {
+    n.sync_dep_begin = static_cast<uint32_t>(out_.sync_dep_ids.size());
+    out_.sync_slots.push_back(slot);
   }
   void end_sync(EtPlusNode& n) const {
-    n.sync_dep_count = static_cast<uint32_t>(t_.sync_dep_ids.size()) - n.sync_dep_begin;
+    n.sync_dep_count = static_cast<uint32_t>(out_.sync_dep_ids.size()) - n.sync_dep_begin;
   }
   void in_id_order(uint64_t id) {
-    ids_ascending_ &= position_ == 1 || id > last_id_;
-    last_id_ = id;
+    if (!out_.any) {
+      out_.any = true;
+      out_.first_id = id;
+    } else {
+      out_.ids_ascending &= id > out_.last_id;
+    }
+    out_.last_id = id;
   }
 
   const HostTrace& host_;
@@ -438,19 +499,19 @@ class NodeLinker {
   const LinkedDeviceFacts& device_;
   const LinkedTrace& linked_;
   const bool default_mode_;
+  LinkedRange& out_;
   EtPlusNode as_read_;
-  uint32_t position_ = 0;     // in the ET+ the writer would write
+  uint32_t position_;         // in the ET+ the writer would write
   size_t gpu_sync_next_ = 0;  // cursor in linked.gpu_sync_deps (sorted by GPU position)
   size_t exec_next_ = 0;      // cursor in linked.exec_tids (by host op)
-  bool ids_ascending_ = true;
-  uint64_t last_id_ = 0;
 };
 
 // read_linked_nodes, from the nodes as read (`t.nodes`, with their sync deps, strings
 // and data problems in `t`).
 StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDeviceFacts device,
                                  const LinkedTrace& linked, const LinkOptions& link_options,
-                                 const ConvertOptions& options, const OrderedBatches& workers) {
+                                 const ConvertOptions& options, const OrderedBatches& workers,
+                                 uint32_t range_nodes) {
   if (t.nodes.size() != host.nodes.size()) {
     return Status::errorf("{}: internal error: {} nodes read for {} host nodes", host.path,
                           t.nodes.size(), host.nodes.size());
@@ -458,23 +519,49 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
   t.path = host.path;
   t.device_arenas = std::move(device.arenas);  // the GPU names and pg_names
   // Each host node's output position; its GPU ops' nodes follow it.
-  std::vector<uint32_t> slot(host.nodes.size());
+  const auto hosts = static_cast<uint32_t>(host.nodes.size());
+  std::vector<uint32_t> slot(hosts);
   size_t total = 0;
-  for (uint32_t i = 0; i < host.nodes.size(); ++i) {
+  for (uint32_t i = 0; i < hosts; ++i) {
     slot[i] = static_cast<uint32_t>(total);
     total += 1 + (linked.ops[i].gpu_end - linked.ops[i].gpu_begin);
   }
   place_nodes(host, slot, total, t.nodes, workers);
-  NodeLinker linker(host, t, device, linked, link_options);
-  for (uint32_t i = 0; i < host.nodes.size(); ++i) linker.link(i, slot[i]);
+  // The nodes linked in ranges of host nodes, concurrently; what each adds to the trace's tables
+  // joined in order, the nodes' indices into them moved by what the ranges before added.
+  const uint32_t per_range = std::max<uint32_t>(range_nodes, 1);
+  const size_t ranges = std::max<size_t>(1, (size_t{hosts} + per_range - 1) / per_range);
+  std::vector<LinkedRange> parts(ranges);
+  workers.for_each(ranges, [&](size_t r) {
+    const auto begin = static_cast<uint32_t>(r * per_range);
+    const uint32_t end = std::min(hosts, begin + per_range);
+    if (begin >= end) return;
+    NodeLinker linker(host, t, device, linked, link_options, begin, slot[begin], parts[r]);
+    for (uint32_t i = begin; i < end; ++i) linker.link(i, slot[i]);
+  });
   // Ids are dense in the writer's order (stages/link/id_assignment.h): checked as they were set
   // (no pass over the nodes for it); sorted if not.
-  const bool ids_ascending = linker.ids_ascending();
+  bool ids_ascending = true;
+  const LinkedRange* before = nullptr;
+  for (LinkedRange& part : parts) {
+    ids_ascending &= part.ids_ascending;
+    if (part.any && before != nullptr) ids_ascending &= part.first_id > before->last_id;
+    if (part.any) before = &part;
+    const auto sync_base = static_cast<uint32_t>(t.sync_dep_ids.size());
+    for (uint32_t s : part.sync_slots) t.nodes[s].sync_dep_begin += sync_base;
+    t.sync_dep_ids.insert(t.sync_dep_ids.end(), part.sync_dep_ids.begin(), part.sync_dep_ids.end());
+    const auto comm_base = static_cast<uint32_t>(t.comm_names.size());
+    for (uint32_t s : part.comm_slots) t.nodes[s].comm_names += comm_base;
+    t.comm_names.insert(t.comm_names.end(), part.comm_names.begin(), part.comm_names.end());
+    t.exec_tids.insert(t.exec_tids.end(), part.exec_tids.begin(), part.exec_tids.end());
+    if (!part.arena.empty()) t.device_arenas.push_back(std::move(part.arena));
+    t.stats.merge(part.stats);
+  }
   if (!ids_ascending) std::sort(t.exec_tids.begin(), t.exec_tids.end());
   // The writer's top-level "profiler_overhead" (default mode).
   if (link_options.compat == Compat::kDefault) t.metadata.profiler = linked.profiler;
   if (ids_ascending) {
-    finish_trace(host, options, FileOrder::kIndex, t);
+    finish_trace(host, options, FileOrder::kIndex, t, &workers);
     return t;
   }
   std::vector<EtPlusNode>& nodes = t.nodes;
@@ -485,7 +572,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
       return Status::errorf("{}: linked rank: duplicate node id {}", host.path, nodes[i].id);
     }
   }
-  finish_trace(host, options, FileOrder::kFilePosition, t);
+  finish_trace(host, options, FileOrder::kFilePosition, t, &workers);
   return t;
 }
 
@@ -620,9 +707,9 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, EtPlusNodeSink no
                                         LinkedDeviceFacts device, const LinkedTrace& linked,
                                         const LinkOptions& link_options,
                                         const ConvertOptions& options,
-                                        const OrderedBatches* workers) {
+                                        const OrderedBatches* workers, uint32_t range_nodes) {
   return link_nodes(host, nodes.take_nodes(), std::move(device), linked, link_options, options,
-                    batches_or_in_turn(workers));
+                    batches_or_in_turn(workers), range_nodes);
 }
 
 namespace {

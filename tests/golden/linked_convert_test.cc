@@ -1,6 +1,7 @@
-// `chakraflow run` converts a linked rank in memory (read_linked_nodes) instead of writing its ET+
-// and reading it back (write_et_plus + load_et_plus). The two must give the same .et bytes and
-// count the same data problems: checked on every real pair in ../shared/data, on generated ranks
+// `chakraflow run` converts a linked rank in memory (read_linked_nodes, here in ranges of 3 host
+// nodes) instead of writing its ET+ and reading it back (write_et_plus + load_et_plus). The two
+// must give the same .et bytes and count the same data problems: checked on every real pair in
+// ../shared/data, on generated ranks
 // (sync dependencies, collectives, both host layouts), on hand-made nodes whose fields the writer
 // overrides, in every combination of link and convert compat modes; and through the CLI.
 // In memory, the host nodes are read as `run` reads them: the converter's nodes made in the
@@ -112,9 +113,10 @@ Both convert_both_ways(const HostTrace& host, const DeviceTrace& device,
   EXPECT_TRUE(again.ok()) << again.status().message();
   if (!again.ok()) return out;
   expect_same_host(host, *again);
-  // The same nodes: the link's result holds for them too.
+  // The same nodes: the link's result holds for them too. Linked in ranges of 3 host nodes,
+  // so that every trace's sync deps, communication names and exec_tids fall in many ranges.
   auto trace = read_linked_nodes(*again, std::move(sink), linked_device_facts(device, *linked),
-                                 *linked, resolved, convert_options);
+                                 *linked, resolved, convert_options, nullptr, /*range_nodes=*/3);
   EXPECT_TRUE(trace.ok()) << trace.status().message();
   if (!trace.ok()) return out;
   Status b = convert_trace(*trace, dir.file("memory.et"), convert_options, &out.in_memory.report);
@@ -349,7 +351,8 @@ TEST(LinkedConvert, OnePassAfterTheWindowsGiveUp) {
 
 // Host nodes whose own fields the ET+ writer's keys replace or must not replace: an existing ts,
 // exclusive_dur, stream and inter_thread_dep; a pg_name attr (wins over the kernel's pg_name);
-// both parent and ctrl_deps; no inputs/outputs; an op_schema with an escaped lone surrogate.
+// both parent and ctrl_deps; no inputs/outputs; an op_schema with an escaped lone surrogate; a
+// collective without the attr in a later range than one with it (its kernel's pg_name is new).
 TEST(LinkedConvert, OverriddenFieldsFollowTheWriter) {
   const std::string host =
       R"J({"schema": "1.1.1-chakra.0.0.4", "pid": 7, "time": "t", "start_ts": 1,
@@ -358,7 +361,8 @@ TEST(LinkedConvert, OverriddenFieldsFollowTheWriter) {
   {"id": 2, "name": "[pytorch|profiler|execution_trace|thread]", "ctrl_deps": 1, "inputs": {"values": [], "shapes": [], "types": []}, "outputs": {"values": [], "shapes": [], "types": []}, "attrs": [{"name": "rf_id", "type": "uint64", "value": 0}, {"name": "tid", "type": "uint64", "value": 1}]},
   {"id": 3, "name": "aten::mm", "ctrl_deps": 2, "parent": 1, "ts": 5, "exclusive_dur": 99, "stream": null, "inter_thread_dep": 2, "inputs": {"values": [[1,2]], "shapes": [[2]], "types": ["Tensor(float)"]}, "outputs": {"values": [], "shapes": [], "types": []}, "attrs": [{"name": "rf_id", "type": "uint64", "value": 10}, {"name": "tid", "type": "uint64", "value": 1}, {"name": "op_schema", "type": "string", "value": "mm\udc80"}]},
   {"id": 4, "name": "record_param_comms", "ctrl_deps": 2, "attrs": [{"name": "rf_id", "type": "uint64", "value": 11}, {"name": "tid", "type": "uint64", "value": 1}, {"name": "pg_name", "type": "string", "value": "attr_pg"}]},
-  {"id": 5, "name": "aten::add", "parent": 2, "cat": null, "inputs": {"values": [], "shapes": [], "types": []}, "outputs": {"values": [], "shapes": [], "types": []}, "attrs": [{"name": "rf_id", "type": "uint64", "value": 12}, {"name": "tid", "type": "uint64", "value": 1}]}
+  {"id": 5, "name": "aten::add", "parent": 2, "cat": null, "inputs": {"values": [], "shapes": [], "types": []}, "outputs": {"values": [], "shapes": [], "types": []}, "attrs": [{"name": "rf_id", "type": "uint64", "value": 12}, {"name": "tid", "type": "uint64", "value": 1}]},
+  {"id": 6, "name": "record_param_comms", "ctrl_deps": 2, "attrs": [{"name": "rf_id", "type": "uint64", "value": 13}, {"name": "tid", "type": "uint64", "value": 1}]}
   ]})J";
   const std::string device = R"J({"traceEvents": [
   {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 7, "tid": 1, "ts": 100.5, "dur": 10, "args": {"External id": 1, "Record function id": 10}},
@@ -369,7 +373,10 @@ TEST(LinkedConvert, OverriddenFieldsFollowTheWriter) {
   {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllReduce", "pid": 0, "tid": 8, "ts": 130, "dur": 20, "args": {"External id": 2, "correlation": 22, "stream": 8, "device": 0, "Process Group Name": "kernel_pg"}},
   {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 7, "tid": 1, "ts": 160, "dur": 4, "args": {"External id": 3, "Record function id": 12}},
   {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 1, "ts": 161, "dur": 1, "args": {"External id": 3, "correlation": 23}},
-  {"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 0, "tid": 7, "ts": 170, "dur": 0.5, "args": {"External id": 3, "correlation": 23, "stream": 7, "device": 0}}
+  {"ph": "X", "cat": "kernel", "name": "add_kernel", "pid": 0, "tid": 7, "ts": 170, "dur": 0.5, "args": {"External id": 3, "correlation": 23, "stream": 7, "device": 0}},
+  {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 7, "tid": 1, "ts": 180, "dur": 5, "args": {"External id": 4, "Record function id": 13}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 7, "tid": 1, "ts": 181, "dur": 1, "args": {"External id": 4, "correlation": 24}},
+  {"ph": "X", "cat": "kernel", "name": "ncclDevKernel_AllGather", "pid": 0, "tid": 8, "ts": 190, "dur": 9, "args": {"External id": 4, "correlation": 24, "stream": 8, "device": 0, "Process Group Name": "second_pg"}}
   ]})J";
   auto h = parse_host_trace("host.json", host);
   ASSERT_TRUE(h.ok()) << h.status().message();
@@ -377,7 +384,7 @@ TEST(LinkedConvert, OverriddenFieldsFollowTheWriter) {
   ASSERT_TRUE(d.ok()) << d.status().message();
   auto reload = [&](HostNodeSink* sink) { return parse_host_trace("host.json", host, sink); };
   check_all_modes(*h, *d, "hand-made", reload, [](const Both& both) {
-    EXPECT_EQ(both.in_memory.report.input_nodes, 8u);  // 5 host nodes, 3 GPU nodes
+    EXPECT_EQ(both.in_memory.report.input_nodes, 10u);  // 6 host nodes, 4 GPU nodes
     // Not vacuous: the lone surrogate and the missing lists were counted.
     EXPECT_GT(both.in_memory.report.stats.count(StatKind::kEtPlusStringNotUtf8), 0u);
     EXPECT_GT(both.in_memory.report.stats.count(StatKind::kEtPlusNodeWithoutIo), 1u);
