@@ -23,6 +23,8 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <system_error>
+#include <thread>
 
 namespace chakraflow {
 namespace {
@@ -854,23 +856,42 @@ Status OutputFile::commit() {
 // An existing regular file is replaced by swapping the two names atomically, then removing the
 // old content under the temporary name. A rename() over an existing file makes ext4 (its
 // auto_da_alloc default) allocate and start writing the new file's blocks inside the rename, on
-// the caller's time (docs/performance.md), which the kernel's flusher otherwise does later. Readers
-// see the old file or the new one, never none, as with rename(). False when not done (no file to
-// replace, or a filesystem without the exchange): the caller renames.
+// the caller's time (docs/performance.md), which the kernel's flusher otherwise does later.
+// Readers see the old file or the new one, never none, as with rename(). False when not done (no
+// file to replace, or a filesystem without the exchange): the caller renames.
 bool OutputFile::exchange_into_place() {
   struct stat st {};
   if (::lstat(target_path_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  // A large old file is held open across its removal, so that dropping its cached pages (the
+  // last reference's job) happens on a thread of its own, beside what the caller does next, not
+  // inside the unlink; its name is gone at once either way.
+  const int old_content = static_cast<uint64_t>(st.st_size) >= kReleaseBesideBytes
+                              ? ::open(target_path_.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+                              : -1;
+  auto close_old = [old_content] {
+    if (old_content >= 0) ::close(old_content);
+  };
   if (::renameat2(AT_FDCWD, temp_path_.c_str(), AT_FDCWD, target_path_.c_str(), RENAME_EXCHANGE) !=
       0) {
+    close_old();
     return false;
   }
   // What was swapped out must be the regular file seen above: anything else (replaced in
   // between) is swapped back, and rename() then fails on it or replaces a file, as it would have.
   if (::lstat(temp_path_.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) {
     ::renameat2(AT_FDCWD, temp_path_.c_str(), AT_FDCWD, target_path_.c_str(), RENAME_EXCHANGE);
+    close_old();
     return false;
   }
   ::unlink(temp_path_.c_str());
+  if (old_content >= 0) {
+    // A process that ends first closes it on the way out: nothing is left behind either way.
+    try {
+      std::thread(close_old).detach();
+    } catch (const std::system_error&) {
+      close_old();
+    }
+  }
   return true;
 }
 

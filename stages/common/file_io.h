@@ -178,6 +178,8 @@ class OutputFile {
   // 256 KB: large enough for few writes, small enough not to weigh in a small rank's page faults
   // (docs/performance.md, "Sizes chosen by measurement").
   static constexpr size_t kFlushSize = size_t{256} << 10;
+  // An old file replaced from this size on has its pages dropped beside the caller's next work.
+  static constexpr uint64_t kReleaseBesideBytes = uint64_t{16} << 20;
   void flush_buffer();
   void make_room(size_t n);
   void note_failure(bool ok);

@@ -111,7 +111,7 @@ TEST(FileIo, CommitReplacesExistingFileOnlyOnSuccess) {
 
 // An existing file is replaced whole (by swapping the names where the filesystem can): the new
 // content under the name, the old file's mode kept, a reader of the old file undisturbed, a
-// symlink kept with its target replaced, and nothing else left in the directory.
+// symlink kept with its target replaced, and nothing else left in the directory, large or small.
 TEST(FileIo, ReplacingAFileLeavesOnlyTheNewContent) {
   TempDir dir;
   const std::string path = dir.file("result.json");
@@ -140,6 +140,19 @@ TEST(FileIo, ReplacingAFileLeavesOnlyTheNewContent) {
   size_t entries = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
   EXPECT_EQ(entries, 2u);
+
+  // A large old file (its pages dropped on a thread of their own): gone from the directory at
+  // once, still whole for a reader that holds it.
+  const std::string big = dir.file("big.json");
+  testing::write_text(big, std::string(17 << 20, 'o'));
+  std::ifstream big_reader(big, std::ios::binary);
+  ASSERT_TRUE(write_file_atomically(big, "small now").ok());
+  EXPECT_EQ(testing::read_text(big), "small now");
+  entries = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++entries;
+  EXPECT_EQ(entries, 3u);
+  big_reader.seekg(0, std::ios::end);
+  EXPECT_EQ(static_cast<size_t>(big_reader.tellg()), size_t{17} << 20);
 }
 
 TEST(FileIo, ReadsConcatenatedGzipMembers) {
