@@ -261,16 +261,18 @@ HostNodeIdx inter_thread_dep(const LinkInputs& in, const LinkOptions& options,
 }
 
 // Host op i's exclusive duration as Chakra computed it, clamped at 0 (counted).
-void copy_chakra_exclusive(const LinkInputs& in, uint32_t i, DeviceEventIdx event,
-                           LinkedTrace& out) {
-  PyNumber& x = out.chakra_exclusive[i];
+void copy_chakra_exclusive(const LinkInputs& in, uint32_t i, DeviceEventIdx event, PyNumber& x,
+                           DataProblems& stats) {
   x = in.exclusive.chakra[event.value];
   if (x.value < 0) {
-    out.stats.add(StatKind::kChakraExclusiveBelowZero,
-                  fmt::format("host node {}", in.host.nodes[i].id));
+    stats.add(StatKind::kChakraExclusiveBelowZero,
+              fmt::format("host node {}", in.host.nodes[i].id));
     x.value = 0;
   }
 }
+
+// Host ops per range of number_ops on the workers.
+constexpr uint32_t kNumberRange = 32768;
 
 // The ids: host nodes in original id order get dense ids from 0, each followed by its GPU ops,
 // which are attached to it. Returns the next free id; counts the GPU ops attached.
@@ -288,28 +290,68 @@ uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrac
   });
   const GpuOpsByHost& gpu = *gpu_index;
   const HostByRfId& host_by_rf = *rf_index;
-  uint64_t next_id = 0;
-  for (uint32_t i = 0; i < in.host.nodes.size(); ++i) {
-    LinkedHostOp& op = out.ops[i];
-    op.new_id = next_id++;
-    op.device_event = in.mapping.device_of[i];
-    op.gpu_begin = static_cast<uint32_t>(out.gpu_events.size());
-    if (op.device_event.valid()) {
+  // In ranges of host ops on the workers, twice: each op's event, exclusive time, inter-thread
+  // dependency and count of GPU ops; then, the counts summed in order, its id and its GPU ops'
+  // place in gpu_events (the same as one pass in order).
+  const auto n = static_cast<uint32_t>(in.host.nodes.size());
+  const size_t ranges = std::max<size_t>(1, (size_t{n} + kNumberRange - 1) / kNumberRange);
+  auto range_of = [&](size_t r) {
+    const auto begin = static_cast<uint32_t>(r * kNumberRange);
+    return std::pair<uint32_t, uint32_t>(begin, std::min(n, begin + kNumberRange));
+  };
+  // GPU ops owned by the event's host op (Chakra attaches a CPU event's GPU ops to every host op
+  // paired with it, the owner's group; in default mode only one host op is paired with an event:
+  // see map_by_rf_id).
+  auto owned = [&](DeviceEventIdx event) {
+    const HostNodeIdx owner = in.mapping.host_of[event.value];
+    return owner.valid()
+               ? std::pair<uint32_t, uint32_t>(gpu.begin[owner.value], gpu.begin[owner.value + 1])
+               : std::pair<uint32_t, uint32_t>(0, 0);
+  };
+  std::vector<DataProblems> problems(ranges);
+  workers.for_each(ranges, [&](size_t r) {
+    const auto [begin, end] = range_of(r);
+    for (uint32_t i = begin; i < end; ++i) {
+      LinkedHostOp& op = out.ops[i];
+      op.device_event = in.mapping.device_of[i];
+      if (!op.device_event.valid()) continue;
       op.exclusive = in.exclusive[op.device_event];
-      if (!in.exclusive.chakra.empty()) copy_chakra_exclusive(in, i, op.device_event, out);
-      // Chakra attaches a CPU event's GPU ops to every host op paired with it (the owner's
-      // group); in default mode only one host op is paired with an event (see map_by_rf_id).
-      const HostNodeIdx owner = in.mapping.host_of[op.device_event.value];
-      const uint32_t first = owner.valid() ? gpu.begin[owner.value] : 0;
-      const uint32_t last = owner.valid() ? gpu.begin[owner.value + 1] : 0;
-      out.gpu_events.insert(out.gpu_events.end(), gpu.ops.begin() + first, gpu.ops.begin() + last);
-      next_id += last - first;
-      *attached_gpu += last - first;
+      if (!in.exclusive.chakra.empty()) {
+        copy_chakra_exclusive(in, i, op.device_event, out.chakra_exclusive[i], problems[r]);
+      }
+      const auto [first, last] = owned(op.device_event);
+      op.gpu_end = last - first;  // the count, for now
       op.inter_thread_dep = inter_thread_dep(in, options, host_by_rf, op.device_event, i);
     }
-    op.gpu_end = static_cast<uint32_t>(out.gpu_events.size());
+  });
+  std::vector<uint32_t> gpu_before(ranges + 1, 0);  // GPU ops of the ranges before each
+  for (size_t r = 0; r < ranges; ++r) {
+    const auto [begin, end] = range_of(r);
+    uint32_t count = 0;
+    for (uint32_t i = begin; i < end; ++i) count += out.ops[i].gpu_end;
+    gpu_before[r + 1] = gpu_before[r] + count;
+    out.stats.merge(problems[r]);
   }
-  return next_id;
+  grow_prefaulted(out.gpu_events, gpu_before[ranges], workers);
+  workers.for_each(ranges, [&](size_t r) {
+    const auto [begin, end] = range_of(r);
+    uint32_t at = gpu_before[r];
+    for (uint32_t i = begin; i < end; ++i) {
+      LinkedHostOp& op = out.ops[i];
+      const uint32_t count = op.gpu_end;
+      op.new_id = uint64_t{i} + at;  // each host op after the ones before and their GPU ops
+      op.gpu_begin = at;
+      if (count > 0) {
+        const uint32_t first = owned(op.device_event).first;
+        std::copy(gpu.ops.begin() + first, gpu.ops.begin() + first + count,
+                  out.gpu_events.begin() + at);
+      }
+      at += count;
+      op.gpu_end = at;
+    }
+  });
+  *attached_gpu += gpu_before[ranges];
+  return uint64_t{n} + gpu_before[ranges];
 }
 
 // Parents remapped to new ids. The ids are copied out (a binary search over the whole nodes

@@ -3,9 +3,13 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
+
+#include "stages/generate/synthetic_trace.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
 #include "stages/link/host_et_loader.h"
+#include "stages/link/launcher_correlation.h"
 #include "tests/testing/trace_builder.h"
 
 namespace chakraflow {
@@ -113,6 +117,52 @@ TEST(Link, AssignsIdsAndWritesGpuNodesAfterTheirLauncher) {
   EXPECT_EQ(l.linked.stats.count(StatKind::kHostParentMissingReattached), 1u);
   // Every other host field passes through.
   EXPECT_EQ(mm["attrs"].get_array().size(), 7u);
+}
+
+// A rank of more host ops than one numbering range: ids dense in host order, each host op's GPU
+// ops right after it (contiguous groups in gpu_events, in (ts, file order)), each launched from
+// the host op's own CPU event, every attached GPU op once.
+TEST(Link, IdsAndGpuGroupsOverSeveralRanges) {
+  SynthOptions opt;
+  opt.ranks = 2;
+  opt.scale = 5.0;
+  const SynthRankText text = synthesize_rank_text(opt, 1);
+  auto host = parse_host_trace("host.json", text.host);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  auto device = parse_device_trace("kineto.json", text.device);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  ASSERT_GT(host->nodes.size(), 32768u);
+  auto linked = link_traces(*host, *device, LinkOptions{});
+  ASSERT_TRUE(linked.ok()) << linked.status().message();
+  DataProblems ignored;
+  const LauncherLinks launchers = correlate_launchers(*device, Compat::kDefault, ignored);
+  ASSERT_EQ(linked->ops.size(), host->nodes.size());
+  uint64_t next_id = 0;
+  uint32_t next_gpu = 0;
+  size_t grouped = 0;
+  for (size_t i = 0; i < linked->ops.size(); ++i) {
+    const LinkedHostOp& op = linked->ops[i];
+    ASSERT_EQ(op.new_id, next_id) << "host op " << i;
+    ASSERT_EQ(op.gpu_begin, next_gpu) << "host op " << i;
+    ASSERT_LE(op.gpu_begin, op.gpu_end);
+    for (uint32_t k = op.gpu_begin; k < op.gpu_end; ++k) {
+      const DeviceEventIdx g = linked->gpu_events[k];
+      ASSERT_EQ(launchers.cpu_op_of[g.value], op.device_event) << "GPU op " << k;
+      if (k > op.gpu_begin) {
+        const DeviceEventIdx before = linked->gpu_events[k - 1];
+        ASSERT_LT(std::pair((*device)[before].ts, before.value),
+                  std::pair((*device)[g].ts, g.value));
+      }
+    }
+    grouped += op.gpu_end - op.gpu_begin;
+    next_gpu = op.gpu_end;
+    next_id += 1 + (op.gpu_end - op.gpu_begin);
+  }
+  EXPECT_EQ(next_gpu, linked->gpu_events.size());
+  EXPECT_GT(grouped, 10000u);
+  std::vector<DeviceEventIdx> sorted = linked->gpu_events;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
 }
 
 TEST(Link, ChakraModeKeepsChakrasNumberingDefects) {
