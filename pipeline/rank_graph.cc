@@ -53,6 +53,11 @@ struct RankInFlight {
   std::shared_ptr<LoadedHost> host;
   std::shared_ptr<const DeviceTrace> device;  // freed by release_device
   std::optional<LinkedRank> linked;
+  // What add_sync reads besides the job's traces (assign_ids to add_sync).
+  std::shared_ptr<const ExclusiveDurations> exclusive;
+  std::shared_ptr<const GapDependencies> gaps;
+  std::shared_ptr<const std::pair<LauncherLinks, DataProblems>> launchers;
+  std::shared_ptr<const std::pair<HostDeviceMap, DataProblems>> mapping;
   std::optional<LinkedDeviceFacts> device_facts;
   std::unique_ptr<HostTrace> et_plus_host;  // the ET+ file's text, when the nodes come from a file
   std::optional<EtPlusTrace> nodes;         // the converter's input
@@ -138,7 +143,7 @@ using GapsMsg = Msg<const GapDependencies>;
 using LaunchersMsg = Msg<const std::pair<LauncherLinks, DataProblems>>;
 using SyncMsg = Msg<const std::pair<SyncDependencies, DataProblems>>;
 using MapMsg = Msg<const std::pair<HostDeviceMap, DataProblems>>;
-using Joined = std::tuple<HostMsg, DeviceMsg, ExclusiveMsg, GapsMsg, LaunchersMsg, SyncMsg, MapMsg>;
+using Joined = std::tuple<HostMsg, DeviceMsg, ExclusiveMsg, GapsMsg, LaunchersMsg, MapMsg>;
 
 // The graph of one plan over a list of jobs. Construct, then run() (or dot() only).
 class RankGraph {
@@ -167,8 +172,11 @@ class RankGraph {
         map_(graph_, flow::unlimited,
              [this](const std::tuple<HostMsg, DeviceMsg>& in) { return map(in); }),
         join_(graph_, seq_of<HostMsg>, seq_of<DeviceMsg>, seq_of<ExclusiveMsg>, seq_of<GapsMsg>,
-              seq_of<LaunchersMsg>, seq_of<SyncMsg>, seq_of<MapMsg>),
+              seq_of<LaunchersMsg>, seq_of<MapMsg>),
         assign_ids_(graph_, flow::unlimited, [this](const Joined& in) { return assign_ids(in); }),
+        ids_and_sync_(graph_, seq_of_job, seq_of<SyncMsg>),
+        add_sync_(graph_, flow::unlimited,
+                  [this](const std::tuple<Job, SyncMsg>& in) { return add_sync(in); }),
         write_et_plus_(graph_, flow::unlimited, step("write ET+", &RankGraph::write_et_plus)),
         release_device_(graph_, flow::unlimited,
                         step("release device trace", &RankGraph::release_device)),
@@ -204,6 +212,7 @@ class RankGraph {
   static size_t seq_of(const M& m) {
     return m.seq;
   }
+  static size_t seq_of_job(const Job& job) { return job->seq; }
 
   // The graph, in one place.
   void wire() {
@@ -244,11 +253,14 @@ class RankGraph {
       w.edge(exclusive_, "exclusive", flow::input_port<2>(join_), "join", "exclusive");
       w.edge(gaps_, "gaps", flow::input_port<3>(join_), "join", "gaps");
       w.edge(launchers_, "launchers", flow::input_port<4>(join_), "join", "launchers");
-      w.edge(sync_, "sync", flow::input_port<5>(join_), "join", "sync");
-      w.edge(map_, "map", flow::input_port<6>(join_), "join", "map");
+      w.edge(map_, "map", flow::input_port<5>(join_), "join", "map");
       w.edge(join_, "join", assign_ids_, "assign_ids");
-      chain = &assign_ids_;
-      chain_name = "assign_ids";
+      // The ids are numbered while the sync stage runs; its dependencies join them after.
+      w.edge(assign_ids_, "assign_ids", flow::input_port<0>(ids_and_sync_), "ids_and_sync", "ids");
+      w.edge(sync_, "sync", flow::input_port<1>(ids_and_sync_), "ids_and_sync", "sync");
+      w.edge(ids_and_sync_, "ids_and_sync", add_sync_, "add_sync");
+      chain = &add_sync_;
+      chain_name = "add_sync";
       if (plan_.writes_et_plus_file()) {
         w.edge(*chain, chain_name, write_et_plus_, "write_et_plus");
         chain = &write_et_plus_;
@@ -404,8 +416,7 @@ class RankGraph {
     // The first error upstream wins (host before device before stages, the map's last).
     for (const Status* e :
          {std::get<0>(in).error.get(), std::get<1>(in).error.get(), std::get<2>(in).error.get(),
-          std::get<3>(in).error.get(), std::get<4>(in).error.get(), std::get<5>(in).error.get(),
-          std::get<6>(in).error.get()}) {
+          std::get<3>(in).error.get(), std::get<4>(in).error.get(), std::get<5>(in).error.get()}) {
       if (e != nullptr) {
         result.status = *e;
         return job;
@@ -415,23 +426,24 @@ class RankGraph {
     job->device = std::get<1>(in).value;
     // Named references, not structured bindings: the lambda below captures them, which C++20
     // allows but clang 14 rejects ("reference to local binding"), and fuzz.sh builds with clang.
-    const LauncherLinks& launch = std::get<4>(in).value->first;
-    const DataProblems& launch_stats = std::get<4>(in).value->second;
-    const SyncDependencies& sync = std::get<5>(in).value->first;
-    const DataProblems& sync_stats = std::get<5>(in).value->second;
-    const HostDeviceMap& mapping = std::get<6>(in).value->first;
-    const DataProblems& map_stats = std::get<6>(in).value->second;
+    job->exclusive = std::get<2>(in).value;
+    job->gaps = std::get<3>(in).value;
+    job->launchers = std::get<4>(in).value;
+    job->mapping = std::get<5>(in).value;
+    const LauncherLinks& launch = job->launchers->first;
+    const DataProblems& launch_stats = job->launchers->second;
+    const HostDeviceMap& mapping = job->mapping->first;
+    const DataProblems& map_stats = job->mapping->second;
     result.input_bytes = job->host->trace.text.size() + job->device->text.size();
     auto t0 = Clock::now();
     result.status = guarded("link", [&]() -> Status {
-      // In the order the stages would count them one after another.
+      // In the order the stages would count them one after another (the sync stage's, of kinds
+      // of its own, by add_sync).
       DataProblems stats = launch_stats;
-      stats.merge(sync_stats);
       stats.merge(map_stats);
       const ParallelBatches workers = ParallelBatches::two_per_worker();
       LinkedRank linked = chakraflow::assign_linked_ids(
-          job->host->trace, *job->device,
-          {*std::get<2>(in).value, *std::get<3>(in).value, launch, &sync}, mapping,
+          job->host->trace, *job->device, {*job->exclusive, *job->gaps, launch, nullptr}, mapping,
           jobs_[job->seq].link, std::move(stats), &workers);
       result.summary = linked.summary;
       result.stats = linked.trace.stats;
@@ -440,6 +452,33 @@ class RankGraph {
       return Status();
     });
     result.times.link = seconds_since(t0);
+    return job;
+  }
+
+  // The sync stage's dependencies, translated to the ids assign_ids gave (add_linked_sync); the
+  // findings assign_ids kept for it let go of here.
+  Job add_sync(const std::tuple<Job, SyncMsg>& in) {
+    const Job& job = std::get<0>(in);
+    const SyncMsg& sync = std::get<1>(in);
+    RankJobResult& result = results_[job->seq];
+    if (result.status.ok() && sync.error) result.status = *sync.error;
+    if (result.status.ok()) {
+      auto t0 = Clock::now();
+      result.status = guarded("link", [&]() -> Status {
+        LinkedRank& linked = *job->linked;
+        add_linked_sync(job->host->trace, *job->device,
+                        {*job->exclusive, *job->gaps, job->launchers->first, &sync.value->first},
+                        job->mapping->first, sync.value->second, linked);
+        result.summary = linked.summary;
+        result.stats = linked.trace.stats;
+        return Status();
+      });
+      result.times.link += seconds_since(t0);
+    }
+    job->exclusive.reset();
+    job->gaps.reset();
+    job->launchers.reset();
+    job->mapping.reset();
     return job;
   }
 
@@ -615,6 +654,8 @@ class RankGraph {
   flow::function_node<std::tuple<HostMsg, DeviceMsg>, MapMsg> map_;
   flow::join_node<Joined, flow::key_matching<size_t>> join_;
   flow::function_node<Joined, Job> assign_ids_;
+  flow::join_node<std::tuple<Job, SyncMsg>, flow::key_matching<size_t>> ids_and_sync_;
+  flow::function_node<std::tuple<Job, SyncMsg>, Job> add_sync_;
   flow::function_node<Job, Job> write_et_plus_;
   flow::function_node<Job, Job> release_device_;
   flow::function_node<Job, Job> complete_nodes_;

@@ -477,9 +477,7 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataPro
   run.for_each(2, [&](size_t task) {
     if (task == 0) {
       assign_parents(in, options, out, &next_id);
-      if (in.sync != nullptr && options.compat == Compat::kDefault) {
-        add_sync_dependencies(in, out);
-      }
+      add_sync_ids(in, options, out);
     } else if (options.compat == Compat::kDefault) {
       out.exec_tids = exec_tids(in, out.ops);
     }
@@ -492,6 +490,10 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataPro
     out.stats.add(StatKind::kHostSchemaMissing, in.host.path);
   }
   return out;
+}
+
+void add_sync_ids(const LinkInputs& in, const LinkOptions& options, LinkedTrace& out) {
+  if (in.sync != nullptr && options.compat == Compat::kDefault) add_sync_dependencies(in, out);
 }
 
 }  // namespace chakraflow

@@ -36,4 +36,9 @@ struct LinkInputs {
 LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataProblems stats,
                        const OrderedBatches* workers = nullptr);
 
+// The synchronization dependencies translated to new ids into `out` (default mode, `in.sync`
+// set), as assign_ids does when given them: for a caller that numbered the ops without them, so
+// that the sync stage runs beside the numbering (the rank graph); the same trace either way.
+void add_sync_ids(const LinkInputs& in, const LinkOptions& options, LinkedTrace& out);
+
 }  // namespace chakraflow

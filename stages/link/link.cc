@@ -88,6 +88,17 @@ LinkedRank assign_linked_ids(const HostTrace& host, const DeviceTrace& device,
   return rank;
 }
 
+void add_linked_sync(const HostTrace& host, const DeviceTrace& device, const DeviceFindings& found,
+                     const HostDeviceMap& mapping, const DataProblems& sync_stats,
+                     LinkedRank& rank) {
+  // The sync stage's problems are of kinds no other stage counts: merged here or before the
+  // numbering's, the same problems.
+  rank.trace.stats.merge(sync_stats);
+  add_sync_ids({host, device, found.exclusive, found.gaps, found.launchers, mapping, found.sync},
+               rank.options, rank.trace);
+  rank.summary.sync = rank.trace.sync;
+}
+
 StatusOr<std::optional<ProfilerOverheadNote>> prepare_device_trace(DeviceTrace& device,
                                                                    const LinkOptions& options) {
   if (options.other_process) {

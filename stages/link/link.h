@@ -72,6 +72,13 @@ LinkedRank assign_linked_ids(const HostTrace& host, const DeviceTrace& device,
                              const DeviceFindings& found, const HostDeviceMap& mapping,
                              const LinkOptions& options, DataProblems stats,
                              const OrderedBatches* workers = nullptr);
+// The synchronization dependencies of a rank assign_linked_ids numbered without them
+// (`found.sync` null then, set now): translated to new ids, the sync stage's problems
+// (`sync_stats`) counted and the summary's sync part set. With assign_linked_ids, the same rank
+// as assign_linked_ids given them: the rank graph runs the sync stage beside the numbering.
+void add_linked_sync(const HostTrace& host, const DeviceTrace& device, const DeviceFindings& found,
+                     const HostDeviceMap& mapping, const DataProblems& sync_stats,
+                     LinkedRank& rank);
 
 // Readies a loaded device trace for linking, before the device-side stages: a timing trace
 // (LinkOptions::other_process) must hold one recorded step; the profiler overhead the options ask

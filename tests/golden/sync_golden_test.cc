@@ -440,6 +440,13 @@ TEST_P(SyncGoldenPairs, SyncsInTheLinkedWindowYieldDependenciesPointingBackInTim
   ASSERT_EQ(graph_nodes.size(), nodes.size());
   for (const auto& [id, n] : nodes) EXPECT_EQ(graph_nodes.at(id).sync_dep, n.sync_dep) << id;
   EXPECT_EQ(results.summary.sync.host_deps, linked->sync.host_deps);
+  // (The graph numbers the ids beside the sync stage and adds its dependencies after.)
+  EXPECT_EQ(results.summary.sync.gpu_deps, linked->sync.gpu_deps);
+  EXPECT_EQ(results.summary.sync.calls_emitted, linked->sync.calls_emitted);
+  ASSERT_EQ(results.stats.entries().size(), linked->stats.entries().size());
+  for (const auto& [kind, entry] : linked->stats.entries()) {
+    EXPECT_EQ(results.stats.count(kind), entry.count) << stat_key(kind);
+  }
 
   std::map<uint32_t, uint64_t> gpu_id;  // device event -> GPU node id
   for (const LinkedHostOp& op : linked->ops) {

@@ -36,7 +36,12 @@ TEST(RankGraph, EachPlanDeclaresItsNodes) {
   RankPlan link_only;
   auto e = edges(rank_graph_dot(link_only));
   EXPECT_TRUE(e.count("join -> assign_ids"));
-  EXPECT_TRUE(e.count("assign_ids -> write_et_plus"));
+  EXPECT_TRUE(e.count("add_sync -> write_et_plus"));
+  // The ids are numbered beside the sync stage; its dependencies join them after.
+  EXPECT_TRUE(e.count("assign_ids -> ids_and_sync"));
+  EXPECT_TRUE(e.count("sync -> ids_and_sync"));
+  EXPECT_TRUE(e.count("ids_and_sync -> add_sync"));
+  EXPECT_FALSE(e.count("sync -> join"));
   // The host-device map runs beside launchers and sync, from the two loaded traces.
   EXPECT_TRUE(e.count("load_host -> host_and_device"));
   EXPECT_TRUE(e.count("device_out -> host_and_device"));
@@ -44,7 +49,6 @@ TEST(RankGraph, EachPlanDeclaresItsNodes) {
   EXPECT_TRUE(e.count("map -> join"));
   EXPECT_TRUE(e.count("write_et_plus -> finish"));
   EXPECT_TRUE(e.count("launchers -> device_and_launchers"));
-  EXPECT_TRUE(e.count("sync -> join"));
   EXPECT_FALSE(e.count("select_nodes -> encode_dependencies"));
   EXPECT_EQ(rank_graph_dot(link_only).find("load_host [label="), std::string::npos);
 
@@ -57,11 +61,11 @@ TEST(RankGraph, EachPlanDeclaresItsNodes) {
   in_memory.convert = true;
   const std::string in_memory_dot = rank_graph_dot(in_memory);
   e = edges(in_memory_dot);
-  EXPECT_TRUE(e.count("assign_ids -> release_device"));
+  EXPECT_TRUE(e.count("add_sync -> release_device"));
   EXPECT_TRUE(e.count("release_device -> complete_nodes"));
   EXPECT_TRUE(e.count("complete_nodes -> select_nodes"));
   for (const std::string& edge : converter) EXPECT_TRUE(e.count(edge)) << edge;
-  EXPECT_FALSE(e.count("assign_ids -> write_et_plus"));
+  EXPECT_FALSE(e.count("add_sync -> write_et_plus"));
   EXPECT_FALSE(e.count("read_et_plus -> select_nodes"));
   // The host loader makes the converter's nodes: the picture says so.
   EXPECT_NE(in_memory_dot.find("load_host [label="), std::string::npos);
@@ -69,7 +73,7 @@ TEST(RankGraph, EachPlanDeclaresItsNodes) {
   RankPlan legacy = in_memory;  // converted through a temporary ET+ file
   legacy.format = OutputFormat::kLegacy;
   e = edges(rank_graph_dot(legacy));
-  EXPECT_TRUE(e.count("assign_ids -> write_et_plus"));
+  EXPECT_TRUE(e.count("add_sync -> write_et_plus"));
   EXPECT_TRUE(e.count("write_et_plus -> read_et_plus"));
   EXPECT_TRUE(e.count("read_et_plus -> select_nodes"));
   EXPECT_FALSE(e.count("release_device -> complete_nodes"));
