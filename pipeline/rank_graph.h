@@ -10,17 +10,19 @@
 //                                                                +-> exclusive -----------+
 //                                                                +-> gaps ----------------+
 //                                                                +-> launchers -+---------+
-//                                                                +--------------+-> sync -+
-//                                                                                         |
-//      join <-----------------------------------------------------------------------------+
-//        -> assign_ids -> [write_et_plus] -> [release_device -> complete_nodes | read_et_plus]
+//                                                                +--------------+-> sync -|-+
+//                                                                                         | |
+//      join <-----------------------------------------------------------------------------+ |
+//        -> assign_ids -> ids_and_sync <----------------------------------------------------+
+//        -> add_sync -> [write_et_plus] -> [release_device -> complete_nodes | read_et_plus]
 //        -> [select_nodes -> encode_dependencies -> drop_dangling -> write_et]
 //        -> finish -> limiter.decrementer()
 //
 // From an ET+ file (RankInput::kEtPlus): source -> limiter -> start -> read_et_plus ->
 // select_nodes -> ... -> write_et -> finish.
 //
-// The nodes in brackets exist when the plan asks for them: write_et_plus when an ET+ is kept (or,
+// The ids are numbered (assign_ids) while the sync stage runs; its dependencies are translated to
+// them after (add_sync). The nodes in brackets exist when the plan asks for them: write_et_plus when an ET+ is kept (or,
 // in the legacy layout, converted from a temporary file); the converter's stages when the rank is
 // converted to .et, one node each (stages/convert/pytorch_converter.h; write_et runs the cycle
 // check beside the encoding and commits only an acyclic trace), from its nodes either
