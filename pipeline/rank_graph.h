@@ -22,11 +22,11 @@
 // select_nodes -> ... -> write_et -> finish.
 //
 // The ids are numbered (assign_ids) while the sync stage runs; its dependencies are translated to
-// them after (add_sync). The nodes in brackets exist when the plan asks for them: write_et_plus when an ET+ is kept (or,
-// in the legacy layout, converted from a temporary file); the converter's stages when the rank is
-// converted to .et, one node each (stages/convert/pytorch_converter.h; write_et runs the cycle
-// check beside the encoding and commits only an acyclic trace), from its nodes either
-// completed in memory (release_device -> complete_nodes) or read from an ET+ file
+// them after (add_sync). The nodes in brackets exist when the plan asks for them: write_et_plus
+// when an ET+ is kept (or, in the legacy layout, converted from a temporary file); the converter's
+// stages when the rank is converted to .et, one node each (stages/convert/pytorch_converter.h;
+// write_et runs the cycle check beside the encoding and commits only an acyclic trace), from its
+// nodes either completed in memory (release_device -> complete_nodes) or read from an ET+ file
 // (read_et_plus). In the chakra layout the conversion is in memory: the host loader makes the
 // converter's node of every host node in its own pass (one parse of the text; the printed graph
 // says so on load_host), complete_nodes gives them what linking learned (read_linked_nodes: it

@@ -5,11 +5,11 @@
 
 #include <algorithm>
 
-#include "stages/generate/synthetic_trace.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
 #include "stages/link/host_et_loader.h"
 #include "stages/link/launcher_correlation.h"
+#include "tests/testing/generated_ranks.h"
 #include "tests/testing/trace_builder.h"
 
 namespace chakraflow {
@@ -123,10 +123,7 @@ TEST(Link, AssignsIdsAndWritesGpuNodesAfterTheirLauncher) {
 // ops right after it (contiguous groups in gpu_events, in (ts, file order)), each launched from
 // the host op's own CPU event, every attached GPU op once.
 TEST(Link, IdsAndGpuGroupsOverSeveralRanges) {
-  SynthOptions opt;
-  opt.ranks = 2;
-  opt.scale = 5.0;
-  const SynthRankText text = synthesize_rank_text(opt, 1);
+  const SynthRankText text = testing::generated_rank_text(5.0);
   auto host = parse_host_trace("host.json", text.host);
   ASSERT_TRUE(host.ok()) << host.status().message();
   auto device = parse_device_trace("kineto.json", text.device);

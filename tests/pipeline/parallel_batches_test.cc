@@ -27,6 +27,7 @@
 #include "stages/link/launcher_correlation.h"
 #include "stages/link/link.h"
 #include "stages/link/sync_dependencies.h"
+#include "tests/testing/generated_ranks.h"
 #include "tests/testing/test_util.h"
 
 namespace chakraflow {
@@ -107,10 +108,7 @@ struct LinkedRank {
 };
 void link_generated_rank(int rank, LinkedRank* out, const ParseShards& shards = {},
                          HostNodeSink* sink = nullptr) {
-  SynthOptions opt;
-  opt.ranks = 2;
-  opt.scale = 1.0;
-  const SynthRankText text = synthesize_rank_text(opt, rank);
+  const SynthRankText text = testing::generated_rank_text(1.0, rank);
   auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, shards, sink);
   ASSERT_TRUE(host.ok()) << host.status().message();
   ASSERT_GT(host->nodes.size(), 3u * 2048);
@@ -253,10 +251,7 @@ TEST(ParallelBatches, TracesReadInShardsLinkToTheSameBytes) {
 // Launcher correlation on the workers (indexes concurrently, the GPU ops in ranges) links every
 // GPU op as on one thread, with the same counts and the same problems in the same order.
 TEST(ParallelBatches, LaunchersOnTheWorkersLinkAsOnOneThread) {
-  SynthOptions opt;
-  opt.ranks = 2;
-  opt.scale = 3.0;
-  const SynthRankText text = synthesize_rank_text(opt, 1);
+  const SynthRankText text = testing::generated_rank_text(3.0);
   auto device = parse_device_trace("kineto.json", text.device);
   ASSERT_TRUE(device.ok()) << device.status().message();
   ASSERT_GT(device->gpu_ops.size(), 8192u);  // more than one range
@@ -293,10 +288,7 @@ TEST(ParallelBatches, LaunchersOnTheWorkersLinkAsOnOneThread) {
 // 16): the same dependencies, ET+ bytes and problems as one after another, on a generated rank
 // and on a gloo rank (ops run off their thread, sync dependencies; ../shared/data).
 TEST(ParallelBatches, SyncAndIdsOnTheWorkersAsOnOneThread) {
-  SynthOptions opt;
-  opt.ranks = 2;
-  opt.scale = 1.0;
-  const SynthRankText text = synthesize_rank_text(opt, 1);
+  const SynthRankText text = testing::generated_rank_text(1.0);
   std::vector<std::pair<StatusOr<HostTrace>, StatusOr<DeviceTrace>>> ranks;
   ranks.emplace_back(parse_host_trace("host.json", text.host),
                      parse_device_trace("kineto.json", text.device));
@@ -356,10 +348,7 @@ TEST(ParallelBatches, SyncAndIdsOnTheWorkersAsOnOneThread) {
 // nodes copy, select_nodes' records), on a generated rank of several ranges of each, at 2 and 16
 // workers: the same facts, and the same .et bytes and problems as the stages one after another.
 TEST(ParallelBatches, ConversionRangesOnTheWorkersGiveTheSameBytes) {
-  SynthOptions opt;
-  opt.ranks = 2;
-  opt.scale = 6.0;
-  const SynthRankText text = synthesize_rank_text(opt, 1);
+  const SynthRankText text = testing::generated_rank_text(6.0);
   EtPlusNodeSink sink("host.json", /*keep_host_nodes=*/true);
   auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, {}, &sink);
   ASSERT_TRUE(host.ok()) << host.status().message();

@@ -1,5 +1,5 @@
-// A generated set of ranks written as files (chakraflow synth's traces), for the tests of `run`
-// and of the rank graph. Header-only: its users link chakraflow_generate (through the pipeline).
+// Generated ranks (chakraflow synth's traces), written as files for the tests of `run` and of the
+// rank graph, or in memory. Header-only: its users link chakraflow_generate.
 #pragma once
 
 #include <filesystem>
@@ -28,6 +28,14 @@ inline void write_generated_ranks(int ranks, const std::function<std::string(int
     write_text(host_path(r), host);
     write_text(device_path(r), device);
   }
+}
+
+// The texts of rank `rank` of a generated two-rank set of `scale`, in memory.
+inline SynthRankText generated_rank_text(double scale, int rank = 1) {
+  SynthOptions opt;
+  opt.ranks = 2;
+  opt.scale = scale;
+  return synthesize_rank_text(opt, rank);
 }
 
 }  // namespace chakraflow::testing
