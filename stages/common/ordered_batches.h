@@ -45,6 +45,12 @@ class OrderedBatches {
   }
 };
 
+// How many ranges of `per_range` items (the last one shorter) a stage splits `n` items into: one
+// at least, so that the stage's one-range path also covers no items.
+inline size_t range_count(size_t n, size_t per_range) {
+  return n == 0 ? 1 : (n + per_range - 1) / per_range;
+}
+
 // `batches`, or when null the base class (one after another on the calling thread): what a stage
 // given an optional OrderedBatches runs its batches through.
 inline const OrderedBatches& batches_or_in_turn(const OrderedBatches* batches) {

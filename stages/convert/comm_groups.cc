@@ -148,7 +148,7 @@ StatusOr<RankCommGroups> comm_groups_of(const EtPlusTrace& trace, const ChakraTr
   // The few records that matter, found in ranges (a pass over every node's name), then read in
   // order.
   const size_t n = chakra.nodes.size();
-  const size_t ranges = std::max<size_t>(1, (n + kGroupSearchRange - 1) / kGroupSearchRange);
+  const size_t ranges = range_count(n, kGroupSearchRange);
   std::vector<std::vector<uint32_t>> found(ranges);
   batches_or_in_turn(workers).for_each(ranges, [&](size_t r) {
     for (size_t i = r * kGroupSearchRange; i < std::min(n, (r + 1) * kGroupSearchRange); ++i) {

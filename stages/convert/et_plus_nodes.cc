@@ -149,7 +149,7 @@ void resolve_parents(EtPlusTrace& t, const OrderedBatches& workers) {
   // Each node's parent index, in ranges: whether a range saw a flat-layout parent, and its first
   // process root.
   const auto n = static_cast<uint32_t>(t.nodes.size());
-  const size_t ranges = std::max<size_t>(1, (size_t{n} + kParentRange - 1) / kParentRange);
+  const size_t ranges = range_count(n, kParentRange);
   struct Found {
     uint32_t process_root = kNoNode;
     bool any_flat_parent = false;
@@ -302,8 +302,8 @@ LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTra
   f.gpu_op.resize(linked.gpu_events.size());
   // Range r: its share of the host ops and of the GPU ops.
   const size_t n = linked.gpu_events.size();
-  const size_t ranges = workers != nullptr ? (n + kGpuOpsPerRange - 1) / kGpuOpsPerRange : 1;
-  f.arenas.resize(std::max<size_t>(ranges, 1));
+  const size_t ranges = workers != nullptr ? range_count(n, kGpuOpsPerRange) : 1;
+  f.arenas.resize(ranges);
   const size_t parts = f.arenas.size();
   batches_or_in_turn(workers).for_each(parts, [&](size_t r) {
     const size_t ops = linked.ops.size();
@@ -530,7 +530,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
   // The nodes linked in ranges of host nodes, concurrently; what each adds to the trace's tables
   // joined in order, the nodes' indices into them moved by what the ranges before added.
   const uint32_t per_range = std::max<uint32_t>(range_nodes, 1);
-  const size_t ranges = std::max<size_t>(1, (size_t{hosts} + per_range - 1) / per_range);
+  const size_t ranges = range_count(hosts, per_range);
   std::vector<LinkedRange> parts(ranges);
   workers.for_each(ranges, [&](size_t r) {
     const auto begin = static_cast<uint32_t>(r * per_range);

@@ -116,8 +116,8 @@ TreeScan scan_tree(const EtPlusTrace& t, const OrderedBatches* workers) {
   const size_t n = t.nodes.size();
   TreeScan scan;
   scan.parent.resize(n);
-  const size_t ranges = workers != nullptr ? (n + kScanNodesPerRange - 1) / kScanNodesPerRange : 1;
-  std::vector<TreeScan> parts(std::max<size_t>(ranges, 1));
+  const size_t ranges = workers != nullptr ? range_count(n, kScanNodesPerRange) : 1;
+  std::vector<TreeScan> parts(ranges);
   batches_or_in_turn(workers).for_each(parts.size(), [&](size_t r) {
     TreeScan& part = parts[r];
     for (size_t i = n * r / parts.size(); i < n * (r + 1) / parts.size(); ++i) {
@@ -448,8 +448,8 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   grow_prefaulted(graph.records, order.size(), run);
   prepare_walk_facts(options, n, graph);
   const size_t m = order.size();
-  const size_t ranges = workers != nullptr ? (m + kNodesPerRange - 1) / kNodesPerRange : 1;
-  std::vector<ConvertedRange> parts(std::max<size_t>(ranges, 1));
+  const size_t ranges = workers != nullptr ? range_count(m, kNodesPerRange) : 1;
+  std::vector<ConvertedRange> parts(ranges);
   CpuCollectiveGroup cpu_group(t);
   run.for_each(parts.size(), [&](size_t r) {
     CommTyper typer(t, options, parts[r].stats, &cpu_group);
@@ -598,7 +598,7 @@ constexpr size_t kStepRange = 32768;
 
 std::optional<MeasuredStep> measured_step(const EtPlusTrace& t, const OrderedBatches* workers) {
   const size_t n = t.nodes.size();
-  const size_t ranges = std::max<size_t>(1, (n + kStepRange - 1) / kStepRange);
+  const size_t ranges = range_count(n, kStepRange);
   std::vector<std::optional<MeasuredStep>> parts(ranges);
   batches_or_in_turn(workers).for_each(ranges, [&](size_t r) {
     parts[r] = step_of(t, r * kStepRange, std::min(n, (r + 1) * kStepRange));

@@ -100,7 +100,7 @@ void build_device_indices(DeviceTrace& trace, const OrderedBatches* workers) {
   const OrderedBatches& run = batches_or_in_turn(workers);
   const auto& ev = trace.events;
   const auto n = static_cast<uint32_t>(ev.size());
-  const size_t ranges = std::max<size_t>(1, (size_t{n} + kClassifyRange - 1) / kClassifyRange);
+  const size_t ranges = range_count(n, kClassifyRange);
   std::vector<RoleLists> parts(ranges);
   run.for_each(ranges, [&](size_t r) {
     const auto begin = static_cast<uint32_t>(r * kClassifyRange);

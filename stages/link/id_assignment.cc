@@ -294,23 +294,20 @@ uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrac
   // dependency and count of GPU ops; then, the counts summed in order, its id and its GPU ops'
   // place in gpu_events (the same as one pass in order).
   const auto n = static_cast<uint32_t>(in.host.nodes.size());
-  const size_t ranges = std::max<size_t>(1, (size_t{n} + kNumberRange - 1) / kNumberRange);
+  const size_t ranges = range_count(n, kNumberRange);
   auto range_of = [&](size_t r) {
     const auto begin = static_cast<uint32_t>(r * kNumberRange);
     return std::pair<uint32_t, uint32_t>(begin, std::min(n, begin + kNumberRange));
   };
-  // GPU ops owned by the event's host op (Chakra attaches a CPU event's GPU ops to every host op
-  // paired with it, the owner's group; in default mode only one host op is paired with an event:
-  // see map_by_rf_id).
-  auto owned = [&](DeviceEventIdx event) {
-    const HostNodeIdx owner = in.mapping.host_of[event.value];
-    return owner.valid()
-               ? std::pair<uint32_t, uint32_t>(gpu.begin[owner.value], gpu.begin[owner.value + 1])
-               : std::pair<uint32_t, uint32_t>(0, 0);
-  };
+  // Pass 1 keeps each op's GPU ops' place in GpuOpsByHost in gpu_begin and their count in
+  // gpu_end (Chakra attaches a CPU event's GPU ops to every host op paired with it, the owner's
+  // group; in default mode only one host op is paired with an event: see map_by_rf_id), and each
+  // range's count of them.
   std::vector<DataProblems> problems(ranges);
+  std::vector<uint32_t> gpu_before(ranges + 1, 0);  // GPU ops of the ranges before each
   workers.for_each(ranges, [&](size_t r) {
     const auto [begin, end] = range_of(r);
+    uint32_t count = 0;
     for (uint32_t i = begin; i < end; ++i) {
       LinkedHostOp& op = out.ops[i];
       op.device_event = in.mapping.device_of[i];
@@ -319,17 +316,17 @@ uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrac
       if (!in.exclusive.chakra.empty()) {
         copy_chakra_exclusive(in, i, op.device_event, out.chakra_exclusive[i], problems[r]);
       }
-      const auto [first, last] = owned(op.device_event);
-      op.gpu_end = last - first;  // the count, for now
+      if (const HostNodeIdx owner = in.mapping.host_of[op.device_event.value]; owner.valid()) {
+        op.gpu_begin = gpu.begin[owner.value];
+        op.gpu_end = gpu.begin[owner.value + 1] - op.gpu_begin;
+        count += op.gpu_end;
+      }
       op.inter_thread_dep = inter_thread_dep(in, options, host_by_rf, op.device_event, i);
     }
+    gpu_before[r + 1] = count;
   });
-  std::vector<uint32_t> gpu_before(ranges + 1, 0);  // GPU ops of the ranges before each
   for (size_t r = 0; r < ranges; ++r) {
-    const auto [begin, end] = range_of(r);
-    uint32_t count = 0;
-    for (uint32_t i = begin; i < end; ++i) count += out.ops[i].gpu_end;
-    gpu_before[r + 1] = gpu_before[r] + count;
+    gpu_before[r + 1] += gpu_before[r];
     out.stats.merge(problems[r]);
   }
   grow_prefaulted(out.gpu_events, gpu_before[ranges], workers);
@@ -338,14 +335,11 @@ uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrac
     uint32_t at = gpu_before[r];
     for (uint32_t i = begin; i < end; ++i) {
       LinkedHostOp& op = out.ops[i];
-      const uint32_t count = op.gpu_end;
+      const uint32_t first = op.gpu_begin, count = op.gpu_end;
       op.new_id = uint64_t{i} + at;  // each host op after the ones before and their GPU ops
+      std::copy(gpu.ops.begin() + first, gpu.ops.begin() + first + count,
+                out.gpu_events.begin() + at);
       op.gpu_begin = at;
-      if (count > 0) {
-        const uint32_t first = owned(op.device_event).first;
-        std::copy(gpu.ops.begin() + first, gpu.ops.begin() + first + count,
-                  out.gpu_events.begin() + at);
-      }
       at += count;
       op.gpu_end = at;
     }

@@ -322,8 +322,8 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataP
   }
   // The GPU ops in ranges, concurrently; their lists, counts and problems joined in order.
   const size_t n = trace.gpu_ops.size();
-  const size_t ranges = workers != nullptr ? (n + kGpuOpsPerRange - 1) / kGpuOpsPerRange : 1;
-  std::vector<RangeLinks> parts(std::max<size_t>(ranges, 1));
+  const size_t ranges = workers != nullptr ? range_count(n, kGpuOpsPerRange) : 1;
+  std::vector<RangeLinks> parts(ranges);
   run.for_each(parts.size(), [&](size_t r) {
     const size_t begin = n * r / parts.size();
     const size_t end = n * (r + 1) / parts.size();
