@@ -12,6 +12,7 @@
 #include "pipeline/parallel_batches.h"
 #include "pipeline/rank_graph.h"
 #include "stages/common/file_io.h"
+#include "stages/common/json_util.h"
 #include "stages/generate/synthetic_trace.h"
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
@@ -188,6 +189,27 @@ void BM_WriteEtPlus(benchmark::State& state) {
   state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(linked->node_count));
 }
 BENCHMARK(BM_WriteEtPlus)->Unit(benchmark::kMillisecond);
+
+// The ET+ writers' minifier (json::append_minified) over a generated rank's host ET (17 MB, as
+// synth indents it), with each kernel this CPU has (0 best, 1 scalar, 2 AVX2, 3 AVX-512).
+void BM_Minify(benchmark::State& state) {
+  const auto kernel = static_cast<json::MinifyKernel>(state.range(0));
+  if (!json::has_minify_kernel(kernel)) {
+    state.SkipWithError("this build or CPU lacks the kernel");
+    return;
+  }
+  const std::string& text = generated_rank_text().host;
+  std::string out;
+  out.reserve(text.size() + 64);
+  for (auto _ : state) {
+    out.clear();
+    json::append_minified(out, text, kernel);
+    benchmark::DoNotOptimize(out.data());
+  }
+  if (out.empty() || out.size() >= text.size()) state.SkipWithError("nothing minified");
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_Minify)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
 
 // End to end through the flow graph: read .json.gz, parse, link, write ET+ (plain JSON).
 void BM_LinkEndToEnd(benchmark::State& state) {

@@ -114,6 +114,14 @@ void append_escaped(std::string& out, std::string_view s);
 // depend on how the input was indented).
 void append_minified(std::string& out, std::string_view s);
 
+// The loops append_minified may run (kBest: the fastest this CPU has), for tests and benchmarks
+// to run each: every kernel gives the same bytes.
+enum class MinifyKernel { kBest, kScalar, kAvx2, kAvx512 };
+// Whether this build and CPU have `kernel`.
+bool has_minify_kernel(MinifyKernel kernel);
+// As append_minified, with `kernel`; false (nothing appended) when it is not at hand.
+bool append_minified(std::string& out, std::string_view s, MinifyKernel kernel);
+
 // Appends the decimal form of an integer.
 void append_uint(std::string& out, uint64_t v);
 void append_int(std::string& out, int64_t v);

@@ -28,7 +28,15 @@ std::string reference_minified(std::string_view s) {
 // append_minified drops the whitespace outside strings as simdjson::minify does, on random texts
 // of quotes, backslashes, whitespace and bytes of every kind, of lengths across the 64-byte
 // blocks, and on texts with long runs of each.
-TEST(JsonUtil, MinifiesAsSimdjsonDoes) {
+// Each kernel this CPU has is run (the one append_minified picks, and the others).
+class MinifyKernels : public ::testing::TestWithParam<MinifyKernel> {};
+
+TEST_P(MinifyKernels, MinifiesAsSimdjsonDoes) {
+  const MinifyKernel kernel = GetParam();
+  if (!has_minify_kernel(kernel)) GTEST_SKIP() << "this build or CPU lacks the kernel";
+  auto append_minified = [kernel](std::string& out, std::string_view s) {
+    ASSERT_TRUE(json::append_minified(out, s, kernel));
+  };
   std::mt19937_64 rng(7);
   const std::string alphabet = std::string("\"\\ \n\r\t{}[]:,a1\xc3\xa9") + '\0';
   for (int round = 0; round < 20000; ++round) {
@@ -57,6 +65,22 @@ TEST(JsonUtil, MinifiesAsSimdjsonDoes) {
     EXPECT_EQ(out, reference_minified(text));
   }
 }
+INSTANTIATE_TEST_SUITE_P(JsonUtil, MinifyKernels,
+                         ::testing::Values(MinifyKernel::kBest, MinifyKernel::kScalar,
+                                           MinifyKernel::kAvx2, MinifyKernel::kAvx512),
+                         [](const ::testing::TestParamInfo<MinifyKernel>& info) {
+                           switch (info.param) {
+                             case MinifyKernel::kBest:
+                               return std::string("Best");
+                             case MinifyKernel::kScalar:
+                               return std::string("Scalar");
+                             case MinifyKernel::kAvx2:
+                               return std::string("Avx2");
+                             case MinifyKernel::kAvx512:
+                               return std::string("Avx512");
+                           }
+                           return std::string("Unknown");
+                         });
 
 TEST(JsonUtil, ParsesMicrosecondsAsNanoseconds) {
   TimeNs ns = 0;
