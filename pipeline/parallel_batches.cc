@@ -5,8 +5,10 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace chakraflow {
 
@@ -23,6 +25,24 @@ Status ParallelBatches::run(size_t batches,
     Status produced;
     std::string out;
   };
+  // A consumed batch is taken again for a later one, its output's room kept: grown from empty
+  // each time, a batch's output was reallocated and copied at every doubling. At most
+  // `in_flight_` batches exist.
+  std::mutex pool_mutex;
+  std::vector<std::unique_ptr<Batch>> pool;
+  auto take = [&]() -> std::unique_ptr<Batch> {
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    if (pool.empty()) return std::make_unique<Batch>();
+    std::unique_ptr<Batch> b = std::move(pool.back());
+    pool.pop_back();
+    return b;
+  };
+  auto give_back = [&](std::unique_ptr<Batch> b) {
+    b->out.clear();
+    b->produced = Status();
+    std::lock_guard<std::mutex> lock(pool_mutex);
+    pool.push_back(std::move(b));
+  };
   size_t next = 0;
   Status failed;                     // written by the (serial) consuming filter only
   std::atomic<bool> stopped{false};  // read by the input filter, on another thread
@@ -35,7 +55,7 @@ Status ParallelBatches::run(size_t batches,
                                          fc.stop();
                                          return nullptr;
                                        }
-                                       auto* b = new Batch();
+                                       Batch* b = take().release();
                                        b->index = next++;
                                        return b;
                                      }) &
@@ -46,9 +66,11 @@ Status ParallelBatches::run(size_t batches,
                                            }) &
           tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order, [&](Batch* b) {
             std::unique_ptr<Batch> owned(b);
-            if (!failed.ok()) return;
-            failed = owned->produced.ok() ? consume(owned->out) : std::move(owned->produced);
-            if (!failed.ok()) stopped.store(true, std::memory_order_release);
+            if (failed.ok()) {
+              failed = owned->produced.ok() ? consume(owned->out) : std::move(owned->produced);
+              if (!failed.ok()) stopped.store(true, std::memory_order_release);
+            }
+            give_back(std::move(owned));
           }));
   return failed;
 }
