@@ -281,9 +281,10 @@ void copy_gpu_ops(const DeviceTrace& device, const LinkedTrace& linked, size_t b
   for (size_t k = begin; k < end; ++k) {
     const DeviceEvent& g = device[linked.gpu_events[k]];
     LinkedDeviceFacts::GpuOp& op = f.gpu_op[k];
-    op.name = intern(g.name, &op.name_utf8);
+    const std::string_view name = device.name(g);
+    op.name = intern(name, &op.name_utf8);
     const std::string_view pg_name = device.pg_name(g);
-    if (!pg_name.empty() && g.name.find("ncclDevKernel") != std::string_view::npos) {
+    if (!pg_name.empty() && name.find("ncclDevKernel") != std::string_view::npos) {
       op.pg_name = intern(pg_name, &op.pg_name_utf8);
     }
     op.dur = g.dur;

@@ -216,6 +216,7 @@ class DeviceParser {
     last_offset_ = 0;
     t_.events.clear();
     t_.pg_names.clear();
+    t_.decoded_names.clear();
     t_.load_stats = DataProblems();
     t_.flow_events = 0;
     t_.arena.clear();
@@ -257,6 +258,9 @@ class DeviceParser {
         }
         t_.pg_names.insert(t_.pg_names.end(), part.pg_names.begin(), part.pg_names.end());
       }
+      // By byte offset, in file order: the shards' follow each other.
+      t_.decoded_names.insert(t_.decoded_names.end(), part.decoded_names.begin(),
+                              part.decoded_names.end());
       t_.flow_events += part.flow_events;
       if (!part.arena.empty()) t_.more_arenas.push_back(std::move(part.arena));
       shards.parser(k).count_deferred(elements);
@@ -395,8 +399,9 @@ class DeviceParser {
     }
     if (!read.ok() || e.cat == DeviceCategory::kAc2g) {
       if (read.ok()) ++t_.flow_events;  // checked, counted, not kept: no stage reads them
-      // Its process group name, if any, is the last one in the side table.
+      // Its process group name and decoded name, if any, are the last ones in the side tables.
       if (e.pg_name != DeviceEvent::kNoPgName) t_.pg_names.pop_back();
+      if (e.has(kNameDecoded)) t_.decoded_names.pop_back();
       t_.events.pop_back();
     }
     return read;
@@ -429,6 +434,26 @@ class DeviceParser {
       return event_error(e, index, fmt::format("\"{}\" {}", what, json::string_problem(r)));
     }
     return Status();
+  }
+
+  // A name read from `literal` as `name`: kept aside when it is not the literal's text between
+  // its quotes (a second "name" of the event replaces the first).
+  void set_decoded_name(DeviceEvent& e, std::string_view literal, std::string_view name) {
+    if (e.has(kNameDecoded)) {
+      t_.decoded_names.pop_back();
+      e.flags &= static_cast<uint16_t>(~kNameDecoded);
+    }
+    if (name.data() == literal.data() + 1 && name.size() + 2 == literal.size()) return;
+    e.flags |= kNameDecoded;
+    t_.decoded_names.emplace_back(e.byte_offset, name);
+  }
+
+  // The name of the event being read (a shard's trace has no text of its own to give it).
+  std::string_view name_of(const DeviceEvent& e) const {
+    if (e.has(kNameDecoded)) return t_.decoded_names.back().second;
+    const Span s = e.name_literal;
+    if (s.end - s.begin < 2) return {};
+    return text_.substr(e.byte_offset + s.begin + 1, s.end - s.begin - 2);
   }
 
   // `part` (inside the event's text) as a span relative to the event's start.
@@ -505,9 +530,10 @@ class DeviceParser {
       } else if (json::equals(key, "name")) {
         od::json_type type;
         if (v.type().get(type) == simdjson::SUCCESS && type != od::json_type::string) continue;
-        std::string_view literal;
-        CF_RETURN_IF_ERROR(read_literal(v, e, index, "name", &literal, &e.name));
+        std::string_view literal, name;
+        CF_RETURN_IF_ERROR(read_literal(v, e, index, "name", &literal, &name));
         CF_RETURN_IF_ERROR(span_in_event(e, index, literal, &e.name_literal));
+        set_decoded_name(e, literal, name);
       } else if (json::equals(key, "ts")) {
         bool frac = false, is_float = false;
         CF_RETURN_IF_ERROR(read_time(v, e, index, "ts", &e.ts, &frac, &is_float));
@@ -567,7 +593,7 @@ class DeviceParser {
       return event_error(e, index, fmt::format("\"{}\" event without \"ts\"", cat));
     }
     if ((e.cat == DeviceCategory::kCpuOp || e.cat == DeviceCategory::kUserAnnotation) &&
-        e.name.find("ProfilerStep") != std::string_view::npos) {
+        name_of(e).find("ProfilerStep") != std::string_view::npos) {
       e.flags |= kProfilerStep;
     }
     return Status();

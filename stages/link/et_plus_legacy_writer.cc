@@ -257,7 +257,7 @@ class LegacyWriter {
     const size_t end = g.byte_offset < text.size() ? skip_value(text, g.byte_offset) : kNotFound;
     if (end == kNotFound || text[g.byte_offset] != '{') {
       return Status::errorf("{}: byte {}: cannot re-read the GPU event '{}'", dev_.path,
-                            g.byte_offset, g.name);
+                            g.byte_offset, dev_.name(g));
     }
     const std::string_view event = text.substr(g.byte_offset, end - g.byte_offset);
     append_minified(event.substr(0, event.size() - 1));  // without the closing brace

@@ -204,7 +204,7 @@ class NodeFormatter {
     else
       buf_.append("null");
     if (const std::string_view pg_name = dev_.pg_name(g);
-        !pg_name.empty() && g.name.find("ncclDevKernel") != std::string_view::npos) {
+        !pg_name.empty() && dev_.name(g).find("ncclDevKernel") != std::string_view::npos) {
       buf_.append(",\"pg_name\":");
       json::append_escaped(buf_, pg_name);
     }

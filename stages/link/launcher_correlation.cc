@@ -132,14 +132,15 @@ KeyIndex index_launches(const DeviceTrace& trace, Compat compat, LauncherLinks& 
     prefetch_ahead(trace, launch_by_correlation, trace.launches, k);
     const DeviceEventIdx idx = trace.launches[k];
     const DeviceEvent& e = trace[idx];
-    if (!is_launch_name(e.name, compat)) continue;
+    if (!is_launch_name(trace.name(e), compat)) continue;
     auto [first, inserted] =
         launch_by_correlation.try_emplace(static_cast<uint64_t>(e.correlation), idx.value);
     if (!inserted) {
       ++out.duplicate_correlations;
-      stats.add(StatKind::kDuplicateCorrelationId,
-                fmt::format("correlation {} on '{}' at byte {} (first at byte {})", e.correlation,
-                            e.name, e.byte_offset, trace[DeviceEventIdx{*first}].byte_offset));
+      stats.add(
+          StatKind::kDuplicateCorrelationId,
+          fmt::format("correlation {} on '{}' at byte {} (first at byte {})", e.correlation,
+                      trace.name(e), e.byte_offset, trace[DeviceEventIdx{*first}].byte_offset));
     }
   }
   return launch_by_correlation;
@@ -197,8 +198,8 @@ class LauncherSearch {
   // NCCL kernels skip `nccl:coalesced` ops; the (long) kernel name is only scanned when such an
   // op is a candidate.
   bool usable(uint32_t p) {
-    if (trace_[t_.ops[p]].name != "nccl:coalesced") return true;
-    if (nccl_ < 0) nccl_ = contains_nccl_ci(gpu_.name) ? 1 : 0;
+    if (trace_.name(t_.ops[p]) != "nccl:coalesced") return true;
+    if (nccl_ < 0) nccl_ = contains_nccl_ci(trace_.name(gpu_)) ? 1 : 0;
     return nccl_ == 0;
   }
   bool encloses(uint32_t p) const {
@@ -260,9 +261,9 @@ void link_gpu_ops(const DeviceTrace& trace, Compat compat, const KeyIndex& launc
         launch_by_correlation.find(static_cast<uint64_t>(g.correlation))};
     if (!launch_idx.valid()) {
       ++r.no_launch_event;
-      r.stats.add(
-          StatKind::kGpuOpWithoutLaunchEvent,
-          fmt::format("'{}' correlation {} at byte {}", g.name, g.correlation, g.byte_offset));
+      r.stats.add(StatKind::kGpuOpWithoutLaunchEvent,
+                  fmt::format("'{}' correlation {} at byte {}", trace.name(g), g.correlation,
+                              g.byte_offset));
       continue;
     }
     const DeviceEvent& launch = trace[launch_idx];
@@ -274,15 +275,15 @@ void link_gpu_ops(const DeviceTrace& trace, Compat compat, const KeyIndex& launc
       parent = compat == Compat::kChakra ? search.chakra() : search.by_default(&outside);
       if (outside) {
         r.stats.add(StatKind::kGpuOpLaunchedOutsideCpuOp,
-                    fmt::format("'{}' launched at byte {}; nearest preceding CPU op used", g.name,
-                                launch.byte_offset));
+                    fmt::format("'{}' launched at byte {}; nearest preceding CPU op used",
+                                trace.name(g), launch.byte_offset));
       }
     }
     if (!parent.valid()) {
       ++r.no_cpu_op;
       r.stats.add(StatKind::kGpuOpWithoutCpuOp,
-                  fmt::format("'{}' (launch '{}' at byte {}, tid {})", g.name, launch.name,
-                              launch.byte_offset, launch.tid));
+                  fmt::format("'{}' (launch '{}' at byte {}, tid {})", trace.name(g),
+                              trace.name(launch), launch.byte_offset, launch.tid));
       continue;
     }
     out.cpu_op_of[idx.value] = parent;

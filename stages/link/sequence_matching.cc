@@ -343,7 +343,7 @@ class SequenceMatcher {
       if (inserted) device_threads_.push_back(DeviceThread{ev.pid, ev.tid, {}, {}, {}});
       DeviceThread* t = &device_threads_[it->second];
       t->ops.push_back(e);
-      t->names.push_back(names_.intern(ev.name));
+      t->names.push_back(names_.intern(dev_.name(ev)));
       t->ts.push_back(ev.ts);
     }
     return Status();
@@ -609,7 +609,9 @@ class SequenceMatcher {
     for (const DeviceEvent& e : dev_.events) {
       if (e.cat != DeviceCategory::kCpuOp && e.cat != DeviceCategory::kUserAnnotation) continue;
       if (pid_filter_ && e.pid != *pid_filter_) continue;
-      if (e.name.find(opt_.annotation) != std::string_view::npos) spans.emplace_back(e.ts, e.end());
+      if (dev_.name(e).find(opt_.annotation) != std::string_view::npos) {
+        spans.emplace_back(e.ts, e.end());
+      }
     }
     if (spans.empty()) {
       stats_.add(StatKind::kSeqAnnotationNotInDevice, opt_.annotation);

@@ -197,7 +197,7 @@ DeviceEventIdx first_op_starting_at_or_after(const DeviceTrace& trace, const Thr
 
 std::string describe(const DeviceTrace& trace, DeviceEventIdx idx) {
   const DeviceEvent& e = trace[idx];
-  return fmt::format("'{}' correlation {} at byte {}", e.name, e.correlation, e.byte_offset);
+  return fmt::format("'{}' correlation {} at byte {}", trace.name(e), e.correlation, e.byte_offset);
 }
 
 class SyncResolver {
@@ -284,7 +284,7 @@ class SyncResolver {
     if (!records_.empty()) {
       for (DeviceEventIdx idx : trace.launches) {
         const DeviceEvent& e = trace[idx];
-        if (e.has(kHasCorrelation) && is_event_record_name(e.name))
+        if (e.has(kHasCorrelation) && is_event_record_name(trace.name(e)))
           event_records_.try_emplace(e.correlation, idx);
       }
     }
@@ -547,7 +547,7 @@ SyncDependencies compute_sync_dependencies(const DeviceTrace& trace, const Launc
   if (compat == Compat::kChakra) return out;
   std::vector<std::pair<DeviceEventIdx, SyncKind>> calls;
   for (DeviceEventIdx idx : trace.launches) {  // (ts, file order)
-    if (auto kind = sync_kind_of_call(trace[idx].name)) calls.emplace_back(idx, *kind);
+    if (auto kind = sync_kind_of_call(trace.name(idx))) calls.emplace_back(idx, *kind);
   }
   if (calls.empty()) return out;
   SyncResolver resolver(trace, launchers, stats, batches_or_in_turn(workers));

@@ -8,6 +8,7 @@
 // read from many threads at once.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -17,6 +18,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "stages/common/file_io.h"
@@ -168,6 +170,9 @@ enum DeviceEventFlags : uint16_t {
   kHasTid = 1 << 11,
   kTsFloat = 1 << 12,  // ts written as a JSON float (with '.' or an exponent): Python reads a float
   kDurFloat = 1 << 13,  // dur likewise
+  // The name is not its literal's text between the quotes (it had escapes): the unescaped name
+  // is in DeviceTrace::decoded_names.
+  kNameDecoded = 1 << 14,
 };
 
 // A number as Chakra's Python code holds it: json.load gives an int or a float, and arithmetic
@@ -189,10 +194,12 @@ struct DeviceEvent {
   int64_t stream = 0;
   int64_t device = 0;
   uint64_t rf_id = 0;
-  std::string_view name;  // unescaped
   uint64_t byte_offset = 0;
   // Relative to byte_offset (DeviceTrace::name_raw and args_raw give the text): the name's JSON
   // string literal as in the file (with quotes), and the raw JSON of "args" (empty if absent).
+  // The name itself, unescaped, is DeviceTrace::name: its literal's text between the quotes but
+  // for the few with escapes (kNameDecoded). Not a view of its own: a trace holds millions of
+  // events, and each byte of one is worth about half a millisecond of `link` on a 147 MB rank.
   Span name_literal;
   Span args;
   // args["Process Group Name"] (unescaped), if any: an index into DeviceTrace::pg_names
@@ -210,7 +217,7 @@ struct DeviceEvent {
   PyNumber py_ts() const;
   PyNumber py_dur() const;
 };
-static_assert(sizeof(DeviceEvent) <= 120, "DeviceEvent grew: a trace holds millions of them");
+static_assert(sizeof(DeviceEvent) <= 104, "DeviceEvent grew: a trace holds millions of them");
 
 struct DeviceTrace {
   std::string path;
@@ -220,7 +227,10 @@ struct DeviceTrace {
       more_arenas;                         // the shards' (a deque moved keeps its strings)
   std::vector<DeviceEvent> events;         // in file order, ac2g flow events left out
   std::vector<std::string_view> pg_names;  // DeviceEvent::pg_name
-  uint64_t flow_events = 0;                // ac2g events read (checked, not kept)
+  // The unescaped names of the events flagged kNameDecoded, by the event's byte offset (in file
+  // order, so sorted): a few in a trace, if any.
+  std::vector<std::pair<uint64_t, std::string_view>> decoded_names;
+  uint64_t flow_events = 0;  // ac2g events read (checked, not kept)
   // Indices of events by role, each sorted by (ts, file order).
   std::vector<DeviceEventIdx> cpu_ops;   // cpu_op / user_annotation, ProfilerStep excluded
   std::vector<DeviceEventIdx> launches;  // cuda_runtime / cuda_driver events (all of them)
@@ -245,10 +255,23 @@ struct DeviceTrace {
   std::string_view pg_name(const DeviceEvent& e) const {
     return e.pg_name == DeviceEvent::kNoPgName ? std::string_view() : pg_names[e.pg_name];
   }
+  // The event's name, unescaped (empty when it has none).
+  std::string_view name(const DeviceEvent& e) const {
+    if (e.has(kNameDecoded)) return decoded_name(e.byte_offset);
+    if (e.name_literal.end - e.name_literal.begin < 2) return {};
+    return in_event(e, Span{e.name_literal.begin + 1, e.name_literal.end - 1});
+  }
+  std::string_view name(DeviceEventIdx i) const { return name(events[i.value]); }
   std::string_view name_raw(const DeviceEvent& e) const { return in_event(e, e.name_literal); }
   std::string_view args_raw(const DeviceEvent& e) const { return in_event(e, e.args); }
 
  private:
+  std::string_view decoded_name(uint64_t byte_offset) const {
+    const auto it = std::lower_bound(
+        decoded_names.begin(), decoded_names.end(), byte_offset,
+        [](const std::pair<uint64_t, std::string_view>& d, uint64_t at) { return d.first < at; });
+    return it != decoded_names.end() && it->first == byte_offset ? it->second : std::string_view();
+  }
   std::string_view in_event(const DeviceEvent& e, Span s) const {
     return std::string_view(text).substr(e.byte_offset + s.begin, s.end - s.begin);
   }

@@ -196,15 +196,15 @@ TEST(SyncGoldenSmall, AlexnetTrace) {
     const DeviceEvent& memcpy = r.trace[r.sync.targets[c.targets_begin]];
     EXPECT_EQ(memcpy.correlation, call.correlation - 1);
     EXPECT_EQ(memcpy.stream, 7);
-    EXPECT_EQ(memcpy.name.substr(0, 11), "Memcpy HtoD");
+    EXPECT_EQ(r.trace.name(memcpy).substr(0, 11), "Memcpy HtoD");
     ASSERT_TRUE(c.waiter.valid());
-    EXPECT_EQ(r.trace[c.waiter].name, "aten::_has_compatible_shallow_copy_type");
+    EXPECT_EQ(r.trace.name(c.waiter), "aten::_has_compatible_shallow_copy_type");
   }
   EXPECT_EQ(stream_syncs, 16u);
   EXPECT_EQ(r.targets(r.call(225)), (std::vector<int64_t>{218}));
-  EXPECT_EQ(r.trace[r.call(225).waiter].name, "aten::conv2d");
+  EXPECT_EQ(r.trace.name(r.call(225).waiter), "aten::conv2d");
   EXPECT_EQ(r.targets(r.call(5503)), (std::vector<int64_t>{5190, 5498}));
-  EXPECT_EQ(r.trace[r.call(5503).waiter].name,
+  EXPECT_EQ(r.trace.name(r.call(5503).waiter),
             "[param|pytorch.model.alex_net|0|0|0|measure|forward]");
   EXPECT_EQ(r.targets(r.call(5511)), (std::vector<int64_t>{5190, 5498}));
   EXPECT_EQ(r.call(5894).problem, SyncProblem::kNoWaiter);
@@ -501,7 +501,7 @@ TEST_P(SyncGoldenPairs, SyncsInTheLinkedWindowYieldDependenciesPointingBackInTim
                                        d->second.ts >= nodes.at(id->second).ts);
       }
       EXPECT_TRUE(found) << "sync " << call.correlation << ": " << node.name << " lacks "
-                         << dev[t].name;
+                         << dev.name(t);
       all &= found;
     }
     yielded += all;

@@ -39,8 +39,8 @@ TEST(DeviceTraceLoader, ClassifiesEventsAndSortsRoles) {
   EXPECT_TRUE(t->has_rf_ids);
   // ProfilerStep is not a CPU op; the rest are sorted by ts.
   ASSERT_EQ(t->cpu_ops.size(), 2u);
-  EXPECT_EQ((*t)[t->cpu_ops[0]].name, "fwd");
-  EXPECT_EQ((*t)[t->cpu_ops[1]].name, "aten::mm");
+  EXPECT_EQ(t->name(t->cpu_ops[0]), "fwd");
+  EXPECT_EQ(t->name(t->cpu_ops[1]), "aten::mm");
   EXPECT_EQ((*t)[t->cpu_ops[1]].rf_id, 3u);
   EXPECT_EQ((*t)[t->cpu_ops[1]].external_id, 100);
   ASSERT_EQ(t->launches.size(), 1u);
@@ -159,7 +159,7 @@ TEST(DeviceTraceLoader, InvalidUtf8IsRepairedAndCounted) {
   auto t = parse_device_trace("utf8.json", text.substr(0, text.size() - 2));
   ASSERT_TRUE(t.ok()) << t.status().message();
   EXPECT_EQ(t->invalid_utf8_bytes, 2u);
-  EXPECT_EQ((*t)[t->cpu_ops[1]].name, "bad?? name");
+  EXPECT_EQ(t->name(t->cpu_ops[1]), "bad?? name");
 }
 
 TEST(DeviceTraceLoader, BadInputGivesLocatedErrors) {
@@ -201,7 +201,7 @@ void expect_same_trace(const DeviceTrace& whole, const DeviceTrace& windowed,
     EXPECT_EQ(a.stream, b.stream) << where;
     EXPECT_EQ(a.device, b.device) << where;
     EXPECT_EQ(a.rf_id, b.rf_id) << where;
-    EXPECT_EQ(a.name, b.name) << where;
+    EXPECT_EQ(whole.name(a), windowed.name(b)) << where;
     EXPECT_EQ(whole.name_raw(a), windowed.name_raw(b)) << where;
     EXPECT_EQ(whole.args_raw(a), windowed.args_raw(b)) << where;
     EXPECT_EQ(whole.pg_name(a), windowed.pg_name(b)) << where;
@@ -460,6 +460,57 @@ TEST(DeviceTraceShards, FalseCutsAndProblemsReadAsWhole) {
   ASSERT_EQ(clean_whole->load_stats.entries().size(), 2u);
   ASSERT_GT(clean_whole->pg_names.size(), 40u);
   EXPECT_GE(expect_shards_read_as_whole(clean_text, "clean cuts", {2, 5, 9}, 512, 256), 5u);
+}
+
+// An event's name is its literal's text between the quotes, or, when it had escapes, the
+// unescaped name kept aside (by byte offset): each as written, whole, in windows and in shards; a
+// second "name" replaces the first, either way round; a name that is not a string is none; a
+// flow event (not kept) leaves no decoded name behind.
+TEST(DeviceTraceShards, NamesWithEscapesAreDecodedHoweverRead) {
+  struct Case {
+    std::string json_name;  // the value of "name" as written
+    std::string name;       // as read
+  };
+  const std::vector<Case> cases = {
+      {R"("plain")", "plain"},
+      {R"("q\"uote")", "q\"uote"},
+      {R"("\u00e9t\u00e9")", "\xc3\xa9t\xc3\xa9"},
+      {R"("back\\slash")", "back\\slash"},
+      {R"("")", ""},
+      {"7", ""},
+  };
+  std::string events;
+  std::vector<std::string> expected;
+  for (int i = 0; i < 240; ++i) {
+    const Case& c = cases[static_cast<size_t>(i) % cases.size()];
+    if (i > 0) events += ",\n";
+    std::string name = fmt::format(R"("name": {})", c.json_name);
+    std::string want = c.name;
+    if (i % 7 == 3) {  // a second name replaces the first
+      const Case& first = cases[static_cast<size_t>(i + 1) % cases.size()];
+      name = fmt::format(R"("name": {}, {})", first.json_name, name);
+      if (c.json_name == "7") want = first.name;  // a number is skipped: the first stays
+    }
+    if (i % 11 == 5) {  // a flow event between, with an escaped name: not kept
+      events += R"({"ph": "s", "cat": "ac2g", "name": "f\u00e9", "id": 1, "ts": 1}, )";
+    }
+    events += fmt::format(R"({{"ph": "X", "cat": "cpu_op", {}, "ts": {}, "dur": 1}})", name, i);
+    expected.push_back(want);
+  }
+  const std::string text = R"({"traceEvents": [)" + events + "]}";
+  auto whole = parse_device_trace("t.json", text, 0);
+  ASSERT_TRUE(whole.ok()) << whole.status().message();
+  ASSERT_EQ(whole->events.size(), expected.size());
+  size_t decoded = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(whole->name(whole->events[i]), expected[i]) << "event " << i;
+    decoded += whole->events[i].has(kNameDecoded) ? 1 : 0;
+  }
+  EXPECT_GT(decoded, 60u);
+  EXPECT_EQ(whole->decoded_names.size(), decoded);
+  EXPECT_TRUE(std::is_sorted(whole->decoded_names.begin(), whole->decoded_names.end()));
+  EXPECT_GT(expect_windows_read_as_whole(text, "names", {64, 200}), 10u);
+  EXPECT_GE(expect_shards_read_as_whole(text, "names", {2, 3, 5}, 256, 256), 3u);
 }
 
 // What the shards cannot read is read as before: the same trace, or exactly the same error.

@@ -22,7 +22,7 @@ DeviceTrace parse(const std::string& text) {
 
 TimeNs excl_of(const DeviceTrace& t, const ExclusiveDurations& x, std::string_view name) {
   for (uint32_t i = 0; i < t.events.size(); ++i) {
-    if (t.events[i].name == name) return x.by_event[i];
+    if (t.name(t.events[i]) == name) return x.by_event[i];
   }
   ADD_FAILURE() << "no event " << name;
   return -1;
@@ -90,7 +90,7 @@ TEST(ExclusiveDurations, ChakraArithmeticOnPythonNumbers) {
   ASSERT_EQ(x.chakra.size(), t.events.size());
   auto chakra_of = [&](std::string_view name) {
     for (uint32_t i = 0; i < t.events.size(); ++i) {
-      if (t.events[i].name == name) return x.chakra[i];
+      if (t.name(t.events[i]) == name) return x.chakra[i];
     }
     ADD_FAILURE() << "no event " << name;
     return PyNumber{};

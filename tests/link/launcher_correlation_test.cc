@@ -16,7 +16,7 @@ using testing::KinetoBuilder;
 
 uint32_t index_of(const DeviceTrace& t, std::string_view name) {
   for (uint32_t i = 0; i < t.events.size(); ++i) {
-    if (t.events[i].name == name) return i;
+    if (t.name(t.events[i]) == name) return i;
   }
   ADD_FAILURE() << name;
   return 0;

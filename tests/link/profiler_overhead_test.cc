@@ -21,7 +21,7 @@ DeviceTrace parse(const std::string& text) {
 
 const DeviceEvent& event(const DeviceTrace& t, std::string_view name) {
   for (const DeviceEvent& e : t.events) {
-    if (e.name == name) return e;
+    if (t.name(e) == name) return e;
   }
   ADD_FAILURE() << "no event " << name;
   return t.events.front();
@@ -62,12 +62,12 @@ TEST(ProfilerOverhead, EachEventsCostIsTakenOutOfItsThreadsTimeline) {
   // entry and exit (the launch's were inside a_child).
   const ExclusiveDurations x = compute_exclusive_durations(t, Compat::kDefault);
   for (uint32_t i = 0; i < t.events.size(); ++i) {
-    if (t.events[i].name == "a") {
+    if (t.name(t.events[i]) == "a") {
       EXPECT_EQ(x.by_event[i], (50000 - 20000) - 2000);
     }
   }
   ASSERT_EQ(t.cpu_ops.size(), 4u);
-  EXPECT_EQ(t.events[t.cpu_ops[1].value].name, "a");
+  EXPECT_EQ(t.name(t.cpu_ops[1]), "a");
 }
 
 TEST(ProfilerOverhead, NeverMoreThanTheTimeThatPassedOrderAndNestingKept) {

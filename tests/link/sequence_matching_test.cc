@@ -121,7 +121,7 @@ std::string matched_name(const Traces& t, const HostDeviceMap& m, uint64_t id) {
   for (uint32_t i = 0; i < t.host.nodes.size(); ++i) {
     if (t.host.nodes[i].id != id) continue;
     DeviceEventIdx e = m.device_of[i];
-    return e.valid() ? std::string(t.device[e].name) : std::string();
+    return e.valid() ? std::string(t.device.name(e)) : std::string();
   }
   return "missing node";
 }

@@ -36,11 +36,11 @@ struct SyncRun {
   std::set<std::string> targets(const SyncCall& c) const {
     std::set<std::string> out;
     for (uint32_t k = c.targets_begin; k < c.targets_end; ++k)
-      out.emplace(trace[sync.targets[k]].name);
+      out.emplace(trace.name(sync.targets[k]));
     return out;
   }
   std::string name(DeviceEventIdx e) const {
-    return e.valid() ? std::string(trace[e].name) : std::string("<none>");
+    return e.valid() ? std::string(trace.name(e)) : std::string("<none>");
   }
   // Edges as "waiter <- target" by name.
   std::set<std::string> edges(const std::vector<SyncEdge>& e) const {
