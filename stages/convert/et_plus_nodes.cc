@@ -246,9 +246,13 @@ void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrde
     // rank has them repaired already: the link reported them).
     t.stats.add_count(StatKind::kEtPlusInvalidUtf8Bytes, host.invalid_utf8_bytes);
     for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[i] = i;
-    std::sort(t.file_order.begin(), t.file_order.end(), [&](uint32_t a, uint32_t b) {
+    // An ET+ lists its nodes in id order: the file order is then the nodes' (no sort).
+    auto in_file_order = [&](uint32_t a, uint32_t b) {
       return t.nodes[a].byte_offset < t.nodes[b].byte_offset;
-    });
+    };
+    if (!std::is_sorted(t.file_order.begin(), t.file_order.end(), in_file_order)) {
+      std::sort(t.file_order.begin(), t.file_order.end(), in_file_order);
+    }
     for (uint32_t k = 0; k < t.file_order.size(); ++k) t.nodes[t.file_order[k]].file_position = k;
   } else if (order == FileOrder::kFilePosition) {
     for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[t.nodes[i].file_position] = i;
