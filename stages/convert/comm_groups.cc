@@ -132,10 +132,14 @@ bool is_comm_type(ChakraNodeType type) {
 }
 
 // A record comm_groups_of reads: one that declares groups (metadata, process_group:init) or
-// communicates.
+// communicates. A node named process_group:init is of kind kMetadata (convert_model.h), written
+// as a compute node with --metadata-node compute: its kind says so without reading its name
+// again (long after the parse, a cache miss a node).
+bool declares_groups(const EtPlusTrace& trace, const ChakraNodeRecord& rec) {
+  return rec.type == ChakraNodeType::kMetadata || trace.nodes[rec.source].kind == OpKind::kMetadata;
+}
 bool declares_or_uses_groups(const EtPlusTrace& trace, const ChakraNodeRecord& rec) {
-  return rec.type == ChakraNodeType::kMetadata || is_comm_type(rec.type) ||
-         trace.nodes[rec.source].name.find("process_group:init") != std::string_view::npos;
+  return is_comm_type(rec.type) || declares_groups(trace, rec);
 }
 
 // Records per range of the search for them on the workers.
@@ -163,8 +167,7 @@ StatusOr<RankCommGroups> comm_groups_of(const EtPlusTrace& trace, const ChakraTr
     for (uint32_t i : range) {
       const ChakraNodeRecord& rec = chakra.nodes[i];
       const EtPlusNode& src = trace.nodes[rec.source];
-      if (rec.type == ChakraNodeType::kMetadata ||
-          src.name.find("process_group:init") != std::string_view::npos) {
+      if (declares_groups(trace, rec)) {
         CF_RETURN_IF_ERROR(render_io(trace, src, io));
         const std::string values(io.io[kInValues]);
         if (!values.empty() && !parse_group_list(values, name_offset, &out.declared)) {
