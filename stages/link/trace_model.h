@@ -199,7 +199,7 @@ struct DeviceEvent {
   // string literal as in the file (with quotes), and the raw JSON of "args" (empty if absent).
   // The name itself, unescaped, is DeviceTrace::name: its literal's text between the quotes but
   // for the few with escapes (kNameDecoded). Not a view of its own: a trace holds millions of
-  // events, and each byte of one is worth about half a millisecond of `link` on a 147 MB rank.
+  // events, and every byte of one is paid in fresh pages (docs/performance.md).
   Span name_literal;
   Span args;
   // args["Process Group Name"] (unescaped), if any: an index into DeviceTrace::pg_names
