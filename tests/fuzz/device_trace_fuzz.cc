@@ -30,8 +30,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < trace->events.size(); ++i) {
     const auto& a = trace->events[i];
     const auto& b = sharded->events[i];
-    if (a.byte_offset != b.byte_offset || a.ts != b.ts || a.dur != b.dur || a.name != b.name ||
-        trace->pg_name(a) != sharded->pg_name(b)) {
+    if (a.byte_offset != b.byte_offset || a.ts != b.ts || a.dur != b.dur ||
+        trace->name(a) != sharded->name(b) || trace->pg_name(a) != sharded->pg_name(b)) {
       __builtin_trap();
     }
   }
