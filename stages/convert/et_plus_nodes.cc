@@ -366,17 +366,10 @@ class NodeLinker {
         default_mode_(link_options.compat == Compat::kDefault),
         out_(out),
         position_(first_slot) {
-    // The cursors where the range starts: the first GPU op of its first host op, its first host op.
-    const uint32_t first_gpu =
-        first_host < linked.ops.size() ? linked.ops[first_host].gpu_begin : 0;
-    gpu_sync_next_ = static_cast<size_t>(
-        std::lower_bound(linked.gpu_sync_deps.begin(), linked.gpu_sync_deps.end(), first_gpu,
-                         [](const GpuSyncDep& d, uint32_t k) { return d.gpu_position < k; }) -
-        linked.gpu_sync_deps.begin());
-    exec_next_ = static_cast<size_t>(
-        std::lower_bound(linked.exec_tids.begin(), linked.exec_tids.end(), first_host,
-                         [](const auto& e, uint32_t i) { return e.first < i; }) -
-        linked.exec_tids.begin());
+    // The cursors where the range starts.
+    const LinkedTrace::Cursors at = linked.cursors_at(first_host);
+    gpu_sync_next_ = at.gpu_sync;
+    exec_next_ = at.exec_tid;
   }
 
   // Host node i (at `slot`) and its GPU ops' nodes after it.

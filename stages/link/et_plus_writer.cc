@@ -20,18 +20,10 @@ class NodeFormatter {
 
   // Host nodes [begin, end) and their GPU nodes, each preceded by ",\n" but the trace's first.
   void format(uint32_t begin, uint32_t end) {
-    // The cursors in exec_tids (by host node) and gpu_sync_deps (by GPU position), both sorted.
-    const auto& exec = linked_.exec_tids;
-    exec_next_ = static_cast<size_t>(
-        std::lower_bound(exec.begin(), exec.end(), begin,
-                         [](const auto& e, uint32_t i) { return e.first < i; }) -
-        exec.begin());
-    const auto& gpu_sync = linked_.gpu_sync_deps;
-    const uint32_t first_gpu = begin < linked_.ops.size() ? linked_.ops[begin].gpu_begin : 0;
-    gpu_sync_next_ = static_cast<size_t>(
-        std::lower_bound(gpu_sync.begin(), gpu_sync.end(), first_gpu,
-                         [](const auto& d, uint32_t k) { return d.gpu_position < k; }) -
-        gpu_sync.begin());
+    // The cursors in exec_tids and gpu_sync_deps where the batch starts.
+    const LinkedTrace::Cursors at = linked_.cursors_at(begin);
+    exec_next_ = at.exec_tid;
+    gpu_sync_next_ = at.gpu_sync;
     for (uint32_t i = begin; i < end; ++i) {
       if (i + kAhead < end) prefetch_node(i + kAhead);
       if (i > 0) buf_.append(",\n");

@@ -104,8 +104,9 @@ StatusOr<std::optional<ProfilerOverheadNote>> prepare_device_trace(DeviceTrace& 
   if (options.other_process) {
     std::vector<std::string_view> steps;
     for (const DeviceEvent& e : device.events) {
-      if (e.has(kProfilerStep) && e.cat == DeviceCategory::kUserAnnotation)
+      if (e.has(kProfilerStep) && e.cat == DeviceCategory::kUserAnnotation) {
         steps.push_back(device.name(e));
+      }
     }
     if (steps.size() > 1) {
       return Status::errorf(

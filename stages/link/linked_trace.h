@@ -103,6 +103,27 @@ struct LinkedTrace {
 
   // New id of the k-th GPU op of host op h.
   uint64_t gpu_new_id(const LinkedHostOp& op, uint32_t k) const { return op.new_id + 1 + k; }
+
+  // Where a range of host ops that starts at host op `first_host` starts in exec_tids (by host
+  // op) and in gpu_sync_deps (by GPU position): the cursors of a stage that goes through the
+  // ranges apart (the ET+ writer's batches, the converter's linked nodes).
+  struct Cursors {
+    size_t exec_tid = 0;
+    size_t gpu_sync = 0;
+  };
+  Cursors cursors_at(uint32_t first_host) const {
+    const uint32_t first_gpu = first_host < ops.size() ? ops[first_host].gpu_begin : 0;
+    Cursors c;
+    c.exec_tid = static_cast<size_t>(
+        std::lower_bound(exec_tids.begin(), exec_tids.end(), first_host,
+                         [](const auto& e, uint32_t i) { return e.first < i; }) -
+        exec_tids.begin());
+    c.gpu_sync = static_cast<size_t>(
+        std::lower_bound(gpu_sync_deps.begin(), gpu_sync_deps.end(), first_gpu,
+                         [](const GpuSyncDep& d, uint32_t k) { return d.gpu_position < k; }) -
+        gpu_sync_deps.begin());
+    return c;
+  }
 };
 
 }  // namespace chakraflow
