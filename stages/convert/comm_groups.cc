@@ -149,8 +149,7 @@ constexpr size_t kGroupSearchRange = 32768;
 
 StatusOr<RankCommGroups> comm_groups_of(const EtPlusTrace& trace, const ChakraTrace& chakra,
                                         int name_offset, const OrderedBatches* workers) {
-  // The few records that matter, found in ranges (a pass over every node's name), then read in
-  // order.
+  // The few records that matter, found in ranges (a pass over every record), then read in order.
   const size_t n = chakra.nodes.size();
   const size_t ranges = range_count(n, kGroupSearchRange);
   std::vector<std::vector<uint32_t>> found(ranges);

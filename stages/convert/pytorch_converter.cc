@@ -574,19 +574,23 @@ void fill_global_metadata(const EtPlusTrace& t, const ConvertOptions& options,
 
 namespace {
 
+// `step` widened to cover [start, end) (set to it when empty).
+void cover(std::optional<MeasuredStep>& step, double start, double end) {
+  if (!step) {
+    step = MeasuredStep{start, end};
+  } else {
+    step->start_us = std::min(step->start_us, start);
+    step->end_us = std::max(step->end_us, end);
+  }
+}
+
 // The step of the nodes [begin, end) (measured_step).
 std::optional<MeasuredStep> step_of(const EtPlusTrace& t, size_t begin, size_t end) {
   std::optional<MeasuredStep> step;
   for (size_t i = begin; i < end; ++i) {
     const EtPlusNode& n = t.nodes[i];
     if (!n.has_ts || !(n.ts > 0)) continue;  // not linked to the device trace
-    const double last = n.ts + std::max({n.inclusive_dur, n.exclusive_dur, 0.0});
-    if (!step) {
-      step = MeasuredStep{n.ts, last};
-    } else {
-      step->start_us = std::min(step->start_us, n.ts);
-      step->end_us = std::max(step->end_us, last);
-    }
+    cover(step, n.ts, n.ts + std::max({n.inclusive_dur, n.exclusive_dur, 0.0}));
   }
   return step;
 }
@@ -606,13 +610,7 @@ std::optional<MeasuredStep> measured_step(const EtPlusTrace& t, const OrderedBat
   // The earliest start and the latest end of the ranges' (times are finite: JSON has no NaN).
   std::optional<MeasuredStep> step;
   for (const auto& part : parts) {
-    if (!part) continue;
-    if (!step) {
-      step = part;
-    } else {
-      step->start_us = std::min(step->start_us, part->start_us);
-      step->end_us = std::max(step->end_us, part->end_us);
-    }
+    if (part) cover(step, part->start_us, part->end_us);
   }
   return step;
 }
