@@ -8,6 +8,7 @@
 #include "stages/common/file_io.h"
 #include "stages/common/json_util.h"
 #include "stages/common/ordered_batches.h"
+#include "stages/common/radix_sort.h"
 #include "stages/link/loader_shards.h"
 
 namespace chakraflow {
@@ -81,13 +82,13 @@ void classify_events(const std::vector<DeviceEvent>& ev, uint32_t begin, uint32_
   }
 }
 
-// `list` sorted by (ts, file order): the list is in file order, so the index breaks ties. The
+// `list` sorted by (ts, file order): the list is in file order and the sort by ts is stable. The
 // keys are copied out of the events, so that the sort does not wander over them.
 void sort_by_ts(const std::vector<DeviceEvent>& ev, std::vector<DeviceEventIdx>& list) {
   std::vector<std::pair<TimeNs, uint32_t>> keys;
   keys.reserve(list.size());
   for (DeviceEventIdx i : list) keys.emplace_back(ev[i.value].ts, i.value);
-  if (!std::is_sorted(keys.begin(), keys.end())) std::sort(keys.begin(), keys.end());
+  stable_radix_sort(keys, [](const auto& k) { return k.first; });
   for (size_t k = 0; k < keys.size(); ++k) list[k] = DeviceEventIdx{keys[k].second};
 }
 

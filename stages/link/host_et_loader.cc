@@ -8,6 +8,7 @@
 #include "stages/common/json_util.h"
 #include "stages/common/move_to_targets.h"
 #include "stages/common/ordered_batches.h"
+#include "stages/common/radix_sort.h"
 #include "stages/link/loader_shards.h"
 
 namespace chakraflow {
@@ -167,7 +168,7 @@ class HostParser {
     if (std::is_sorted(nodes.begin(), nodes.end(), by_id)) return;
     std::vector<std::pair<uint64_t, uint32_t>> keys(nodes.size());
     for (size_t i = 0; i < nodes.size(); ++i) keys[i] = {nodes[i].id, static_cast<uint32_t>(i)};
-    std::stable_sort(keys.begin(), keys.end());  // a merge sort: no bad cases
+    stable_radix_sort(keys, [](const auto& k) { return k.first; });  // ties in file order
     std::vector<uint32_t> target(nodes.size());
     for (uint32_t k = 0; k < keys.size(); ++k) target[keys[k].second] = k;
     move_to_targets(nodes, target, nodes.size());

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "stages/common/prefault.h"
+#include "stages/common/radix_sort.h"
 
 namespace chakraflow {
 namespace {
@@ -31,8 +32,7 @@ class GpuNodeIndex {
         nodes_.push_back({linked.gpu_events[k].value, k, linked.gpu_new_id(op, k - op.gpu_begin)});
       }
     }
-    std::sort(nodes_.begin(), nodes_.end(),
-              [](const Node& a, const Node& b) { return a.event < b.event; });
+    stable_radix_sort(nodes_, [](const Node& n) { return n.event; });
   }
   const Node* find(DeviceEventIdx e) const {
     auto it = std::lower_bound(nodes_.begin(), nodes_.end(), e.value,

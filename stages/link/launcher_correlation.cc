@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "stages/common/key_index.h"
+#include "stages/common/radix_sort.h"
 #include "stages/link/exclusive_durations.h"
 
 namespace chakraflow {
@@ -93,10 +94,9 @@ ThreadIndex index_thread(const DeviceTrace& trace, Compat compat,
   t.by_external_id.reserve(t.ops.size());
   for (uint32_t p = 0; p < t.ops.size(); ++p)
     t.by_external_id.emplace_back(trace[t.ops[p]].external_id, p);
-  // External ids count up with time: usually sorted already.
-  if (!std::is_sorted(t.by_external_id.begin(), t.by_external_id.end())) {
-    std::sort(t.by_external_id.begin(), t.by_external_id.end());
-  }
+  // External ids count up with time: usually sorted already. Stable by id: the positions, added
+  // in order, break ties.
+  stable_radix_sort(t.by_external_id, [](const auto& e) { return e.first; });
   t.parent.assign(t.ops.size(), -1);
   // Ops are in ts order; an op's enclosing op is the innermost open op that contains it.
   std::vector<uint32_t> open;
