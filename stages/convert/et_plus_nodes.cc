@@ -606,6 +606,10 @@ std::unique_ptr<HostNodeSink> EtPlusNodeSink::shard(size_t text_bytes) const {
                                           bytes_per_node_);
 }
 
+void EtPlusNodeSink::reserve_more(size_t nodes, const OrderedBatches& workers) {
+  reserve_prefaulted(trace_.nodes, trace_.nodes.size() + nodes, workers);
+}
+
 void EtPlusNodeSink::append(HostNodeSink&& shard) {
   EtPlusTrace& t = trace_;
   EtPlusTrace& s = static_cast<EtPlusNodeSink&>(shard).trace_;

@@ -99,6 +99,7 @@ class EtPlusNodeSink final : public HostNodeSink {
   void restart() override;
   std::unique_ptr<HostNodeSink> shard(size_t text_bytes) const override;
   void append(HostNodeSink&& shard) override;
+  void reserve_more(size_t nodes, const OrderedBatches& workers) override;
   // The nodes received, in file order (the sink is left empty).
   EtPlusTrace take_nodes() { return std::move(trace_); }
 

@@ -8,6 +8,7 @@
 #include "stages/common/file_io.h"
 #include "stages/common/json_util.h"
 #include "stages/common/ordered_batches.h"
+#include "stages/common/prefault.h"
 #include "stages/common/radix_sort.h"
 #include "stages/link/loader_shards.h"
 
@@ -246,6 +247,9 @@ class DeviceParser {
     }
     // In file order: each shard's events after the ones before, its names' indices moved by the
     // names before, its problems numbered from the elements before.
+    size_t more = 0;
+    for (size_t k = 1; k < count; ++k) more += shards.part(k).events.size();
+    reserve_prefaulted(t_.events, t_.events.size() + more, *shards_.workers);
     size_t elements = shards.elements(0);
     count_deferred(0);
     for (size_t k = 1; k < count; ++k) {

@@ -8,6 +8,7 @@
 #include "stages/common/json_util.h"
 #include "stages/common/move_to_targets.h"
 #include "stages/common/ordered_batches.h"
+#include "stages/common/prefault.h"
 #include "stages/common/radix_sort.h"
 #include "stages/link/loader_shards.h"
 
@@ -114,6 +115,11 @@ class HostParser {
       forget_nodes();
       return false;
     }
+    if (sink_ != nullptr) {
+      size_t more = 0;
+      for (size_t k = 1; k < shards.count(); ++k) more += shards.elements(k);
+      sink_->reserve_more(more, *shards_.workers);
+    }
     for (auto& sink : sinks) {
       if (sink) sink_->append(std::move(*sink));
     }
@@ -125,6 +131,9 @@ class HostParser {
   // last shard (after the array) repeats one before the array (the whole parse reports it).
   template <typename Shards>
   bool merge_shards(Shards& shards) {
+    size_t more = 0;
+    for (size_t k = 1; k < shards.count(); ++k) more += shards.part(k).nodes.size();
+    reserve_prefaulted(t_.nodes, t_.nodes.size() + more, *shards_.workers);
     size_t first = shards.elements(0);
     for (size_t k = 1; k < shards.count(); ++k) {
       HostTrace& part = shards.part(k);

@@ -48,6 +48,9 @@ class HostNodeSink {
   // sink has (shards come in file order).
   virtual std::unique_ptr<HostNodeSink> shard(size_t /*text_bytes*/) const { return nullptr; }
   virtual void append(HostNodeSink&& /*shard*/) {}
+  // Before the shards' sinks are appended: room for `nodes` more, its pages faulted in through
+  // `workers` (so that the appends, one after another, only copy).
+  virtual void reserve_more(size_t /*nodes*/, const OrderedBatches& /*workers*/) {}
 };
 
 // The nodes array is parsed this many bytes of text at a time when the text is more than twice
