@@ -39,15 +39,17 @@ TEST(RadixSort, OrdersAsStableSortOverRangesAndSizes) {
     // Few distinct keys (many ties), a step's nanoseconds, dense ids, one pass's worth, and the
     // whole range of the type.
     expect_as_stable_sort(random_keys<int64_t>(n, 5, 9, seed++));
-    expect_as_stable_sort(random_keys<int64_t>(n, 1'700'000'000'000'000'000, 1'700'000'002'000'000'000, seed++));
+    expect_as_stable_sort(
+        random_keys<int64_t>(n, 1'700'000'000'000'000'000, 1'700'000'002'000'000'000, seed++));
     expect_as_stable_sort(random_keys<uint64_t>(n, 0, 300'000, seed++));
     expect_as_stable_sort(random_keys<uint32_t>(n, 0, 2047, seed++));
     // Spans whose top bit starts a pass: one more pass than the bits below it need.
     expect_as_stable_sort(random_keys<uint32_t>(n, 0, 2048, seed++));
     expect_as_stable_sort(random_keys<int64_t>(n, -3, (int64_t{1} << 22) - 3, seed++));
     expect_as_stable_sort(random_keys<int64_t>(n, std::numeric_limits<int64_t>::min(),
-                                              std::numeric_limits<int64_t>::max(), seed++));
-    expect_as_stable_sort(random_keys<uint64_t>(n, 0, std::numeric_limits<uint64_t>::max(), seed++));
+                                               std::numeric_limits<int64_t>::max(), seed++));
+    expect_as_stable_sort(
+        random_keys<uint64_t>(n, 0, std::numeric_limits<uint64_t>::max(), seed++));
   }
 }
 
