@@ -403,6 +403,85 @@ size_t write_scalar(Writer& w, std::string_view s, size_t i, std::string& scratc
   return std::string_view::npos;
 }
 
+// The common case of IOInfo lists in one pass with no token states: a minified array (no
+// whitespace) of arrays, integers and strings of printable ASCII without backslashes, as PyTorch
+// writes shapes, types and tensor tuples. Writes its repr and returns true, or returns false having
+// written nothing at anything else (objects, floats, words, escapes, "-0", a leading zero,
+// whitespace, malformed text): rewrite_value then writes or reports it.
+bool rewrite_plain_array(std::string& out, std::string_view s) {
+  if (s.empty() || s[0] != '[') return false;
+  const size_t used = out.size();
+  // Each ',' becomes ", ": at most twice the input.
+  out.resize(used + 2 * s.size());
+  char* w = out.data() + used;
+  const char* p = s.data();
+  const char* const end = p + s.size();
+  size_t depth = 0;
+  enum { kValue, kValueOrClose, kCommaOrClose } expect = kValue;
+  auto fail = [&] {
+    out.resize(used);
+    return false;
+  };
+  while (p < end) {
+    const char c = *p;
+    if (c == '[') {
+      if (expect == kCommaOrClose) return fail();
+      *w++ = '[';
+      ++p;
+      ++depth;
+      expect = kValueOrClose;
+    } else if (c == ']') {
+      if (expect == kValue) return fail();
+      *w++ = ']';
+      ++p;
+      expect = kCommaOrClose;
+      if (--depth == 0) break;
+    } else if (c == ',') {
+      if (expect != kCommaOrClose) return fail();
+      *w++ = ',';
+      *w++ = ' ';
+      ++p;
+      expect = kValue;
+    } else if (c == '"') {
+      if (expect == kCommaOrClose) return fail();
+      const char* q = p + 1;
+      bool has_single = false;
+      while (q < end && *q != '"') {
+        const char b = *q;
+        if (b < 0x20 || b > 0x7E || b == '\\') return fail();
+        has_single |= b == '\'';
+        ++q;
+      }
+      if (q == end) return fail();
+      // No '"' inside (it would need a backslash): the quote chosen needs no escape.
+      const char quote = has_single ? '"' : '\'';
+      *w++ = quote;
+      std::memcpy(w, p + 1, static_cast<size_t>(q - p - 1));
+      w += q - p - 1;
+      *w++ = quote;
+      p = q + 1;
+      expect = kCommaOrClose;
+    } else if ((c >= '0' && c <= '9') || c == '-') {
+      if (expect == kCommaOrClose) return fail();
+      const char* q = c == '-' ? p + 1 : p;
+      // "-0" prints as 0 and a leading zero is an error: both left to rewrite_value.
+      if (q == end || *q < '0' || *q > '9' || (*q == '0' && c == '-')) return fail();
+      if (*q == '0' && q + 1 < end && q[1] >= '0' && q[1] <= '9') return fail();
+      while (q < end && *q >= '0' && *q <= '9') ++q;
+      if (q < end && (*q == '.' || *q == 'e' || *q == 'E')) return fail();
+      std::memcpy(w, p, static_cast<size_t>(q - p));
+      w += q - p;
+      p = q;
+      expect = kCommaOrClose;
+    } else {
+      return fail();
+    }
+  }
+  if (depth != 0 || p != end) return fail();
+  out.resize(static_cast<size_t>(w - out.data()));
+  return true;
+}
+
 // An iterative scanner: the output is a token-by-token rewrite of the input, so only the container
 // kinds need a stack (no recursion, whatever the nesting depth).
 Status rewrite_value(std::string& out, std::string_view s) {
@@ -490,6 +569,7 @@ Status append_json_value(std::string& out, std::string_view s) {
     out += "[]";
     return Status();
   }
+  if (rewrite_plain_array(out, s)) return Status();
   return rewrite_value(out, s);
 }
 

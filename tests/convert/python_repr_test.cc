@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <random>
 #include <sstream>
 
@@ -98,8 +99,12 @@ TEST(python_repr, StringsChooseQuotesAndEscapeLikePython) {
 }
 
 TEST(python_repr, MalformedJsonIsAnErrorWithTheOffset) {
-  for (std::string_view bad : {"[1,", "[1 2]", "{1: 2}", "\"abc", "[1]]", "tru", "{\"a\" 1}",
-                               "[1,]", "", "01", "[\"\\x\"]"}) {
+  for (std::string_view bad :
+       {"[1,", "[1 2]", "{1: 2}", "\"abc", "[1]]", "tru", "{\"a\" 1}", "[1,]", "", "01",
+        "[\"\\x\"]",
+        // Minified arrays of integers and strings (the one-pass path's domain), malformed.
+        "[1,,2]", "[,1]", "[1][2]", "[[1]", "[01]", "[-]", "[-a]", "[\"a", "[1\"a\"]", "[\"a\"1]",
+        "[]]", "[[]][]", "[1]x", "[[1],[2]", "[1.]", "[1e]", "[\"a\",]"}) {
     std::string out;
     Status s = pyrepr::append_json_value(out, bad);
     EXPECT_FALSE(s.ok()) << "accepted: " << bad;
@@ -155,6 +160,62 @@ TEST(python_repr, DeepNestingNeedsNoRecursion) {
   std::string out;
   ASSERT_TRUE(pyrepr::append_json_value(out, json).ok());
   EXPECT_EQ(out, json);
+}
+
+// Minified arrays of integers and strings, as PyTorch writes IOInfo lists (a path of their own),
+// and their near misses (floats, words, escapes, "-0", whitespace, objects) mixed in, against
+// CPython, when python3 is installed.
+TEST(python_repr, PlainArraysAgreeWithPython3) {
+  if (testing::run_command("python3 -c 'print(1)'") != 0) GTEST_SKIP() << "python3 not found";
+  std::mt19937_64 rng(20261127);
+  auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  const std::vector<std::string> scalars = {"0",
+                                            "7",
+                                            "-3",
+                                            "65536",
+                                            "-9223372036854775808",
+                                            "\"cuda:0\"",
+                                            "\"it's\"",
+                                            "\"\"",
+                                            "\"Tensor(c10::BFloat16)\"",
+                                            "\"a\\\"b\"",
+                                            "\"\\u00e9\"",
+                                            "1.5",
+                                            "-0",
+                                            "true",
+                                            "null",
+                                            "1e3",
+                                            "\" sp ace \"",
+                                            "{\"k\":1}"};
+  std::function<std::string(int)> value = [&](int depth) -> std::string {
+    if (depth == 0 || pick(3) == 0) {
+      // Mostly the one-pass path's tokens; a near miss one time in six.
+      return scalars[pick(6) == 0 ? pick(scalars.size()) : pick(9)];
+    }
+    std::string out = "[";
+    const size_t n = pick(5);
+    for (size_t i = 0; i < n; ++i) out += (i ? "," : "") + value(depth - 1);
+    return out + "]";
+  };
+  std::vector<std::string> values;
+  for (int i = 0; i < 3000; ++i) values.push_back("[" + value(3) + "]");
+  values.push_back("[1, 2]");  // whitespace: the scanner's
+  // One JSON document of all of them, one per line of Python's output.
+  std::string doc = "[";
+  for (size_t i = 0; i < values.size(); ++i) doc += (i ? "," : "") + values[i];
+  doc += "]";
+  testing::TempDir tmp;
+  testing::write_text(tmp.file("in.json"), doc);
+  std::string python;
+  ASSERT_EQ(testing::run_command("python3 -c 'import json,sys; [print(str(v)) for v in "
+                                 "json.load(open(\"" +
+                                     tmp.file("in.json") + "\"))]'",
+                                 &python),
+            0)
+      << python;
+  std::string ours;
+  for (const std::string& v : values) ours += repr(v) + "\n";
+  EXPECT_EQ(ours, python);
 }
 
 // Compares with CPython itself on random doubles and strings, when python3 is installed.
