@@ -36,6 +36,13 @@ bool is_host_event(const DeviceEvent& e) {
   }
 }
 
+// A user annotation (a ProfilerStep, `## backward ##`, a record_function scope) brackets a stretch
+// of its thread without saying the thread ran: a thread whose only open events are annotations
+// may be waiting on another (the caller of backward() while the autograd thread runs it).
+bool is_annotation(const DeviceEvent& e) {
+  return e.has(kProfilerStep) || e.cat == DeviceCategory::kUserAnnotation;
+}
+
 TimeNs cost_of(const DeviceEvent& e, const ProfilerCosts& costs) {
   if (e.has(kProfilerStep)) return 0;
   const bool runtime =
@@ -50,8 +57,8 @@ struct ThreadWarp {
   TimeNs last_warped = std::numeric_limits<TimeNs>::min();
   TimeNs last_time = std::numeric_limits<TimeNs>::min();  // of the last boundary
   TimeNs last_end = std::numeric_limits<TimeNs>::min();   // of the last event end
-  int64_t open = 0;                                       // events started and not ended
-  bool started = false;                                   // an event started on it
+  int64_t open = 0;      // events started and not ended, annotations aside
+  bool started = false;  // an event started on it
 
   // The warped time of a boundary at `t` after `extra` more removed: never before the thread's
   // last warped time, and after it when `t` is (so that order and nesting stay as recorded).
@@ -142,10 +149,14 @@ class HostWarp {
   std::vector<TimeNs> new_ts, new_end;  // by event
 
  private:
-  // bounds[from, to): ends at one instant of one thread; their exit costs come after them.
+  // bounds[from, to): ends at one instant of one thread; their exit costs come after them. Ends
+  // of annotations alone on a thread idle since its last end (the caller of backward() when the
+  // autograd thread is done) wake it as a start would.
   void place_ends(const std::vector<Boundary>& bounds, size_t from, size_t to) {
     const TimeNs t = bounds[from].t;
-    ThreadWarp& w = warp_[bounds[from].thread];
+    const uint32_t th = bounds[from].thread;
+    ThreadWarp& w = warp_[th];
+    if (w.open == 0 && idle_long(w, t)) wake(th, t);
     const TimeNs at = w.place(t, 0);
     TimeNs exit = 0;
     for (size_t j = from; j < to; ++j) {
@@ -153,8 +164,21 @@ class HostWarp {
       exit += cost_of(ev_[bounds[j].event], costs_) / 2;
     }
     w.removed += exit;
-    for (size_t j = from; j < to; ++j) w.open -= !ev_[bounds[j].event].has(kProfilerStep);
+    for (size_t j = from; j < to; ++j) w.open -= !is_annotation(ev_[bounds[j].event]);
     w.last_end = t;
+  }
+
+  bool idle_long(const ThreadWarp& w, TimeNs t) const {
+    return w.last_end == std::numeric_limits<TimeNs>::min() || t - w.last_end > gap_threshold_;
+  }
+
+  // Thread `th`, waking at `t`, has lost at least what the thread that started an op last before
+  // had.
+  void wake(uint32_t th, TimeNs t) {
+    const LastStart& by = latest_.thread != th ? latest_ : previous_;
+    if (by.thread != UINT32_MAX && by.t < t) {
+      warp_[th].removed = std::max(warp_[th].removed, warp_[by.thread].removed);
+    }
   }
 
   // bounds[from, to): starts at one instant of one thread; their entry costs come before them.
@@ -164,20 +188,13 @@ class HostWarp {
     const TimeNs t = bounds[from].t;
     const uint32_t th = bounds[from].thread;
     ThreadWarp& w = warp_[th];
-    const bool idle_long =
-        w.last_end == std::numeric_limits<TimeNs>::min() || t - w.last_end > gap_threshold_;
-    const bool woken = w.open == 0 && (!w.started || idle_long);
-    if (woken) {
-      const LastStart& by = latest_.thread != th ? latest_ : previous_;
-      if (by.thread != UINT32_MAX && by.t < t)
-        w.removed = std::max(w.removed, warp_[by.thread].removed);
-    }
+    if (w.open == 0 && (!w.started || idle_long(w, t))) wake(th, t);
     TimeNs entry = 0;
     for (size_t j = from; j < to; ++j) entry += cost_of(ev_[bounds[j].event], costs_) / 2;
     const TimeNs at = w.place(t, entry);
     for (size_t j = from; j < to; ++j) new_ts[bounds[j].event] = at;
-    // A ProfilerStep annotation spans the step: it leaves its thread idle for the wake-up rule.
-    for (size_t j = from; j < to; ++j) w.open += !ev_[bounds[j].event].has(kProfilerStep);
+    // An annotation (the ProfilerStep spans the step) leaves its thread idle for the wake-up rule.
+    for (size_t j = from; j < to; ++j) w.open += !is_annotation(ev_[bounds[j].event]);
     w.started = true;
     if (latest_.thread != th) previous_ = latest_;
     latest_ = {th, t};

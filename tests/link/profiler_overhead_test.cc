@@ -110,6 +110,44 @@ TEST(ProfilerOverhead, AThreadWokenAfterAGapStartsAsEarlyAsTheThreadThatWokeIt) 
   EXPECT_EQ(event(u, "bwd").ts, 2200000 - 1500);
 }
 
+// The capture script brackets the backward pass with a `## backward ##` annotation on the thread
+// that calls backward(), while the autograd thread runs it: the annotation says nothing of the
+// caller running. When it ends, the caller resumes as early as the autograd thread's removed time
+// allows, as a thread woken after a gap does.
+TEST(ProfilerOverhead, AThreadWaitingInsideAnAnnotationResumesWithTheThreadItWaitedOn) {
+  KinetoBuilder b;
+  for (int k = 0; k < 20; ++k) b.cpu_op("fwd" + std::to_string(k), 1, k * 10, 8);
+  b.cpu_op("## backward ##", 1, 200, 2100, 0, -1, "user_annotation");  // 200 to 2300 us
+  b.cpu_op("early", 2, 5, 1);
+  for (int k = 0; k < 10; ++k) b.cpu_op("bwd" + std::to_string(k), 2, 1200 + k * 100, 50);
+  b.cpu_op("opt", 1, 2310, 20);
+  const std::string json = b.json();
+  DeviceTrace t = parse(json);
+  const DeviceTrace before = parse(json);
+  remove_profiler_overhead(t, {1000, 1000}, kGap);
+  auto shift = [&](std::string_view name) { return event(before, name).ts - event(t, name).ts; };
+  const TimeNs bwd_end_shift = event(before, "bwd9").end() - event(t, "bwd9").end();
+  // Thread 2 woke with thread 1's forward costs and took out its own: more than thread 1 had.
+  EXPECT_GT(bwd_end_shift, shift("## backward ##"));
+  // The annotation ends, and opt starts, at least as much earlier as the backward ended.
+  EXPECT_GE(event(before, "## backward ##").end() - event(t, "## backward ##").end(),
+            bwd_end_shift);
+  EXPECT_GE(shift("opt"), bwd_end_shift);
+  EXPECT_GE(event(t, "opt").ts, event(t, "## backward ##").end());
+  // A cpu_op in its place is the thread running: it keeps its own timeline.
+  KinetoBuilder c;
+  for (int k = 0; k < 20; ++k) c.cpu_op("fwd" + std::to_string(k), 1, k * 10, 8);
+  c.cpu_op("busy", 1, 200, 2100);
+  c.cpu_op("early", 2, 5, 1);
+  for (int k = 0; k < 10; ++k) c.cpu_op("bwd" + std::to_string(k), 2, 1200 + k * 100, 50);
+  c.cpu_op("opt", 1, 2310, 20);
+  DeviceTrace u = parse(c.json());
+  const DeviceTrace u_before = parse(c.json());
+  remove_profiler_overhead(u, {1000, 1000}, kGap);
+  EXPECT_LT(event(u_before, "opt").ts - event(u, "opt").ts,
+            event(u_before, "bwd9").end() - event(u, "bwd9").end());
+}
+
 TEST(ProfilerOverhead, NothingWithoutCostsAndTheSameWhateverTheEventOrder) {
   KinetoBuilder b;
   std::mt19937 rng(3);
