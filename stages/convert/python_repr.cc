@@ -267,6 +267,7 @@ class Writer {
     const size_t used = out_.size();
     out_.resize(used + 2 * input_size + 8);
     p_ = out_.data() + used;
+    start_ = used;
     end_ = out_.data() + out_.size();
   }
   // What was not written is given back.
@@ -274,6 +275,8 @@ class Writer {
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
+  // What was written is dropped.
+  void rewind() { p_ = out_.data() + start_; }
   void put(char c) { *p_++ = c; }
   void put(std::string_view s) {
     std::memcpy(p_, s.data(), s.size());
@@ -294,6 +297,7 @@ class Writer {
   std::string& out_;
   size_t slack_;
   char* p_ = nullptr;
+  size_t start_ = 0;  // where this writer's output begins in the string
   char* end_ = nullptr;
 };
 
@@ -405,81 +409,54 @@ size_t write_scalar(Writer& w, std::string_view s, size_t i, std::string& scratc
 
 // The common case of IOInfo lists in one pass with no token states: a minified array (no
 // whitespace) of arrays, integers and strings of printable ASCII without backslashes, as PyTorch
-// writes shapes, types and tensor tuples. Writes its repr and returns true, or returns false having
-// written nothing at anything else (objects, floats, words, escapes, "-0", a leading zero,
-// whitespace, malformed text): rewrite_value then writes or reports it.
-bool rewrite_plain_array(std::string& out, std::string_view s) {
+// writes shapes, types and tensor tuples. Writes its repr and returns true, or returns false at
+// anything else (objects, floats, words, escapes, "-0", a leading zero, whitespace, malformed
+// text), the caller then rewinding `w` and leaving the value to rewrite_value.
+bool rewrite_plain_array(Writer& w, std::string_view s) {
   if (s.empty() || s[0] != '[') return false;
-  const size_t used = out.size();
-  // Each ',' becomes ", ": at most twice the input.
-  out.resize(used + 2 * s.size());
-  char* w = out.data() + used;
-  const char* p = s.data();
-  const char* const end = p + s.size();
   size_t depth = 0;
   enum { kValue, kValueOrClose, kCommaOrClose } expect = kValue;
-  auto fail = [&] {
-    out.resize(used);
-    return false;
-  };
-  while (p < end) {
-    const char c = *p;
+  size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
     if (c == '[') {
-      if (expect == kCommaOrClose) return fail();
-      *w++ = '[';
-      ++p;
+      if (expect == kCommaOrClose) return false;
+      w.put('[');
+      ++i;
       ++depth;
       expect = kValueOrClose;
     } else if (c == ']') {
-      if (expect == kValue) return fail();
-      *w++ = ']';
-      ++p;
+      if (expect == kValue) return false;
+      w.put(']');
+      ++i;
       expect = kCommaOrClose;
       if (--depth == 0) break;
     } else if (c == ',') {
-      if (expect != kCommaOrClose) return fail();
-      *w++ = ',';
-      *w++ = ' ';
-      ++p;
+      if (expect != kCommaOrClose) return false;
+      w.put(", ");
+      ++i;
       expect = kValue;
     } else if (c == '"') {
-      if (expect == kCommaOrClose) return fail();
-      const char* q = p + 1;
-      bool has_single = false;
-      while (q < end && *q != '"') {
-        const char b = *q;
-        if (b < 0x20 || b > 0x7E || b == '\\') return fail();
-        has_single |= b == '\'';
-        ++q;
-      }
-      if (q == end) return fail();
-      // No '"' inside (it would need a backslash): the quote chosen needs no escape.
-      const char quote = has_single ? '"' : '\'';
-      *w++ = quote;
-      std::memcpy(w, p + 1, static_cast<size_t>(q - p - 1));
-      w += q - p - 1;
-      *w++ = quote;
-      p = q + 1;
+      if (expect == kCommaOrClose) return false;
+      i = write_simple_string(w, s, i);
+      if (i == std::string_view::npos) return false;
       expect = kCommaOrClose;
     } else if ((c >= '0' && c <= '9') || c == '-') {
-      if (expect == kCommaOrClose) return fail();
-      const char* q = c == '-' ? p + 1 : p;
+      if (expect == kCommaOrClose) return false;
+      size_t k = c == '-' ? i + 1 : i;
+      auto digit = [&](size_t at) { return at < s.size() && s[at] >= '0' && s[at] <= '9'; };
       // "-0" prints as 0 and a leading zero is an error: both left to rewrite_value.
-      if (q == end || *q < '0' || *q > '9' || (*q == '0' && c == '-')) return fail();
-      if (*q == '0' && q + 1 < end && q[1] >= '0' && q[1] <= '9') return fail();
-      while (q < end && *q >= '0' && *q <= '9') ++q;
-      if (q < end && (*q == '.' || *q == 'e' || *q == 'E')) return fail();
-      std::memcpy(w, p, static_cast<size_t>(q - p));
-      w += q - p;
-      p = q;
+      if (!digit(k) || (s[k] == '0' && (c == '-' || digit(k + 1)))) return false;
+      while (digit(k)) ++k;
+      if (k < s.size() && (s[k] == '.' || s[k] == 'e' || s[k] == 'E')) return false;
+      w.put(s.substr(i, k - i));
+      i = k;
       expect = kCommaOrClose;
     } else {
-      return fail();
+      return false;
     }
   }
-  if (depth != 0 || p != end) return fail();
-  out.resize(static_cast<size_t>(w - out.data()));
-  return true;
+  return depth == 0 && i == s.size();
 }
 
 // An iterative scanner: the output is a token-by-token rewrite of the input, so only the container
@@ -569,7 +546,11 @@ Status append_json_value(std::string& out, std::string_view s) {
     out += "[]";
     return Status();
   }
-  if (rewrite_plain_array(out, s)) return Status();
+  {
+    Writer w(out, s.size());  // room for twice the input: a plain array's repr fits
+    if (rewrite_plain_array(w, s)) return Status();
+    w.rewind();
+  }
   return rewrite_value(out, s);
 }
 
