@@ -181,6 +181,7 @@ class OutputFile {
   // An old file replaced from this size on has its pages dropped beside the caller's next work.
   static constexpr uint64_t kReleaseBesideBytes = uint64_t{16} << 20;
   void flush_buffer();
+  void put(const char* data, size_t size);
   void make_room(size_t n);
   void note_failure(bool ok);
   bool exchange_into_place();

@@ -39,8 +39,9 @@ TEST(FileIo, WritesPlainAndGzipAtomicallyAndReadsBack) {
 }
 
 // The writers mix write(), write_byte() and room()/keep() (records encoded in place): pieces of
-// every size, across the 1 MB flushes, one larger than the buffer, room asked for and only
-// partly kept, and a moved OutputFile, in plain and gzip files.
+// every size, across the buffer's flushes, two larger than the buffer (written and encoded in
+// place: both handed on in slices), room asked for and only partly kept, and a moved OutputFile,
+// in plain and gzip files.
 TEST(FileIo, WritesInPlaceThroughRoomAcrossFlushes) {
   TempDir dir;
   for (const char* name : {"mixed.bin", "mixed.bin.gz"}) {
@@ -51,7 +52,7 @@ TEST(FileIo, WritesInPlaceThroughRoomAcrossFlushes) {
     uint64_t seed = 5;
     auto next = [&seed] { return seed = seed * 6364136223846793005ULL + 1442695040888963407ULL; };
     for (int piece = 0; piece < 3000; ++piece) {
-      const size_t size = piece == 1500 ? (3u << 20) : next() % 5000;  // one of 3 MB
+      const size_t size = piece == 1500 || piece == 1501 ? (3u << 20) : next() % 5000;
       std::string bytes(size, '\0');
       for (char& c : bytes) c = static_cast<char>(next() >> 56);
       switch (piece % 3) {
