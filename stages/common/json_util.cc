@@ -6,6 +6,7 @@
 #include <immintrin.h>
 #endif
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstring>
@@ -1176,6 +1177,12 @@ std::string_view element_prefix(const char* data, size_t first, size_t size) {
 }
 
 }  // namespace
+
+size_t window_bytes_for(size_t text_bytes) {
+  constexpr size_t kLeast = size_t{256} << 10;
+  constexpr size_t kMost = size_t{1} << 20;
+  return std::clamp(text_bytes / 32, kLeast, kMost);
+}
 
 size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t capacity,
                              std::string_view key_literal, size_t window_bytes,

@@ -294,6 +294,15 @@ class ArrayWindowReader {
   virtual bool element(od::document& doc, od::value& value, const char* start) = 0;
 };
 
+// The window the loaders read a text's large array in, for a parser that reads `text_bytes` of it
+// (a shard's share, when read in shards): 1/32 of that, between 256 KB and 1 MB. A window costs
+// a fixed part (simdjson's start on it, the search for its cut, and the page its patched bytes
+// lie in, copied from the mapped file: with other threads of the process running, that copy
+// interrupts each of them to drop the old page from its TLB) and its structural index (simdjson
+// reserves 4 bytes per byte of window and fills about one in six), which a small text keeps small
+// (docs/performance.md, "Sizes chosen by measurement").
+size_t window_bytes_for(size_t text_bytes);
+
 // Reads the array that is the value of the first occurrence of `key_literal` (the key with its
 // quotes) in `data` (readable up to `capacity`, which must exceed `size` by kInputPadding) through
 // `reader`. Returns the number of windows read, or 0 when the text cannot be read in windows: that

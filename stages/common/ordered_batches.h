@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -57,6 +58,10 @@ inline const OrderedBatches& batches_or_in_turn(const OrderedBatches* batches) {
   static const OrderedBatches in_turn;
   return batches != nullptr ? *batches : in_turn;
 }
+
+// A loader's window_bytes that asks for windows sized by the text it reads
+// (json::window_bytes_for, stages/common/json_util.h): the loaders' default.
+inline constexpr size_t kWindowBySize = SIZE_MAX;
 
 // How a loader may read one large JSON array in shards, concurrently (json::read_array_in_shards):
 // through `workers`, in at most `count` shards of at least `min_bytes` of text each. The default

@@ -191,11 +191,11 @@ class DeviceParser {
       return Status();
     }
     od::parser parser;
-    if (window_bytes_ > 0 && text_.size() > 2 * window_bytes_) {
+    if (const size_t window = window_for(text_.size()); window > 0 && text_.size() > 2 * window) {
       EventWindows windows(*this);
       t_.parse_windows =
           json::read_array_in_windows(parser, t_.text.mutable_data(), t_.text.size(),
-                                      t_.text.capacity(), kEventsKey, window_bytes_, windows);
+                                      t_.text.capacity(), kEventsKey, window, windows);
       if (t_.parse_windows > 0) {
         build_indices();
         return Status();
@@ -214,6 +214,11 @@ class DeviceParser {
   DeviceParser(DeviceTrace& out, std::string_view text, size_t window_bytes)
       : t_(out), text_(text), window_bytes_(window_bytes), defer_problems_(true) {}
 
+  // The window for a parser of `share` bytes: the caller's, or sized by the share.
+  size_t window_for(size_t share) const {
+    return window_bytes_ == kWindowBySize ? json::window_bytes_for(share) : window_bytes_;
+  }
+
   void forget_events() {
     last_offset_ = 0;
     t_.events.clear();
@@ -230,15 +235,16 @@ class DeviceParser {
     const size_t count = shards_.for_text(text_.size());
     if (count < 2) return false;
     defer_problems_ = true;
+    const size_t window = window_for(text_.size() / count);
     LoaderShards<DeviceTrace, DeviceParser, EventWindows> shards(
         count, *this, [&](DeviceTrace& part, size_t) {
           part.path = t_.path;
           part.events.reserve(text_.size() / count / 128);
-          return std::unique_ptr<DeviceParser>(new DeviceParser(part, text_, window_bytes_));
+          return std::unique_ptr<DeviceParser>(new DeviceParser(part, text_, window));
         });
     const size_t read =
         json::read_array_in_shards(t_.text.mutable_data(), t_.text.size(), t_.text.capacity(),
-                                   kEventsKey, window_bytes_, shards.readers(), *shards_.workers);
+                                   kEventsKey, window, shards.readers(), *shards_.workers);
     defer_problems_ = false;
     if (read == 0) {
       forget_events();

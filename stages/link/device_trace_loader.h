@@ -18,11 +18,10 @@
 
 namespace chakraflow {
 
-// traceEvents are parsed this many bytes of text at a time when the text is more than twice as
-// large (json::read_array_in_windows): simdjson's structural index, which the parser sizes at
-// 4 bytes per byte of what it parses, then stays about 1 MB (see kHostWindowBytes) instead of four
-// times the text's size. A text the windows cannot read is parsed whole, which reports its errors.
-inline constexpr size_t kDeviceWindowBytes = size_t{256} << 10;
+// traceEvents are parsed a window of text at a time when the text is more than twice as large
+// (json::read_array_in_windows), the window sized by the text as the host ET's (see
+// kHostWindowBytes). A text the windows cannot read is parsed whole, which reports its errors.
+inline constexpr size_t kDeviceWindowBytes = kWindowBySize;
 
 // `shards`: a large trace's traceEvents are read in shards, concurrently (ParseShards,
 // stages/common/ordered_batches.h); the trace is the same.

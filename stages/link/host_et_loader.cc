@@ -38,11 +38,11 @@ class HostParser {
     if (keep_nodes_) t_.nodes.reserve(text_.size() / 256);
     if (window_bytes_ > 0 && parse_in_shards()) return Status();
     od::parser parser;
-    if (window_bytes_ > 0 && text_.size() > 2 * window_bytes_) {
+    if (const size_t window = window_for(text_.size()); window > 0 && text_.size() > 2 * window) {
       NodeWindows windows(*this);
       t_.parse_windows =
           json::read_array_in_windows(parser, t_.text.mutable_data(), t_.text.size(),
-                                      t_.text.capacity(), kNodesKey, window_bytes_, windows);
+                                      t_.text.capacity(), kNodesKey, window, windows);
       if (t_.parse_windows > 0) return Status();
       // Not a text the windows can read, or a bad one: the whole document's parse reports it.
       forget_nodes();
@@ -96,6 +96,7 @@ class HostParser {
   bool parse_in_shards() {
     const size_t count = shards_.for_text(text_.size());
     if (count < 2) return false;
+    const size_t window = window_for(text_.size() / count);
     // A sink takes the shards' nodes through shard sinks, appended in order.
     std::vector<std::unique_ptr<HostNodeSink>> sinks(count - 1);
     for (auto& sink : sinks) {
@@ -106,11 +107,11 @@ class HostParser {
           part.path = t_.path;
           if (keep_nodes_) part.nodes.reserve(text_.size() / count / 256);
           return std::unique_ptr<HostParser>(
-              new HostParser(part, text_, window_bytes_, sinks[k - 1].get()));
+              new HostParser(part, text_, window, sinks[k - 1].get()));
         });
     const size_t read =
         json::read_array_in_shards(t_.text.mutable_data(), t_.text.size(), t_.text.capacity(),
-                                   kNodesKey, window_bytes_, shards.readers(), *shards_.workers);
+                                   kNodesKey, window, shards.readers(), *shards_.workers);
     if (read == 0 || !merge_shards(shards)) {
       forget_nodes();
       return false;
@@ -168,6 +169,10 @@ class HostParser {
 
  private:
   const char* end() const { return text_.data() + text_.size(); }
+  // The window for a parser of `share` bytes: the caller's, or sized by the share.
+  size_t window_for(size_t share) const {
+    return window_bytes_ == kWindowBySize ? json::window_bytes_for(share) : window_bytes_;
+  }
 
   // Id order, file order among equal ids (reported as duplicates next). PyTorch writes children
   // before their parents: the (id, position) keys are sorted, and then the nodes moved in place.

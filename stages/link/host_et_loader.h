@@ -53,12 +53,13 @@ class HostNodeSink {
   virtual void reserve_more(size_t /*nodes*/, const OrderedBatches& /*workers*/) {}
 };
 
-// The nodes array is parsed this many bytes of text at a time when the text is more than twice
-// as large (json::read_array_in_windows): simdjson's structural index, which the parser sizes at
-// 4 bytes per byte of what it parses, then stays about 1 MB, in the L2 cache with its window
-// (docs/performance.md, "Sizes chosen by measurement"). A text the windows cannot read is parsed
-// whole, which reports its errors.
-inline constexpr size_t kHostWindowBytes = size_t{256} << 10;
+// The nodes array is parsed a window of text at a time when the text is more than twice as large
+// (json::read_array_in_windows), the window sized by the text (json::window_bytes_for: 256 KB to
+// 1 MB): simdjson's structural index, which the parser sizes at 4 bytes per byte of what it
+// parses, then stays at most 4 MB instead of four times the text's size (docs/performance.md,
+// "Sizes chosen by measurement"). A text the windows cannot read is parsed whole, which reports
+// its errors. Tests pass windows of their own.
+inline constexpr size_t kHostWindowBytes = kWindowBySize;
 
 // `shards`: a large trace's nodes are read in shards, concurrently (ParseShards,
 // stages/common/ordered_batches.h), when there is no sink or the sink makes shard sinks; the trace

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "stages/common/json_util.h"
 #include "stages/common/ordered_batches.h"
 #include "stages/generate/synthetic_trace.h"
 #include "tests/testing/test_util.h"
@@ -533,6 +534,34 @@ TEST(DeviceTraceShards, BadInputsReadAsWhole) {
     expect_shards_read_as_whole(testing::read_text(entry.path().string()),
                                 entry.path().filename().string(), {2, 4}, 64, 16);
   }
+}
+
+// The default windows are sized by the text, as the host ET's (HostEtLoader.DefaultWindows...):
+// fewer of them, the same events as in 256 KB ones.
+TEST(DeviceTraceLoader, DefaultWindowsAreSizedByTheText) {
+  SynthOptions opt;
+  opt.ranks = 2;
+  opt.scale = 3;
+  const std::string device = synthesize_rank_text(opt, 1).device;
+  const size_t window = json::window_bytes_for(device.size());
+  ASSERT_GT(window, size_t{256} << 10) << "the text is too small to get a larger window";
+  auto sized = parse_device_trace("k.json", device);
+  auto fixed = parse_device_trace("k.json", device, size_t{256} << 10);
+  ASSERT_TRUE(sized.ok()) << sized.status().message();
+  ASSERT_TRUE(fixed.ok()) << fixed.status().message();
+  const size_t expected = device.size() / window;  // give or take the last one
+  EXPECT_GE(sized->parse_windows + 1, expected) << device.size();
+  EXPECT_LE(sized->parse_windows, expected + 1) << device.size();
+  EXPECT_GT(fixed->parse_windows, sized->parse_windows);
+  ASSERT_EQ(sized->events.size(), fixed->events.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < sized->events.size(); ++i) {
+    const DeviceEvent& a = sized->events[i];
+    const DeviceEvent& b = fixed->events[i];
+    differ += a.ts != b.ts || a.dur != b.dur || a.byte_offset != b.byte_offset ||
+              a.correlation != b.correlation || sized->name(a) != fixed->name(b);
+  }
+  EXPECT_EQ(differ, 0u);
 }
 
 }  // namespace

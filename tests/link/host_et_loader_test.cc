@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "stages/common/json_util.h"
 #include "stages/common/ordered_batches.h"
 #include "stages/generate/synthetic_trace.h"
 #include "tests/testing/test_util.h"
@@ -558,6 +559,40 @@ TEST(HostTraceShards, NotWithASink) {
   EXPECT_EQ(t->parse_shards, 0u);
   EXPECT_GT(t->parse_windows, 1u);
   EXPECT_EQ(sink.received.size(), t->nodes.size());
+}
+
+// The loaders' default windows grow with the text (json::window_bytes_for: fewer windows, each
+// patched page copied once), from 256 KB to 1 MB, and read the same nodes as 256 KB ones.
+TEST(HostEtLoader, DefaultWindowsAreSizedByTheText) {
+  EXPECT_EQ(json::window_bytes_for(0), size_t{256} << 10);
+  EXPECT_EQ(json::window_bytes_for(size_t{4} << 20), size_t{256} << 10);
+  EXPECT_EQ(json::window_bytes_for(size_t{16} << 20), size_t{512} << 10);
+  EXPECT_EQ(json::window_bytes_for(size_t{1} << 30), size_t{1} << 20);
+  for (size_t bytes = 1; bytes < (size_t{64} << 20); bytes += 999'983) {
+    EXPECT_LE(json::window_bytes_for(bytes), json::window_bytes_for(bytes + 999'983)) << bytes;
+  }
+  SynthOptions opt;
+  opt.ranks = 2;
+  opt.scale = 1.6;
+  const std::string host = synthesize_rank_text(opt, 1).host;
+  const size_t window = json::window_bytes_for(host.size());
+  ASSERT_GT(window, size_t{256} << 10) << "the text is too small to get a larger window";
+  auto sized = parse_host_trace("t.json", host);
+  auto fixed = parse_host_trace("t.json", host, size_t{256} << 10);
+  ASSERT_TRUE(sized.ok()) << sized.status().message();
+  ASSERT_TRUE(fixed.ok()) << fixed.status().message();
+  const size_t expected = host.size() / window;  // give or take the last one
+  EXPECT_GE(sized->parse_windows + 1, expected) << host.size();
+  EXPECT_LE(sized->parse_windows, expected + 1) << host.size();
+  EXPECT_GT(fixed->parse_windows, sized->parse_windows);
+  ASSERT_EQ(sized->nodes.size(), fixed->nodes.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < sized->nodes.size(); ++i) {
+    const HostNode& a = sized->nodes[i];
+    const HostNode& b = fixed->nodes[i];
+    differ += a.id != b.id || a.raw != b.raw || a.name != b.name || a.parent != b.parent;
+  }
+  EXPECT_EQ(differ, 0u);
 }
 
 }  // namespace
