@@ -80,13 +80,8 @@ struct EtPlusNode {
   int64_t stream = 0;
   int64_t device = -1;  // "device", when the node has one (GPU nodes of some linkers)
 
-  // Attributes copied into every Chakra node.
-  int64_t rf_id = 0;
-  int64_t fw_parent = 0;
-  int64_t seq_id = -1;
-  int64_t scope = 0;
+  // The thread, copied into every Chakra node with the attributes below (EtPlusTrace::attr).
   int64_t tid = 0;
-  int64_t fw_tid = 0;
 
   uint64_t byte_offset = 0;  // of the node object in the input (decompressed)
 
@@ -103,13 +98,19 @@ struct EtPlusNode {
   uint32_t sync_dep_begin = 0, sync_dep_count = 0;  // into EtPlusTrace::sync_dep_ids
   // The IOInfo lists (inputs.values ..., flat layout: inputs, input_shapes ...) as raw JSON in
   // the host text: io_len[f] bytes from io_at[f] bytes past the node's first byte
-  // (EtPlusTrace::raw_io). The writer renders them (Python's str()) as it writes the node: kept
-  // rendered, they took as much memory as half the input. io_at kIoMissing: the list was
-  // missing (written as []). GPU nodes share their launcher's.
-  static constexpr uint32_t kIoMissing = UINT32_MAX;
-  uint32_t io_at[kIoFieldCount] = {};
-  uint32_t io_len[kIoFieldCount] = {};
+  // (EtPlusTrace::raw_io, io_missing). The writer renders them (Python's str()) as it writes the
+  // node: kept rendered, they took as much memory as half the input. io_at kIoMissing: the list
+  // was missing (written as []). GPU nodes share their launcher's. In 16 bits, as the integer
+  // attributes in 32: a node whose values do not fit (a list past 64 KiB of its text, an
+  // attribute past 32 bits) has them all in EtPlusTrace::wide (index `wide`). A node takes 40
+  // bytes less so, and a trace holds millions (docs/performance.md).
+  // rf_id, fw_parent, seq_id, scope, fw_tid (NarrowAttr order), where they fit.
+  int32_t attrs[5] = {0, 0, -1, 0, 0};
+  uint32_t wide = kNoNode;
   uint32_t file_position = 0;  // position of the node in the input's "nodes" array
+  static constexpr uint16_t kIoMissing = UINT16_MAX;
+  uint16_t io_at[kIoFieldCount] = {};
+  uint16_t io_len[kIoFieldCount] = {};
 
   OpKind kind = OpKind::kCpu;
   // Bit-fields: a trace holds millions of nodes.
@@ -124,7 +125,17 @@ struct EtPlusNode {
   bool op_schema_repaired : 1 = false;  // op_schema was not valid UTF-8 (bytes replaced)
   bool pg_name_repaired : 1 = false;    // so was pg_name
 };
-static_assert(sizeof(EtPlusNode) <= 224, "EtPlusNode grew: keep its fields ordered by size");
+static_assert(sizeof(EtPlusNode) <= 184, "EtPlusNode grew: keep its fields ordered by size");
+
+// The integer attributes of a node that EtPlusNode::attrs keeps in 32 bits.
+enum NarrowAttr : uint8_t { kAttrRfId, kAttrFwParent, kAttrSeqId, kAttrScope, kAttrFwTid };
+
+// A node's IOInfo spans and attributes that do not fit EtPlusNode's narrow fields.
+struct WideFields {
+  int64_t attrs[5] = {};
+  uint32_t io_at[kIoFieldCount] = {};  // UINT32_MAX: missing
+  uint32_t io_len[kIoFieldCount] = {};
+};
 
 struct EtPlusMetadata {
   std::optional<std::string> schema;
@@ -154,6 +165,7 @@ struct EtPlusTrace {
   // per trace, LinkedTrace::exec_tids): (node id, tid), by node id.
   std::vector<std::pair<uint64_t, int64_t>> exec_tids;
   std::vector<CommNames> comm_names;  // EtPlusNode::comm_names
+  std::vector<WideFields> wide;       // EtPlusNode::wide
   std::deque<std::string> arena;      // unescaped strings that differ from their raw text
   std::vector<std::deque<std::string>>
       more_arenas;  // the shards' (a deque moved keeps its strings)
@@ -182,6 +194,16 @@ struct EtPlusTrace {
   }
   // The raw JSON of one of the node's IOInfo lists; empty if it was missing.
   std::string_view raw_io(const EtPlusNode& n, IoField f) const;
+  // Whether that list was missing (written as []).
+  bool io_missing(const EtPlusNode& n, IoField f) const {
+    return n.wide == kNoNode ? n.io_at[f] == EtPlusNode::kIoMissing
+                             : wide[n.wide].io_at[f] == UINT32_MAX;
+  }
+  // Whether two nodes' IOInfo lists are the same text (a GPU node and its launcher).
+  bool same_io(const EtPlusNode& a, const EtPlusNode& b) const;
+  int64_t attr(const EtPlusNode& n, NarrowAttr k) const {
+    return n.wide == kNoNode ? n.attrs[k] : wide[n.wide].attrs[k];
+  }
   // The thread node `n` ran on, if its ET+ says (exec_tids).
   std::optional<int64_t> exec_tid(const EtPlusNode& n) const;
   const uint64_t* sync_deps(const EtPlusNode& n) const {

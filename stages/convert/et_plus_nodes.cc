@@ -3,7 +3,9 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <unordered_map>
 
@@ -196,8 +198,25 @@ bool is_process_root_name(std::string_view name) {
 }
 
 std::string_view EtPlusTrace::raw_io(const EtPlusNode& n, IoField f) const {
-  if (n.io_len[f] == 0 || n.io_at[f] == EtPlusNode::kIoMissing || host == nullptr) return {};
-  return std::string_view(host->text.data() + n.byte_offset + n.io_at[f], n.io_len[f]);
+  if (host == nullptr || io_missing(n, f)) return {};
+  const uint32_t at = n.wide == kNoNode ? n.io_at[f] : wide[n.wide].io_at[f];
+  const uint32_t len = n.wide == kNoNode ? n.io_len[f] : wide[n.wide].io_len[f];
+  return std::string_view(host->text.data() + n.byte_offset + at, len);
+}
+
+bool EtPlusTrace::same_io(const EtPlusNode& a, const EtPlusNode& b) const {
+  if (a.byte_offset != b.byte_offset) return false;
+  if (a.wide == kNoNode && b.wide == kNoNode) {
+    return std::equal(a.io_at, a.io_at + kIoFieldCount, b.io_at) &&
+           std::equal(a.io_len, a.io_len + kIoFieldCount, b.io_len);
+  }
+  for (int f = 0; f < kIoFieldCount; ++f) {
+    const auto field = static_cast<IoField>(f);
+    if (io_missing(a, field) != io_missing(b, field)) return false;
+    const std::string_view x = raw_io(a, field), y = raw_io(b, field);
+    if (x.data() != y.data() || x.size() != y.size()) return false;
+  }
+  return true;
 }
 
 std::optional<int64_t> EtPlusTrace::exec_tid(const EtPlusNode& n) const {
@@ -596,6 +615,7 @@ void EtPlusNodeSink::restart() {
   trace_.sync_dep_ids.clear();
   trace_.exec_tids.clear();
   trace_.comm_names.clear();
+  trace_.wide.clear();
   trace_.arena.clear();
   trace_.more_arenas.clear();
   trace_.stats = DataProblems();
@@ -615,13 +635,16 @@ void EtPlusNodeSink::append(HostNodeSink&& shard) {
   EtPlusTrace& s = static_cast<EtPlusNodeSink&>(shard).trace_;
   const auto sync_base = static_cast<uint32_t>(t.sync_dep_ids.size());
   const auto comm_base = static_cast<uint32_t>(t.comm_names.size());
+  const auto wide_base = static_cast<uint32_t>(t.wide.size());
   const size_t first = t.nodes.size();
   t.nodes.insert(t.nodes.end(), s.nodes.begin(), s.nodes.end());
   for (size_t i = first; i < t.nodes.size(); ++i) {
     EtPlusNode& n = t.nodes[i];
     if (n.sync_dep_count > 0) n.sync_dep_begin += sync_base;
     if (n.comm_names != kNoNode) n.comm_names += comm_base;
+    if (n.wide != kNoNode) n.wide += wide_base;
   }
+  t.wide.insert(t.wide.end(), s.wide.begin(), s.wide.end());
   t.sync_dep_ids.insert(t.sync_dep_ids.end(), s.sync_dep_ids.begin(), s.sync_dep_ids.end());
   t.exec_tids.insert(t.exec_tids.end(), s.exec_tids.begin(), s.exec_tids.end());
   t.comm_names.insert(t.comm_names.end(), s.comm_names.begin(), s.comm_names.end());
@@ -649,12 +672,7 @@ Status EtPlusNodeSink::node(const HostNode& h, const HostNodeDetail& d) {
     t.sync_dep_ids.insert(t.sync_dep_ids.end(), d.sync_deps.begin(), d.sync_deps.end());
     n.sync_dep_count = static_cast<uint32_t>(d.sync_deps.size());
   }
-  n.rf_id = d.int_attr[kRfId];
-  n.fw_parent = d.int_attr[kFwParent];
-  n.seq_id = d.int_attr[kSeqId];
-  n.scope = d.int_attr[kScope];
   n.tid = d.int_attr[kTid];
-  n.fw_tid = d.int_attr[kFwTid];
   auto where = [&n] { return fmt::format("node {}", n.id); };
   if (d.op_schema_not_string) t.stats.add(StatKind::kEtPlusOpSchemaNotString, where());
   if (d.pg_name_not_string) t.stats.add(StatKind::kEtPlusPgNameNotString, where());
@@ -689,16 +707,39 @@ Status EtPlusNodeSink::node(const HostNode& h, const HostNodeDetail& d) {
   // The IOInfo lists, where they lie in the node's text (the writer renders them). A missing
   // list is written as [] (Chakra would stop with a KeyError) and counted.
   static_assert(kIoFieldCount == kHostIoLists);
-  if (h.raw.size() >= EtPlusNode::kIoMissing) {
+  if (h.raw.size() >= UINT32_MAX) {
     return Status::errorf("{}: byte {}: node id {}: node larger than 4 GiB", t.path, h.byte_offset,
                           h.id);
   }
+  // The attributes and IOInfo spans in the node's narrow fields where all fit, else in a side
+  // entry (EtPlusNode::wide).
+  const int64_t attrs[5] = {d.int_attr[kRfId], d.int_attr[kFwParent], d.int_attr[kSeqId],
+                            d.int_attr[kScope], d.int_attr[kFwTid]};
+  bool narrow = true;
   bool missing = false;
+  for (int64_t a : attrs) narrow &= a >= INT32_MIN && a <= INT32_MAX;
   for (int f = 0; f < kIoFieldCount; ++f) {
     const Span io = d.io[f];
-    n.io_at[f] = io.empty() ? EtPlusNode::kIoMissing : io.begin;
-    n.io_len[f] = io.end - io.begin;
     missing |= io.empty();
+    narrow &= io.empty() || (io.begin < EtPlusNode::kIoMissing &&
+                             io.end - io.begin <= std::numeric_limits<uint16_t>::max());
+  }
+  if (narrow) {
+    for (int k = 0; k < 5; ++k) n.attrs[k] = static_cast<int32_t>(attrs[k]);
+    for (int f = 0; f < kIoFieldCount; ++f) {
+      const Span io = d.io[f];
+      n.io_at[f] = io.empty() ? EtPlusNode::kIoMissing : static_cast<uint16_t>(io.begin);
+      n.io_len[f] = static_cast<uint16_t>(io.end - io.begin);
+    }
+  } else {
+    n.wide = static_cast<uint32_t>(t.wide.size());
+    WideFields& w = t.wide.emplace_back();
+    std::copy(attrs, attrs + 5, w.attrs);
+    for (int f = 0; f < kIoFieldCount; ++f) {
+      const Span io = d.io[f];
+      w.io_at[f] = io.empty() ? UINT32_MAX : io.begin;
+      w.io_len[f] = io.end - io.begin;
+    }
   }
   if (missing) t.stats.add(StatKind::kEtPlusNodeWithoutIo, where());
   n.io_missing = missing;

@@ -622,7 +622,7 @@ Status render_io(const EtPlusTrace& t, const EtPlusNode& n, RenderedIo& out) {
   out.text.clear();
   size_t end[kIoFieldCount];
   for (int f = 0; f < kIoFieldCount; ++f) {
-    if (n.io_at[f] == EtPlusNode::kIoMissing) {
+    if (t.io_missing(n, static_cast<IoField>(f))) {
       out.text += "[]";
     } else if (const std::string_view raw = t.raw_io(n, static_cast<IoField>(f)); !raw.empty()) {
       Status s = pyrepr::append_json_value(out.text, raw);
@@ -667,13 +667,13 @@ Status fill_node(const EtPlusTrace& t, const ChakraTrace& chakra, const ChakraNo
     a->set_name(name);
     return a;
   };
-  add("rf_id")->set_int64_val(src.rf_id);
-  add("fw_parent")->set_int64_val(src.fw_parent);
-  add("seq_id")->set_int64_val(src.seq_id);
-  add("scope")->set_int64_val(src.scope);
+  add("rf_id")->set_int64_val(t.attr(src, kAttrRfId));
+  add("fw_parent")->set_int64_val(t.attr(src, kAttrFwParent));
+  add("seq_id")->set_int64_val(t.attr(src, kAttrSeqId));
+  add("scope")->set_int64_val(t.attr(src, kAttrScope));
   const CommAttrs* comm = chakra.comm_of(rec);
   add("tid")->set_int64_val(comm && comm->exec_tid ? *comm->exec_tid : src.tid);
-  add("fw_tid")->set_int64_val(src.fw_tid);
+  add("fw_tid")->set_int64_val(t.attr(src, kAttrFwTid));
   add("op_schema")->set_string_val(std::string(src.op_schema));
   add("is_cpu_op")->set_bool_val(rec.is_cpu_op);
   if (rec.has(ChakraNodeRecord::kHasStream)) add("stream")->set_int64_val(rec.stream);
@@ -830,12 +830,12 @@ char* encode_node_at(const EtPlusTrace& t, const ChakraNodeRecord& rec, const Co
   const std::string_view(&io)[kIoFieldCount] = rendered.io;
   p = io_info(p, 8, {io[kInValues], io[kInShapes], io[kInTypes]});
   p = io_info(p, 9, {io[kOutValues], io[kOutShapes], io[kOutTypes]});
-  p = attr_varint(p, "rf_id", kInt64Val, signed_bits(src.rf_id));
-  p = attr_varint(p, "fw_parent", kInt64Val, signed_bits(src.fw_parent));
-  p = attr_varint(p, "seq_id", kInt64Val, signed_bits(src.seq_id));
-  p = attr_varint(p, "scope", kInt64Val, signed_bits(src.scope));
+  p = attr_varint(p, "rf_id", kInt64Val, signed_bits(t.attr(src, kAttrRfId)));
+  p = attr_varint(p, "fw_parent", kInt64Val, signed_bits(t.attr(src, kAttrFwParent)));
+  p = attr_varint(p, "seq_id", kInt64Val, signed_bits(t.attr(src, kAttrSeqId)));
+  p = attr_varint(p, "scope", kInt64Val, signed_bits(t.attr(src, kAttrScope)));
   p = attr_varint(p, "tid", kInt64Val, signed_bits(c && c->exec_tid ? *c->exec_tid : src.tid));
-  p = attr_varint(p, "fw_tid", kInt64Val, signed_bits(src.fw_tid));
+  p = attr_varint(p, "fw_tid", kInt64Val, signed_bits(t.attr(src, kAttrFwTid)));
   p = attr_string(p, "op_schema", src.op_schema);
   p = attr_varint(p, "is_cpu_op", kBoolVal, rec.is_cpu_op ? 1 : 0);
   if (rec.has(ChakraNodeRecord::kHasStream)) {
@@ -878,11 +878,6 @@ Status encode_records(const EtPlusTrace& t, const ChakraTrace& chakra, size_t be
                       std::string& out) {
   RenderedIo io;
   const EtPlusNode* rendered = nullptr;
-  auto same_io = [](const EtPlusNode& a, const EtPlusNode& b) {
-    return a.byte_offset == b.byte_offset &&
-           std::equal(a.io_at, a.io_at + kIoFieldCount, b.io_at) &&
-           std::equal(a.io_len, a.io_len + kIoFieldCount, b.io_len);
-  };
   // The lists' text was last read when the input was parsed: it is asked for a few nodes ahead.
   constexpr size_t kAhead = 8;
   auto prefetch_io = [&t](const EtPlusNode& n) {
@@ -897,7 +892,7 @@ Status encode_records(const EtPlusTrace& t, const ChakraTrace& chakra, size_t be
     const ChakraNodeRecord& rec = records[k];
     if (k + kAhead < end) prefetch_io(t.nodes[records[k + kAhead].source]);
     const EtPlusNode& src = t.nodes[rec.source];
-    if (rendered == nullptr || !same_io(*rendered, src)) {
+    if (rendered == nullptr || !t.same_io(*rendered, src)) {
       CF_RETURN_IF_ERROR(render_io(t, src, io));
       rendered = &src;
     }

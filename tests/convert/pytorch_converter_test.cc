@@ -702,6 +702,68 @@ TEST(pytorch_converter, EscapedAttrAndIoKeysReadAsTheirText) {
   }
 }
 
+// A node's IOInfo spans and integer attributes are kept in 16 and 32 bits, a node whose values do
+// not fit in a side table (EtPlusTrace::wide): attributes past 32 bits, a values list longer than
+// 64 KiB, lists that start past 64 KiB of their node's text (a long name before them), and a GPU
+// node sharing such a launcher's lists are written as they were read.
+TEST(pytorch_converter, WideAttributesAndLongListsAreWrittenWhole) {
+  const std::string long_value(70000, 'v');
+  const std::string long_name = "aten::" + std::string(70000, 'n');
+  const std::string long_inputs = fmt::format(
+      R"x({{"values": ["{}", 3], "shapes": [[], []], "types": ["String", "Int"]}})x", long_value);
+  const std::string short_inputs =
+      R"x({"values": [[1, 2, 0, 8, 4, "cuda:0"]], "shapes": [[8]], "types": ["Tensor(float)"]})x";
+  std::string wide_attrs = node(4, "aten::wide", 1, 1, timed(10, 1));
+  const std::pair<std::string, std::string> widened[] = {
+      {R"("rf_id", "type": "uint64", "value": 40)",
+       R"("rf_id", "type": "uint64", "value": 5000000000)"},
+      {R"("seq_id", "type": "int64", "value": -1)",
+       R"("seq_id", "type": "int64", "value": -3000000000)"},
+      {R"("fw_parent", "type": "uint64", "value": 0)",
+       R"("fw_parent", "type": "uint64", "value": 4294967296)"},
+  };
+  for (const auto& [from, to] : widened) {
+    const size_t at = wide_attrs.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    wide_attrs.replace(at, from.size(), to);
+  }
+  const std::string kGpu = R"(, "cat": "kernel", "ph": "X", "stream": 7)";
+  const std::string text = trace({
+      node(0, "[pytorch|profiler|execution_trace|process]", 0, 0),
+      node(1, "[pytorch|profiler|execution_trace|thread]", 0, 1),
+      node(2, "aten::long_list", 1, 1, timed(20, 1), long_inputs),
+      node(3, long_name, 1, 1, timed(30, 1), short_inputs),
+      wide_attrs,
+      node(5, "aten::narrow", 1, 1, timed(40, 1), short_inputs),
+      node(6, "void long_list_kernel()", 2, 1, timed(21, 0.5) + kGpu, long_inputs),
+  });
+  for (Compat compat : {Compat::kChakra, Compat::kDefault}) {
+    auto c = convert_text(text, compat);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    const std::string long_repr = fmt::format("['{}', 3]", long_value);
+    for (uint64_t id : {2, 6}) {
+      ASSERT_TRUE(c->nodes.count(id)) << id;
+      EXPECT_EQ(c->nodes.at(id).inputs().values(), long_repr) << id;
+      EXPECT_EQ(c->nodes.at(id).inputs().types(), "['String', 'Int']") << id;
+    }
+    for (uint64_t id : {3, 5}) {
+      ASSERT_TRUE(c->nodes.count(id)) << id;
+      EXPECT_EQ(c->nodes.at(id).inputs().values(), "[[1, 2, 0, 8, 4, 'cuda:0']]") << id;
+      EXPECT_EQ(c->nodes.at(id).inputs().shapes(), "[[8]]") << id;
+      EXPECT_EQ(c->nodes.at(id).outputs().values(), "[]") << id;
+    }
+    ASSERT_TRUE(c->nodes.count(4) && c->nodes.count(5));
+    const pb::Node& w = c->nodes.at(4);
+    ASSERT_NE(attr(w, "rf_id"), nullptr);
+    EXPECT_EQ(attr(w, "rf_id")->int64_val(), 5000000000);
+    EXPECT_EQ(attr(w, "seq_id")->int64_val(), -3000000000);
+    EXPECT_EQ(attr(w, "fw_parent")->int64_val(), 4294967296);
+    EXPECT_EQ(attr(w, "scope")->int64_val(), 0);
+    EXPECT_EQ(attr(c->nodes.at(5), "rf_id")->int64_val(), 50);
+    EXPECT_EQ(attr(c->nodes.at(5), "seq_id")->int64_val(), -1);
+  }
+}
+
 // Runs the batches last to first, then consumes them in order: what a stage sees from workers
 // that finish out of order.
 class LastToFirst : public OrderedBatches {

@@ -452,7 +452,18 @@ TEST(ParallelBatches, ConverterNodesReadInShardsConvertToTheSameBytes) {
 TEST(ParallelBatches, EtPlusNodesReadInShardsAreTheSame) {
   LinkedRank r;
   ASSERT_NO_FATAL_FAILURE(link_generated_rank(0, &r));
-  const std::string et_plus = write_with(r.host, r.device, r.linked, r.options, nullptr);
+  std::string et_plus = write_with(r.host, r.device, r.linked, r.options, nullptr);
+  // Every 300th rf_id past 32 bits: those nodes keep their attributes in the side table
+  // (EtPlusTrace::wide), whose entries the shards append in order too.
+  const std::string kRfId = R"("name":"rf_id","type":"uint64","value":)";
+  size_t widened = 0, seen = 0;
+  for (size_t at = et_plus.find(kRfId); at != std::string::npos; at = et_plus.find(kRfId, at + 1)) {
+    if (seen++ % 300 == 0) {
+      et_plus.insert(at + kRfId.size(), "90000000000");
+      ++widened;
+    }
+  }
+  ASSERT_GT(widened, 20u);
   auto read = [&](const ParseShards& shards, size_t* host_shards) {
     EtPlusNodeSink sink("et_plus.json", /*keep_host_nodes=*/false);
     auto host = parse_host_trace("et_plus.json", et_plus, 4096, shards, &sink);
@@ -464,6 +475,7 @@ TEST(ParallelBatches, EtPlusNodesReadInShardsAreTheSame) {
   const auto [one_host, one] = read(ParseShards{}, &shards);
   ASSERT_GT(one.sync_dep_ids.size(), 0u);
   ASSERT_GT(one.comm_names.size(), 1u);
+  ASSERT_GE(one.wide.size(), widened);
   for (int threads : {2, 16}) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
     const ParallelBatches workers(2 * static_cast<size_t>(threads));
@@ -481,6 +493,14 @@ TEST(ParallelBatches, EtPlusNodesReadInShardsAreTheSame) {
       ASSERT_EQ(a.comm_names, b.comm_names) << "node " << a.id;
       ASSERT_EQ(a.sync_dep_begin, b.sync_dep_begin) << "node " << a.id;
       ASSERT_EQ(a.sync_dep_count, b.sync_dep_count) << "node " << a.id;
+      ASSERT_EQ(a.wide, b.wide) << "node " << a.id;
+      for (NarrowAttr k : {kAttrRfId, kAttrFwParent, kAttrSeqId, kAttrScope, kAttrFwTid}) {
+        ASSERT_EQ(one.attr(a, k), many.attr(b, k)) << "node " << a.id;
+      }
+      for (int f = 0; f < kIoFieldCount; ++f) {
+        ASSERT_EQ(one.raw_io(a, static_cast<IoField>(f)), many.raw_io(b, static_cast<IoField>(f)))
+            << "node " << a.id;
+      }
       for (uint32_t k = 0; k < a.sync_dep_count; ++k) {
         ASSERT_EQ(one.sync_deps(a)[k], many.sync_deps(b)[k]) << "node " << a.id;
       }
