@@ -11,8 +11,11 @@
 #include <initializer_list>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
+#include "stages/common/json_util.h"
+#include "stages/common/ordered_batches.h"
 #include "stages/common/status.h"
 #include "tests/testing/test_util.h"
 
@@ -111,6 +114,27 @@ inline std::string hard_cut_string(int i) {
     default:
       return R"(\u00e9},)";
   }
+}
+
+// A text read with the loaders' default windows (sized by the text: json::window_bytes_for) and
+// with 256 KB ones, by parse(text, window) (kWindowBySize asks for the default): both read, the
+// default in about text/window windows, fewer than the 256 KB ones; the text must be large
+// enough to get windows larger than 256 KB. The two traces, to compare.
+template <typename Parse>
+auto read_in_sized_and_fixed_windows(const std::string& text, const Parse& parse) {
+  const size_t window = json::window_bytes_for(text.size());
+  EXPECT_GT(window, size_t{256} << 10) << "the text is too small to get a larger window";
+  auto sized = parse(text, kWindowBySize);
+  auto fixed = parse(text, size_t{256} << 10);
+  EXPECT_TRUE(sized.ok()) << sized.status().message();
+  EXPECT_TRUE(fixed.ok()) << fixed.status().message();
+  if (sized.ok() && fixed.ok()) {
+    const size_t expected = text.size() / window;  // give or take the last one
+    EXPECT_GE(sized->parse_windows + 1, expected) << text.size();
+    EXPECT_LE(sized->parse_windows, expected + 1) << text.size();
+    EXPECT_GT(fixed->parse_windows, sized->parse_windows);
+  }
+  return std::make_pair(std::move(sized), std::move(fixed));
 }
 
 // The separators between array elements, in every style.
