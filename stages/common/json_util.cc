@@ -1184,6 +1184,10 @@ size_t window_bytes_for(size_t text_bytes) {
   return std::clamp(text_bytes / 32, kLeast, kMost);
 }
 
+size_t resolve_window_bytes(size_t requested, size_t share) {
+  return requested == kWindowBySize ? window_bytes_for(share) : requested;
+}
+
 size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t capacity,
                              std::string_view key_literal, size_t window_bytes,
                              ArrayWindowReader& reader) {

@@ -302,6 +302,10 @@ class ArrayWindowReader {
 // reserves 4 bytes per byte of window and fills about one in six), which a small text keeps small
 // (docs/performance.md, "Sizes chosen by measurement").
 size_t window_bytes_for(size_t text_bytes);
+// The window for a parser of `share` bytes of a text that a loader was asked to read in windows
+// of `requested`: `requested`, or window_bytes_for(share) when it is kWindowBySize (the loaders'
+// default, stages/common/ordered_batches.h).
+size_t resolve_window_bytes(size_t requested, size_t share);
 
 // Reads the array that is the value of the first occurrence of `key_literal` (the key with its
 // quotes) in `data` (readable up to `capacity`, which must exceed `size` by kInputPadding) through

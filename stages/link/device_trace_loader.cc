@@ -191,7 +191,8 @@ class DeviceParser {
       return Status();
     }
     od::parser parser;
-    if (const size_t window = window_for(text_.size()); window > 0 && text_.size() > 2 * window) {
+    if (const size_t window = json::resolve_window_bytes(window_bytes_, text_.size());
+        window > 0 && text_.size() > 2 * window) {
       EventWindows windows(*this);
       t_.parse_windows =
           json::read_array_in_windows(parser, t_.text.mutable_data(), t_.text.size(),
@@ -214,11 +215,6 @@ class DeviceParser {
   DeviceParser(DeviceTrace& out, std::string_view text, size_t window_bytes)
       : t_(out), text_(text), window_bytes_(window_bytes), defer_problems_(true) {}
 
-  // The window for a parser of `share` bytes: the caller's, or sized by the share.
-  size_t window_for(size_t share) const {
-    return window_bytes_ == kWindowBySize ? json::window_bytes_for(share) : window_bytes_;
-  }
-
   void forget_events() {
     last_offset_ = 0;
     t_.events.clear();
@@ -235,7 +231,7 @@ class DeviceParser {
     const size_t count = shards_.for_text(text_.size());
     if (count < 2) return false;
     defer_problems_ = true;
-    const size_t window = window_for(text_.size() / count);
+    const size_t window = json::resolve_window_bytes(window_bytes_, text_.size() / count);
     LoaderShards<DeviceTrace, DeviceParser, EventWindows> shards(
         count, *this, [&](DeviceTrace& part, size_t) {
           part.path = t_.path;

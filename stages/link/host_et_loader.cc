@@ -38,7 +38,8 @@ class HostParser {
     if (keep_nodes_) t_.nodes.reserve(text_.size() / 256);
     if (window_bytes_ > 0 && parse_in_shards()) return Status();
     od::parser parser;
-    if (const size_t window = window_for(text_.size()); window > 0 && text_.size() > 2 * window) {
+    if (const size_t window = json::resolve_window_bytes(window_bytes_, text_.size());
+        window > 0 && text_.size() > 2 * window) {
       NodeWindows windows(*this);
       t_.parse_windows =
           json::read_array_in_windows(parser, t_.text.mutable_data(), t_.text.size(),
@@ -96,7 +97,7 @@ class HostParser {
   bool parse_in_shards() {
     const size_t count = shards_.for_text(text_.size());
     if (count < 2) return false;
-    const size_t window = window_for(text_.size() / count);
+    const size_t window = json::resolve_window_bytes(window_bytes_, text_.size() / count);
     // A sink takes the shards' nodes through shard sinks, appended in order.
     std::vector<std::unique_ptr<HostNodeSink>> sinks(count - 1);
     for (auto& sink : sinks) {
@@ -169,11 +170,6 @@ class HostParser {
 
  private:
   const char* end() const { return text_.data() + text_.size(); }
-  // The window for a parser of `share` bytes: the caller's, or sized by the share.
-  size_t window_for(size_t share) const {
-    return window_bytes_ == kWindowBySize ? json::window_bytes_for(share) : window_bytes_;
-  }
-
   // Id order, file order among equal ids (reported as duplicates next). PyTorch writes children
   // before their parents: the (id, position) keys are sorted, and then the nodes moved in place.
   void sort_nodes_by_id() {
