@@ -82,7 +82,6 @@ class InputText {
   char* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;
-  bool writable_ = true;
 };
 
 // True when `path` ends with ".gz".
@@ -160,7 +159,7 @@ class OutputFile {
   }
   void keep(size_t m) {
     used_ += m;
-    if (used_ >= kFlushSize) flush_buffer();
+    if (used_ >= kFlushSize) flush_blocks();
   }
   // Flushes, closes and renames the temporary file to the destination (a stream is flushed and
   // closed).
@@ -173,15 +172,22 @@ class OutputFile {
   // True when the destination is written in place as a stream (see open()).
   bool streaming() const { return streaming_; }
   uint64_t bytes_written() const { return bytes_written_; }
+  // The bytes of each write() to a file but its last, at a multiple of them in the file: 256 KB,
+  // large enough for few writes, small enough not to weigh in a small rank's page faults
+  // (docs/performance.md, "Sizes chosen by measurement").
+  static constexpr size_t kBlockBytes = size_t{256} << 10;
+  // The write() calls made so far (more than the blocks where a pipe took less than asked).
+  uint64_t write_calls() const { return write_calls_; }
 
  private:
-  // 256 KB: large enough for few writes, small enough not to weigh in a small rank's page faults
-  // (docs/performance.md, "Sizes chosen by measurement").
-  static constexpr size_t kFlushSize = size_t{256} << 10;
+  static constexpr size_t kFlushSize = kBlockBytes;
   // An old file replaced from this size on has its pages dropped beside the caller's next work.
   static constexpr uint64_t kReleaseBesideBytes = uint64_t{16} << 20;
+  // Writes out the whole blocks of kFlushSize bytes buffered (the rest stays), or all of it.
+  void flush_blocks();
   void flush_buffer();
-  void put(const char* data, size_t size);
+  // Writes `data` then `more` in blocks (see put's comment).
+  void put(const char* data, size_t size, const char* more, size_t more_size);
   void make_room(size_t n);
   void note_failure(bool ok);
   bool exchange_into_place();
@@ -199,6 +205,7 @@ class OutputFile {
   size_t capacity_ = 0;
   size_t used_ = 0;
   uint64_t bytes_written_ = 0;
+  uint64_t write_calls_ = 0;
   bool failed_ = false;
   int write_errno_ = 0;
 };

@@ -81,7 +81,48 @@ TEST(FileIo, WritesInPlaceThroughRoomAcrossFlushes) {
     ASSERT_TRUE(back.ok()) << back.status().message();
     ASSERT_EQ(back->size(), expected.size()) << name;
     EXPECT_TRUE(*back == expected) << name;
+    // Each write() to the file but the last is one whole block at a multiple of it: as many
+    // writes as blocks (a write that crossed a block boundary, or fell short of one, adds one).
+    if (std::string_view(name).ends_with(".bin")) {
+      const size_t block = OutputFile::kBlockBytes;
+      EXPECT_EQ(out.write_calls(), (expected.size() + block - 1) / block);
+    }
   }
+}
+
+// A pipe is written as a stream, in the same blocks (pieces of every size, some larger than a
+// block, the buffered bytes and a piece's start written together): the reader gets every byte in
+// order.
+TEST(FileIo, AStreamGetsEveryByteInOrder) {
+  TempDir dir;
+  const std::string fifo = dir.file("out.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  std::string expected;
+  uint64_t seed = 11;
+  for (size_t piece = 0; expected.size() < (3u << 20); ++piece) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    const size_t size = piece % 7 == 3 ? (700u << 10) : (seed >> 40) % 3000;
+    for (size_t k = 0; k < size; ++k) expected.push_back(static_cast<char>((seed >> 8) + k * 31));
+    expected.push_back('\n');
+  }
+  std::string read_back;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    read_back.assign(std::istreambuf_iterator<char>(in), {});
+  });
+  auto opened = OutputFile::open(fifo);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  OutputFile out = std::move(*opened);
+  EXPECT_TRUE(out.streaming());
+  for (size_t at = 0; at < expected.size();) {
+    const size_t end = expected.find('\n', at) + 1;
+    out.write(std::string_view(expected).substr(at, end - at));
+    at = end;
+  }
+  ASSERT_TRUE(out.commit().ok());
+  reader.join();
+  EXPECT_EQ(read_back.size(), expected.size());
+  EXPECT_TRUE(read_back == expected);
 }
 
 TEST(FileIo, DiscardedOutputLeavesDirectoryUnchanged) {
@@ -293,6 +334,14 @@ TEST(FileIo, MapsBigFilesWithPaddingPastTheLastPage) {
   ASSERT_EQ(text->size(), size);
   ASSERT_GE(text->capacity(), size + kInputPadding);
   for (size_t i = size; i < size + kInputPadding; ++i) ASSERT_EQ(text->data()[i], 0) << i;
+  // At a multiple of 2 MB (a file cached in 2 MB folios is mapped a folio per entry), writable
+  // in the process's copy: the padding too.
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(text->data()) % (size_t{2} << 20), 0u);
+  InputText& copy = *text;
+  copy.mutable_data()[0] = 'X';
+  copy.mutable_data()[size + 1] = 'Y';
+  EXPECT_EQ(text->data()[0], 'X');
+  EXPECT_EQ(testing::read_text(dir.file("big.json")).front(), '{');
   auto host = load_host_trace(dir.file("big.json"));
   ASSERT_TRUE(host.ok()) << host.status().message();
   ASSERT_EQ(host->nodes.size(), 1u);
