@@ -1,5 +1,7 @@
 #include "stages/convert/comm_attributes.h"
 
+#include <string.h>
+
 #include <simdjson.h>
 
 #include <cctype>
@@ -13,8 +15,11 @@
 namespace chakraflow {
 namespace {
 
+// memmem, not string_view::find: find stops at every byte equal to the needle's first (a kernel's
+// long name has many an 'n' before "nccl", or none), memmem looks for the whole needle.
 bool contains(std::string_view haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string_view::npos;
+  if (needle.empty()) return true;
+  return ::memmem(haystack.data(), haystack.size(), needle.data(), needle.size()) != nullptr;
 }
 
 // Chakra's normalisation: "_" and "-" removed, lower case. ":" is removed too in default mode

@@ -739,21 +739,30 @@ constexpr uint32_t kNodeAttr = 10;
 // Bytes an attribute takes besides its name and string value: tags and length prefixes.
 constexpr size_t kAttrOverhead = 1 + 5 + 1 + 5 + 2 + kMaxVarint;
 
-inline char* attr_header(char* p, std::string_view name, size_t value_size) {
+// The attributes' names are literals: their length is known here, and copying them takes no call
+// (a memcpy call per attribute was a tenth of the converter's copying).
+template <size_t N>
+inline char* attr_header(char* p, const char (&name)[N], size_t value_size) {
+  constexpr size_t kNameSize = N - 1;
   p = tag(p, kNodeAttr, kLength);
-  p = varint(p, bytes_size(name) + value_size);
-  return bytes(p, kAttrName, name);
+  p = varint(p, kTagSize + varint_size(kNameSize) + kNameSize + value_size);
+  p = tag(p, kAttrName, kLength);
+  p = varint(p, kNameSize);
+  std::memcpy(p, name, kNameSize);
+  return p + kNameSize;
 }
 // The value's tag: two bytes for field numbers 16 and above.
 inline char* value_tag(char* p, uint32_t field, uint32_t type) {
   return varint(p, (field << 3) | type);
 }
-inline char* attr_varint(char* p, std::string_view name, uint32_t field, uint64_t v) {
+template <size_t N>
+inline char* attr_varint(char* p, const char (&name)[N], uint32_t field, uint64_t v) {
   p = attr_header(p, name, varint_size(field << 3) + varint_size(v));
   p = value_tag(p, field, kVarint);
   return varint(p, v);
 }
-inline char* attr_string(char* p, std::string_view name, std::string_view v) {
+template <size_t N>
+inline char* attr_string(char* p, const char (&name)[N], std::string_view v) {
   const size_t value_size = varint_size(kStringVal << 3) + varint_size(v.size()) + v.size();
   p = attr_header(p, name, value_size);
   p = value_tag(p, kStringVal, kLength);
