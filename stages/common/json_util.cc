@@ -415,15 +415,6 @@ void append_int(std::string& out, int64_t v) {
   out.append(tmp, static_cast<size_t>(r.ptr - tmp));
 }
 
-std::string_view token(od::value& v) {
-  std::string_view t = v.raw_json_token();
-  while (!t.empty() &&
-         (t.back() == ' ' || t.back() == '\n' || t.back() == '\r' || t.back() == '\t')) {
-    t.remove_suffix(1);
-  }
-  return t;
-}
-
 simdjson::error_code raw_value(od::value& v, std::string_view* out) {
   od::json_type type;
   auto err = v.type().get(type);
@@ -757,8 +748,7 @@ uint64_t current_offset(od::document& doc, std::string_view text) {
   return offset_in(text, p);
 }
 
-bool get_int64(od::value& v, int64_t* out) {
-  if (v.get_int64().get(*out) == simdjson::SUCCESS) return true;  // the common case
+bool get_int64_slow(od::value& v, int64_t* out) {
   od::number_type nt;
   if (v.get_number_type().get(nt)) return false;
   if (nt == od::number_type::signed_integer) return !v.get_int64().get(*out);
@@ -827,8 +817,7 @@ bool parse_uint_token(std::string_view token, uint64_t* out) {
   return true;
 }
 
-bool get_uint64(od::value& v, uint64_t* out) {
-  if (v.get_uint64().get(*out) == simdjson::SUCCESS) return true;  // the common case
+bool get_uint64_slow(od::value& v, uint64_t* out) {
   od::number_type nt;
   if (v.get_number_type().get(nt)) return false;
   if (nt == od::number_type::unsigned_integer) return !v.get_uint64().get(*out);
