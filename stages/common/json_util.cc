@@ -441,13 +441,15 @@ simdjson::error_code raw_value(od::value& v, std::string_view* out) {
 
 bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional, bool* is_float) {
   *fractional = false;
-  if (is_float != nullptr) {
-    // A JSON float has a '.' or an exponent: after the integer digits, whatever follows.
-    size_t k = token.empty() || token[0] != '-' ? 0 : 1;
+  // A JSON float has a '.' or an exponent: after the integer digits, whatever follows.
+  auto float_after_digits = [&](size_t k) {
     while (k < token.size() && token[k] >= '0' && token[k] <= '9') ++k;
-    *is_float = k < token.size();
+    return k < token.size();
+  };
+  if (token.empty()) {
+    if (is_float != nullptr) *is_float = false;
+    return false;
   }
-  if (token.empty()) return false;
   // Fast path: [-]digits[.digits] with at most 18 integer digits.
   size_t i = 0;
   bool negative = false;
@@ -458,7 +460,12 @@ bool parse_micros_as_ns(std::string_view token, TimeNs* ns, bool* fractional, bo
   size_t int_begin = i;
   uint64_t digits_value = 0;
   i += read_digits(token, i, &digits_value);
-  if (i == int_begin || i - int_begin > 18) goto slow;
+  if (i == int_begin || i - int_begin > 18) {
+    if (is_float != nullptr) *is_float = float_after_digits(i);
+    goto slow;
+  }
+  // read_digits stopped at the first byte that is not a digit.
+  if (is_float != nullptr) *is_float = i < token.size();
   {
     const auto whole = static_cast<int64_t>(digits_value);
     int64_t frac_ns = 0;

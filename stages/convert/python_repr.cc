@@ -2,7 +2,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <deque>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "stages/common/json_util.h"
+#include "stages/common/short_copy.h"
 
 namespace chakraflow::pyrepr {
 namespace {
@@ -262,31 +262,6 @@ namespace {
 // gives at most two, as ", " for ","): a float (up to 25 characters from as few as 3) and a string
 // that needs decoding (up to 6 per byte) are written to a scratch string first, and make room if
 // they must, taking the value's size more, so that it is made only a few times per value.
-// Copies n bytes: the short tokens of IOInfo lists (numbers, type names) with a few moves instead
-// of a call to memcpy (over a million of them on a 147 MB rank).
-inline void copy_short_or_long(char* to, const char* from, size_t n) {
-  if (n >= 8 && n <= 16) {
-    uint64_t a, b;
-    std::memcpy(&a, from, 8);
-    std::memcpy(&b, from + n - 8, 8);
-    std::memcpy(to, &a, 8);
-    std::memcpy(to + n - 8, &b, 8);
-  } else if (n >= 4 && n < 8) {
-    uint32_t a, b;
-    std::memcpy(&a, from, 4);
-    std::memcpy(&b, from + n - 4, 4);
-    std::memcpy(to, &a, 4);
-    std::memcpy(to + n - 4, &b, 4);
-  } else if (n < 4) {
-    // Not a loop: the compiler would make it a call to memcpy again.
-    if (n > 0) to[0] = from[0];
-    if (n > 1) to[1] = from[1];
-    if (n > 2) to[2] = from[2];
-  } else {
-    std::memcpy(to, from, n);
-  }
-}
-
 class Writer {
  public:
   Writer(std::string& out, size_t input_size) : out_(out), slack_(input_size) {

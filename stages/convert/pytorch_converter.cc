@@ -13,6 +13,7 @@
 #include "proto/et_def.pb.h"
 #include "stages/common/json_util.h"
 #include "stages/common/prefault.h"
+#include "stages/common/short_copy.h"
 #include "stages/convert/comm_attributes.h"
 #include "stages/convert/comm_groups.h"
 #include "stages/convert/cycle_check.h"
@@ -717,7 +718,7 @@ inline char* tag(char* p, uint32_t field, uint32_t type) {
 constexpr size_t kTagSize = 1;
 // An empty view may have no data pointer, which memcpy must not be given.
 inline char* copy(char* p, std::string_view s) {
-  if (!s.empty()) std::memcpy(p, s.data(), s.size());
+  if (!s.empty()) copy_short_or_long(p, s.data(), s.size());
   return p + s.size();
 }
 inline char* bytes(char* p, uint32_t field, std::string_view s) {
