@@ -560,7 +560,7 @@ class HostParser {
           return node_error(n, index, fmt::format("an \"attrs\" entry has \"{}\" twice", key));
         }
         if (json::equals(key, "name")) {
-          CF_RETURN_IF_ERROR(read_string(field.value(), n, index, "attrs[].name", &name, nullptr));
+          CF_RETURN_IF_ERROR(read_attr_name(field.value(), n, index, &name));
           have_name = true;
         } else if (json::equals(key, "value")) {
           if (json::raw_value(field.value(), &value_raw)) {
@@ -609,6 +609,25 @@ class HostParser {
     *out = *s;
     d.pg_name_from_attr |= out == &d.pg_name;
     return Status();
+  }
+
+  // An attribute's name: the literal of a name the loader reads has no escape and is taken as it
+  // is (no scan of it for a backslash: seven per node); any other is unescaped.
+  Status read_attr_name(od::value& v, const HostNode& n, size_t index, std::string_view* name) {
+    const std::string_view literal = json::token(v);
+    if (literal.size() >= 2 && is_read_attr_name(literal.substr(1, literal.size() - 2))) {
+      od::raw_json_string raw;
+      if (v.get_raw_json_string().get(raw)) {
+        return node_error(n, index, "\"attrs[].name\" is not a string");
+      }
+      *name = literal.substr(1, literal.size() - 2);
+      return Status();
+    }
+    return read_string(v, n, index, "attrs[].name", name, nullptr);
+  }
+  static bool is_read_attr_name(std::string_view body) {
+    return int_attr_of(body) >= 0 || json::equals(body, "op_schema") ||
+           json::equals(body, "pg_name") || json::equals(body, "collective_name");
   }
 
   // A JSON string (unescaped), as a view into the text or the trace's arena.

@@ -689,6 +689,9 @@ TEST(pytorch_converter, EscapedAttrAndIoKeysReadAsTheirText) {
   ASSERT_GT(replace_all(R"("values": )", R"("v\u0061lues": )"), 0u);
   ASSERT_GT(replace_all(R"("shapes": )", R"("sh\u0061pes": )"), 0u);
   ASSERT_GT(replace_all(R"("types": )", R"("typ\u0065s": )"), 0u);
+  // Attribute names written with an escape are the names they unescape to.
+  ASSERT_GT(replace_all(R"("rf_id")", R"("rf\u005fid")"), 0u);
+  ASSERT_GT(replace_all(R"("op_schema")", R"("op\u005fschema")"), 0u);
   for (Compat compat : {Compat::kChakra, Compat::kDefault}) {
     auto a = convert_text(plain, compat);
     auto b = convert_text(escaped, compat);
