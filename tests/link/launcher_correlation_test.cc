@@ -69,6 +69,37 @@ TEST(LauncherCorrelation, OrphansAndDuplicateCorrelationsAreCountedNotFatal) {
   EXPECT_EQ(t.events[r.launch_of[index_of(t, "k_ok")].value].ts, 10000);
 }
 
+// Launches are found by correlation id through a table indexed by id (ids dense over their
+// range, as Kineto's) or a hash table (ids spread wide): the same launches, orphans and
+// duplicates either way, ids just outside the launches' range included.
+TEST(LauncherCorrelation, DenseAndSpreadCorrelationIdsLinkAlike) {
+  auto build = [](int64_t a, int64_t b, int64_t below, int64_t above) {
+    return parse(KinetoBuilder()
+                     .cpu_op("op", 1, 0, 100)
+                     .runtime("cudaLaunchKernel", 1, 10, 1, a)
+                     .runtime("cudaLaunchKernel", 1, 12, 1, a)  // duplicate correlation
+                     .runtime("cudaLaunchKernel", 1, 14, 1, b)
+                     .gpu("k_a", 20, 1, a)
+                     .gpu("k_b", 25, 1, b)
+                     .gpu("k_below", 30, 1, below)  // no launch event
+                     .gpu("k_above", 35, 1, above)  // no launch event
+                     .json());
+  };
+  for (const auto& [name, t] : {std::pair{"dense", build(5, 6, 4, 7)},
+                                std::pair{"spread", build(5, 6000000000000, 4, 6000000000001)},
+                                std::pair{"negative", build(-9, 3000000000, -10, 3000000001)}}) {
+    DataProblems stats;
+    auto r = correlate_launchers(t, Compat::kDefault, stats);
+    EXPECT_EQ(r.duplicate_correlations, 1u) << name;
+    EXPECT_EQ(r.no_launch_event, 2u) << name;
+    EXPECT_EQ(r.linked, 2u) << name;
+    EXPECT_EQ(t.events[r.launch_of[index_of(t, "k_a")].value].ts, 10000) << name;
+    EXPECT_EQ(t.events[r.launch_of[index_of(t, "k_b")].value].ts, 14000) << name;
+    EXPECT_FALSE(r.launch_of[index_of(t, "k_below")].valid()) << name;
+    EXPECT_FALSE(r.launch_of[index_of(t, "k_above")].valid()) << name;
+  }
+}
+
 TEST(LauncherCorrelation, HipGraphsAndMemsets) {
   DeviceTrace t = parse(KinetoBuilder()
                             .cpu_op("op", 1, 0, 100)
