@@ -778,13 +778,13 @@ StatusOr<OutputFile> OutputFile::open(const std::string& path, bool gzip) {
     // Our buffer is the buffer: each slice put() hands on is one write().
     std::setvbuf(out.file_, nullptr, _IONBF, 0);
   }
-  out.capacity_ = kFlushSize + 4096;
+  out.capacity_ = kBlockBytes + 4096;
   out.buffer_ = std::make_unique_for_overwrite<char[]>(out.capacity_);
   return out;
 }
 
 void OutputFile::write(std::string_view bytes) {
-  if (used_ + bytes.size() < kFlushSize) {
+  if (used_ + bytes.size() < kBlockBytes) {
     if (bytes.empty()) return;
     std::memcpy(room(bytes.size()), bytes.data(), bytes.size());
     used_ += bytes.size();
@@ -792,11 +792,11 @@ void OutputFile::write(std::string_view bytes) {
   }
   // The buffered bytes and the first of `bytes` make one block, whole blocks follow straight
   // from `bytes` (no copy), the rest is buffered.
-  const size_t head = kFlushSize - used_;
+  const size_t head = kBlockBytes - used_;
   put(buffer_.get(), used_, bytes.data(), head);
   used_ = 0;
   bytes.remove_prefix(head);
-  const size_t whole = bytes.size() - bytes.size() % kFlushSize;
+  const size_t whole = bytes.size() - bytes.size() % kBlockBytes;
   put(bytes.data(), whole, nullptr, 0);
   bytes.remove_prefix(whole);
   if (!bytes.empty()) std::memcpy(buffer_.get(), bytes.data(), bytes.size());
@@ -820,7 +820,7 @@ void OutputFile::make_room(size_t n) {
 }
 
 void OutputFile::flush_blocks() {
-  const size_t whole = used_ - used_ % kFlushSize;
+  const size_t whole = used_ - used_ % kBlockBytes;
   put(buffer_.get(), whole, nullptr, 0);
   used_ -= whole;
   if (used_ > 0) std::memmove(buffer_.get(), buffer_.get() + whole, used_);
@@ -833,7 +833,7 @@ void OutputFile::flush_buffer() {
 }
 
 void OutputFile::put(const char* data, size_t size, const char* more, size_t more_size) {
-  // Every write() but the last is one whole block of kFlushSize bytes at a multiple of it in the
+  // Every write() but the last is one whole block of kBlockBytes bytes at a multiple of it in the
   // file: the kernel caches a file in folios as large as the write and aligned in the file, and
   // a reader maps a file of whole 256 KB folios with fewer steps than one of pieces (a write
   // across a block boundary leaves small folios on both sides). Blocks, not megabytes: a VM whose
@@ -844,8 +844,8 @@ void OutputFile::put(const char* data, size_t size, const char* more, size_t mor
   if (gz_ != nullptr) {
     bool ok = true;
     for (auto [p, n] : {std::pair{data, size}, std::pair{more, more_size}}) {
-      for (size_t at = 0; ok && at < n; at += kFlushSize) {
-        const size_t k = std::min(kFlushSize, n - at);
+      for (size_t at = 0; ok && at < n; at += kBlockBytes) {
+        const size_t k = std::min(kBlockBytes, n - at);
         ok = gzwrite(static_cast<gzFile>(gz_), p + at, static_cast<unsigned>(k)) ==
              static_cast<int>(k);
       }
@@ -861,7 +861,7 @@ void OutputFile::put(const char* data, size_t size, const char* more, size_t mor
   while (first < 2 && parts[first].iov_len > 0) {
     iovec block[2];
     int count = 0;
-    size_t room = kFlushSize;
+    size_t room = kBlockBytes;
     for (int k = first; k < 2 && room > 0; ++k) {
       const size_t n = std::min(room, parts[k].iov_len);
       if (n == 0) continue;

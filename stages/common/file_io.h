@@ -159,7 +159,7 @@ class OutputFile {
   }
   void keep(size_t m) {
     used_ += m;
-    if (used_ >= kFlushSize) flush_blocks();
+    if (used_ >= kBlockBytes) flush_blocks();
   }
   // Flushes, closes and renames the temporary file to the destination (a stream is flushed and
   // closed).
@@ -180,10 +180,9 @@ class OutputFile {
   uint64_t write_calls() const { return write_calls_; }
 
  private:
-  static constexpr size_t kFlushSize = kBlockBytes;
   // An old file replaced from this size on has its pages dropped beside the caller's next work.
   static constexpr uint64_t kReleaseBesideBytes = uint64_t{16} << 20;
-  // Writes out the whole blocks of kFlushSize bytes buffered (the rest stays), or all of it.
+  // Writes out the whole blocks of kBlockBytes bytes buffered (the rest stays), or all of it.
   void flush_blocks();
   void flush_buffer();
   // Writes `data` then `more` in blocks (see put's comment).

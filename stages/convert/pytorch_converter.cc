@@ -716,9 +716,9 @@ inline char* tag(char* p, uint32_t field, uint32_t type) {
   return p;
 }
 constexpr size_t kTagSize = 1;
-// An empty view may have no data pointer, which memcpy must not be given.
+// An empty view may have no data pointer: copy_short_or_long copies nothing then.
 inline char* copy(char* p, std::string_view s) {
-  if (!s.empty()) copy_short_or_long(p, s.data(), s.size());
+  copy_short_or_long(p, s.data(), s.size());
   return p + s.size();
 }
 inline char* bytes(char* p, uint32_t field, std::string_view s) {
