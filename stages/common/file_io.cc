@@ -220,7 +220,7 @@ class Inflater {
 
 // Inflates a gzip file (one member or several, concatenated) into `out`, padded by kInputPadding.
 // No byte of the output is written twice (MappedBuffer).
-Status gunzip(const std::string& path, const std::string& compressed, bool check_text,
+Status gunzip(const std::string& path, std::string_view compressed, bool check_text,
               MappedBuffer& out) {
   const uint64_t bound = input_memory_bound();
   // ISIZE (last 4 bytes) is the size of the last member modulo 2^32: a hint, not a bound. In a
@@ -248,9 +248,10 @@ Status gunzip(const std::string& path, const std::string& compressed, bool check
         !out.reserve(std::max<size_t>(out.capacity() * 2, 1 << 16))) {
       return too_large(path, out.size(), true);
     }
-    // At most 16 MB a step, so that the text check follows the output closely.
+    // At most 1 MB a step: the text check follows the output closely, and the inflater's
+    // checksum of each step's output reads it from the cache.
     const size_t old_size = out.size();
-    const size_t room = std::min<size_t>(out.capacity() - kInputPadding - old_size, 1u << 24);
+    const size_t room = std::min<size_t>(out.capacity() - kInputPadding - old_size, 1u << 20);
     inflater.output(out.data() + old_size, static_cast<uint32_t>(room));
     const Inflater::Result result = inflater.step();
     out.set_size(old_size + (room - inflater.avail_out()));
@@ -632,10 +633,12 @@ StatusOr<InputText> InputText::read(const std::string& path) {
   constexpr off_t kMapAtLeast = off_t{1} << 20;
   struct stat st {};
   CF_ASSIGN_OR_RETURN(int fd, open_for_reading(path, &st));
+  char magic[2] = {0, 0};
+  const bool large =
+      S_ISREG(st.st_mode) && st.st_size >= kMapAtLeast && ::pread(fd, magic, 2, 0) == 2;
+  const bool gzipped = large && has_gzip_magic(std::string_view(magic, 2));
   {
-    char magic[2] = {0, 0};
-    if (S_ISREG(st.st_mode) && st.st_size >= kMapAtLeast && ::pread(fd, magic, 2, 0) == 2 &&
-        !has_gzip_magic(std::string_view(magic, 2))) {
+    if (large && !gzipped) {
       const size_t size = static_cast<size_t>(st.st_size);
       const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
       const size_t file_len = (size + page - 1) / page * page;
@@ -674,9 +677,31 @@ StatusOr<InputText> InputText::read(const std::string& path) {
       }
     }
   }
-  // Small, compressed or special files, or mapping failed: read them (through the same
-  // descriptor); a gzip'd one is inflated into a buffer the text takes over.
+  // A large gzip'd file: inflated from its pages in the page cache (mapped, not copied) into a
+  // buffer the text takes over.
   MappedBuffer decompressed;
+  if (gzipped) {
+    const size_t size = static_cast<size_t>(st.st_size);
+    void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (mapped != MAP_FAILED) {
+      ::close(fd);
+#ifdef MADV_POPULATE_READ
+      ::madvise(mapped, size, MADV_POPULATE_READ);
+#endif
+      const Status inflated = gunzip(path, std::string_view(static_cast<const char*>(mapped), size),
+                                     false, decompressed);
+      ::munmap(mapped, size);
+      CF_RETURN_IF_ERROR(inflated);
+      InputText text;
+      text.size_ = decompressed.size();
+      text.capacity_ = decompressed.capacity();
+      text.data_ = decompressed.release(&text.map_len_);
+      text.map_ = text.data_;
+      return text;
+    }
+  }
+  // Small or special files, or mapping failed: read them (through the same descriptor); a
+  // gzip'd one is inflated into a buffer the text takes over.
   CF_ASSIGN_OR_RETURN(std::string bytes, read_open_file(fd, st, path, &decompressed));
   if (decompressed.data() == nullptr) return InputText(std::move(bytes));
   InputText text;

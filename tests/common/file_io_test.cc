@@ -284,6 +284,58 @@ TEST(FileIo, InputTextInflatesGzipPastItsSizeHint) {
       << corrupt.status().message();
 }
 
+// A gzip'd file of 1 MB or more is inflated from its mapping (not read into memory first): the
+// same text, padded, writable, over several members; corrupt or truncated, an error naming it.
+TEST(FileIo, InputTextInflatesALargeGzipFromItsMapping) {
+  TempDir dir;
+  // Digits of a linear congruential sequence: about 2 MB compressed.
+  std::string text;
+  uint64_t x = 12345;
+  for (int i = 0; i < 4 << 20; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    text.push_back(static_cast<char>('0' + (x >> 60) % 10));
+  }
+  const std::string path = dir.file("large.json.gz");
+  for (const std::string_view part :
+       {std::string_view(text).substr(0, 3 << 20), std::string_view(text).substr(3 << 20)}) {
+    gzFile f = gzopen(path.c_str(), "ab");
+    ASSERT_NE(f, nullptr);
+    ASSERT_EQ(gzwrite(f, part.data(), static_cast<unsigned>(part.size())),
+              static_cast<int>(part.size()));
+    gzclose(f);
+  }
+  ASSERT_GE(std::filesystem::file_size(path), size_t{1} << 20);
+  auto read = InputText::read(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  ASSERT_EQ(read->size(), text.size());
+  EXPECT_TRUE(std::string_view(*read) == text);
+  for (size_t i = 0; i < kInputPadding; ++i) ASSERT_EQ(read->data()[read->size() + i], '\0');
+  read->mutable_data()[0] = 'y';
+  EXPECT_EQ(read->data()[0], 'y');
+  EXPECT_EQ(testing::read_text(path).substr(0, 16), text.substr(0, 16));  // the file unchanged
+
+  std::string raw;
+  {
+    std::ifstream in(path, std::ios::binary);
+    raw.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  std::string corrupt = raw;
+  for (size_t i = raw.size() / 2; i < raw.size() / 2 + 64; ++i) corrupt[i] ^= 0x5a;
+  const std::string bad = dir.file("corrupt.json.gz");
+  testing::write_text(bad, corrupt);
+  auto broken = InputText::read(bad);
+  ASSERT_FALSE(broken.ok());
+  EXPECT_NE(broken.status().message().find("corrupt.json.gz"), std::string::npos);
+  EXPECT_NE(broken.status().message().find("gzip"), std::string::npos) << broken.status().message();
+  const std::string cut = dir.file("cut.json.gz");
+  testing::write_text(cut, raw.substr(0, raw.size() - 4096));
+  auto truncated = InputText::read(cut);
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_NE(truncated.status().message().find("cut.json.gz"), std::string::npos);
+  EXPECT_NE(truncated.status().message().find("truncated"), std::string::npos)
+      << truncated.status().message();
+}
+
 TEST(FileIo, ErrorsNameTheFile) {
   TempDir dir;
   auto missing = read_input_file(dir.file("nope.json"));
