@@ -454,7 +454,12 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   CpuCollectiveGroup cpu_group(t);
   run.for_each(parts.size(), [&](size_t r) {
     CommTyper typer(t, options, parts[r].stats, &cpu_group);
-    for (size_t k = m * r / parts.size(); k < m * (r + 1) / parts.size(); ++k) {
+    // A node's name (its communication type is told by it) lies in the input text, last read
+    // when it was parsed: it is asked for a few nodes ahead.
+    constexpr size_t kAhead = 8;
+    const size_t end = m * (r + 1) / parts.size();
+    for (size_t k = m * r / parts.size(); k < end; ++k) {
+      if (k + kAhead < end) __builtin_prefetch(t.nodes[order[k + kAhead]].name.data());
       convert_node(t, options, parent, order[k], typer, graph, graph.records[k], parts[r]);
     }
   });
@@ -888,13 +893,16 @@ Status encode_records(const EtPlusTrace& t, const ChakraTrace& chakra, size_t be
                       std::string& out) {
   RenderedIo io;
   const EtPlusNode* rendered = nullptr;
-  // The lists' text was last read when the input was parsed: it is asked for a few nodes ahead.
+  // The lists' text, the name and the op_schema were last read when the input was parsed: they
+  // are asked for a few nodes ahead.
   constexpr size_t kAhead = 8;
   auto prefetch_io = [&t](const EtPlusNode& n) {
     for (IoField f : {kInValues, kOutValues}) {
       const std::string_view raw = t.raw_io(n, f);
       if (!raw.empty()) __builtin_prefetch(raw.data());
     }
+    __builtin_prefetch(n.name.data());
+    __builtin_prefetch(n.op_schema.data());
   };
   const std::vector<ChakraNodeRecord>& records = chakra.nodes;
   size_t used = out.size();
