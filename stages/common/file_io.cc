@@ -677,9 +677,11 @@ StatusOr<InputText> InputText::read(const std::string& path) {
       }
     }
   }
-  // A large gzip'd file: inflated from its pages in the page cache (mapped, not copied) into a
-  // buffer the text takes over.
+  // A large gzip'd file: inflated from its pages in the page cache (mapped, not copied). Small
+  // or special files, or where mapping fails: read (through the same descriptor). A gzip'd one
+  // is inflated into a buffer the text takes over.
   MappedBuffer decompressed;
+  bool inflated = false;
   if (gzipped) {
     const size_t size = static_cast<size_t>(st.st_size);
     void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
@@ -688,22 +690,17 @@ StatusOr<InputText> InputText::read(const std::string& path) {
 #ifdef MADV_POPULATE_READ
       ::madvise(mapped, size, MADV_POPULATE_READ);
 #endif
-      const Status inflated = gunzip(path, std::string_view(static_cast<const char*>(mapped), size),
-                                     false, decompressed);
+      const Status done = gunzip(path, std::string_view(static_cast<const char*>(mapped), size),
+                                 false, decompressed);
       ::munmap(mapped, size);
-      CF_RETURN_IF_ERROR(inflated);
-      InputText text;
-      text.size_ = decompressed.size();
-      text.capacity_ = decompressed.capacity();
-      text.data_ = decompressed.release(&text.map_len_);
-      text.map_ = text.data_;
-      return text;
+      CF_RETURN_IF_ERROR(done);
+      inflated = true;
     }
   }
-  // Small or special files, or mapping failed: read them (through the same descriptor); a
-  // gzip'd one is inflated into a buffer the text takes over.
-  CF_ASSIGN_OR_RETURN(std::string bytes, read_open_file(fd, st, path, &decompressed));
-  if (decompressed.data() == nullptr) return InputText(std::move(bytes));
+  if (!inflated) {
+    CF_ASSIGN_OR_RETURN(std::string bytes, read_open_file(fd, st, path, &decompressed));
+    if (decompressed.data() == nullptr) return InputText(std::move(bytes));
+  }
   InputText text;
   text.size_ = decompressed.size();
   text.capacity_ = decompressed.capacity();
