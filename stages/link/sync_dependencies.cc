@@ -227,7 +227,24 @@ class SyncResolver {
     std::vector<Launched>* thread_ops = nullptr;
     StreamKey last_stream{};
     int64_t last_tid = 0, last_device = 0;
-    for (DeviceEventIdx g : launchers.gpu_ops) {
+    // A group's vector has room for every op from the start: the room never touched costs no
+    // memory, and the vector is not copied as it grows.
+    const std::vector<DeviceEventIdx>& gpu_ops = launchers.gpu_ops;
+    auto group = [&gpu_ops](std::vector<Launched>& ops) {
+      if (ops.capacity() == 0) ops.reserve(gpu_ops.size());
+      return &ops;
+    };
+    // The ops and their launches lie all over the device trace: asked for a few ops ahead.
+    constexpr size_t kAhead = 8;
+    for (size_t k = 0; k < gpu_ops.size(); ++k) {
+      if (k + kAhead < gpu_ops.size()) {
+        const DeviceEventIdx ahead = gpu_ops[k + kAhead];
+        __builtin_prefetch(&trace[ahead]);
+        if (const DeviceEventIdx la = launchers.launch_of[ahead.value]; la.valid()) {
+          __builtin_prefetch(&trace[la]);
+        }
+      }
+      const DeviceEventIdx g = gpu_ops[k];
       DeviceEventIdx launch = launchers.launch_of[g.value];
       if (!launch.valid()) continue;  // never a node; nothing can be said about its order
       const DeviceEvent& l = trace[launch];
@@ -235,11 +252,11 @@ class SyncResolver {
       Launched x{l.ts, l.end(), l.tid, launch.value, g, e.ts};
       const StreamKey key = stream_of(e);
       if (stream_ops == nullptr || key != last_stream) {
-        stream_ops = &by_stream_[key];
+        stream_ops = group(by_stream_[key]);
         last_stream = key;
       }
       if (thread_ops == nullptr || l.tid != last_tid) {
-        thread_ops = &by_thread_[l.tid];
+        thread_ops = group(by_thread_[l.tid]);
         last_tid = l.tid;
       }
       stream_ops->push_back(x);
