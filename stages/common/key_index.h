@@ -123,4 +123,64 @@ class KeyIndex {
   size_t size_ = 0;
 };
 
+// The same lookups for keys that are dense over their range, as Kineto's correlation ids and
+// PyTorch's rf_ids are (counters of one process): a direct table indexed by key minus the least,
+// read nearly in order by lookups in time order (the hash scatters them: half of a lookup loop's
+// time was the miss on the table). Keys spread wider than 4 slots per key (merged or hand-made
+// traces) go to a KeyIndex. Lookups give the same values either way.
+class DenseKeyIndex {
+ public:
+  static constexpr uint32_t kNone = KeyIndex::kNone;
+
+  DenseKeyIndex() = default;
+  // For `count` keys, every one in [least, most] (none when least > most).
+  DenseKeyIndex(uint64_t least, uint64_t most, size_t count) {
+    if (least > most) return;
+    const uint64_t range = most - least;
+    if (range < 4 * static_cast<uint64_t>(count) + 1024) {
+      least_ = least;
+      table_.assign(range + 1, kNone);
+    } else {
+      hashed_ = KeyIndex(count);
+    }
+  }
+
+  // Whether the keys are in the direct table.
+  bool dense() const { return !table_.empty(); }
+  uint32_t find(uint64_t key) const {
+    if (table_.empty()) return hashed_.find(key);
+    const uint64_t at = key - least_;
+    return at < table_.size() ? table_[at] : kNone;
+  }
+  // The value stored for `key` (which must be in the range given), after storing `val` there if
+  // there was none; whether it was.
+  std::pair<uint32_t, bool> try_emplace(uint64_t key, uint32_t val) {
+    if (table_.empty()) {
+      auto [stored, inserted] = hashed_.try_emplace(key, val);
+      return {*stored, inserted};
+    }
+    uint32_t& slot = table_[key - least_];
+    if (slot != kNone) return {slot, false};
+    slot = val;
+    return {slot, true};
+  }
+  // Stores `val` for `key` (in the range given), replacing the value stored before.
+  void assign(uint64_t key, uint32_t val) {
+    if (table_.empty()) {
+      hashed_.assign(key, val);
+    } else {
+      table_[key - least_] = val;
+    }
+  }
+  // KeyIndex::prefetch; nothing for the direct table (its lookups come nearly in order).
+  void prefetch(uint64_t key) const {
+    if (table_.empty()) hashed_.prefetch(key);
+  }
+
+ private:
+  uint64_t least_ = 0;
+  std::vector<uint32_t> table_;  // value by key - least_ (dense keys)
+  KeyIndex hashed_{0};           // value by key (other keys)
+};
+
 }  // namespace chakraflow

@@ -113,79 +113,39 @@ ThreadIndex index_thread(const DeviceTrace& trace, Compat compat,
   return t;
 }
 
-// The launch events by correlation id. Kineto numbers the runtime calls of a process in order, so
-// the ids of a trace's launches are dense over their range: a table indexed by id minus the
-// least is then smaller than a hash table of them, and the GPU ops (in time order, launched in id
-// order) read it nearly in order, where hashed lookups missed the cache on almost every op (half
-// of launcher correlation's time). Ids spread wider (a merged or hand-made trace) go to a
-// KeyIndex. Either way the same launch for the same id.
-class CorrelationIndex {
- public:
-  static constexpr uint32_t kNone = KeyIndex::kNone;
-
-  // For the ids of `launches` (every one may be inserted).
-  CorrelationIndex(const DeviceTrace& trace, const std::vector<DeviceEventIdx>& launches) {
-    if (launches.empty()) return;
-    int64_t least = INT64_MAX, most = INT64_MIN;
-    for (DeviceEventIdx idx : launches) {
-      least = std::min(least, trace[idx].correlation);
-      most = std::max(most, trace[idx].correlation);
-    }
-    const uint64_t range = static_cast<uint64_t>(most) - static_cast<uint64_t>(least);
-    if (range < 4 * launches.size() + 1024) {
-      least_ = least;
-      table_.assign(range + 1, kNone);
-    } else {
-      hashed_ = KeyIndex(launches.size());
-    }
+// Launches by correlation id (DenseKeyIndex: Kineto numbers a process's runtime calls in order).
+DenseKeyIndex correlation_index(const DeviceTrace& trace,
+                                const std::vector<DeviceEventIdx>& launches) {
+  uint64_t least = UINT64_MAX, most = 0;
+  for (DeviceEventIdx idx : launches) {
+    const auto id = static_cast<uint64_t>(trace[idx].correlation);
+    least = std::min(least, id);
+    most = std::max(most, id);
   }
-  CorrelationIndex() = default;
-
-  uint32_t find(int64_t id) const {
-    if (table_.empty()) return hashed_.find(static_cast<uint64_t>(id));
-    const uint64_t at = static_cast<uint64_t>(id) - static_cast<uint64_t>(least_);
-    return at < table_.size() ? table_[at] : kNone;
-  }
-  // The launch stored for `id`, after storing `launch` there if there was none; whether it was.
-  std::pair<uint32_t, bool> try_emplace(int64_t id, uint32_t launch) {
-    if (table_.empty()) {
-      auto [stored, inserted] = hashed_.try_emplace(static_cast<uint64_t>(id), launch);
-      return {*stored, inserted};
-    }
-    uint32_t& slot = table_[static_cast<uint64_t>(id) - static_cast<uint64_t>(least_)];
-    if (slot != kNone) return {slot, false};
-    slot = launch;
-    return {slot, true};
-  }
-  void prefetch(int64_t id) const {
-    if (table_.empty()) hashed_.prefetch(static_cast<uint64_t>(id));
-  }
-
- private:
-  int64_t least_ = 0;
-  std::vector<uint32_t> table_;  // launch by id - least_ (dense ids)
-  KeyIndex hashed_{0};           // launch by id (other ids)
-};
+  return DenseKeyIndex(least, most, launches.size());
+}
 
 // Before the lookup of order[k]'s correlation: the table line of the key kAhead further, and the
 // event twice as far ahead (the key is read from it).
-void prefetch_ahead(const DeviceTrace& trace, const CorrelationIndex& by_correlation,
+void prefetch_ahead(const DeviceTrace& trace, const DenseKeyIndex& by_correlation,
                     const std::vector<DeviceEventIdx>& order, size_t k) {
   constexpr size_t kAhead = 8;
   if (k + 2 * kAhead < order.size()) __builtin_prefetch(&trace[order[k + 2 * kAhead]].correlation);
-  if (k + kAhead < order.size()) by_correlation.prefetch(trace[order[k + kAhead]].correlation);
+  if (k + kAhead < order.size())
+    by_correlation.prefetch(static_cast<uint64_t>(trace[order[k + kAhead]].correlation));
 }
 
 // correlation -> launch event (the first one wins; later duplicates are counted).
-CorrelationIndex index_launches(const DeviceTrace& trace, Compat compat, LauncherLinks& out,
-                                DataProblems& stats) {
-  CorrelationIndex launch_by_correlation(trace, trace.launches);
+DenseKeyIndex index_launches(const DeviceTrace& trace, Compat compat, LauncherLinks& out,
+                             DataProblems& stats) {
+  DenseKeyIndex launch_by_correlation = correlation_index(trace, trace.launches);
   for (size_t k = 0; k < trace.launches.size(); ++k) {
     prefetch_ahead(trace, launch_by_correlation, trace.launches, k);
     const DeviceEventIdx idx = trace.launches[k];
     const DeviceEvent& e = trace[idx];
     if (!is_launch_name(trace.name(e), compat)) continue;
-    auto [first, inserted] = launch_by_correlation.try_emplace(e.correlation, idx.value);
+    auto [first, inserted] =
+        launch_by_correlation.try_emplace(static_cast<uint64_t>(e.correlation), idx.value);
     if (!inserted) {
       ++out.duplicate_correlations;
       stats.add(
@@ -297,7 +257,7 @@ struct RangeLinks {
 
 // The GPU ops trace.gpu_ops[begin, end): their launch and launching CPU op.
 void link_gpu_ops(const DeviceTrace& trace, Compat compat,
-                  const CorrelationIndex& launch_by_correlation,
+                  const DenseKeyIndex& launch_by_correlation,
                   const std::unordered_map<int64_t, ThreadIndex>& threads, size_t begin, size_t end,
                   LauncherLinks& out, RangeLinks& r) {
   for (size_t k = begin; k < end; ++k) {
@@ -309,7 +269,8 @@ void link_gpu_ops(const DeviceTrace& trace, Compat compat,
       continue;
     }
     r.gpu_ops.push_back(idx);
-    const DeviceEventIdx launch_idx{launch_by_correlation.find(g.correlation)};
+    const DeviceEventIdx launch_idx{
+        launch_by_correlation.find(static_cast<uint64_t>(g.correlation))};
     if (!launch_idx.valid()) {
       ++r.no_launch_event;
       r.stats.add(StatKind::kGpuOpWithoutLaunchEvent,
@@ -357,7 +318,7 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataP
   // thread), their problems counted in that order.
   std::vector<std::vector<DeviceEventIdx>> by_thread = cpu_ops_by_thread(trace);
   std::vector<ThreadIndex> indexed(by_thread.size());
-  CorrelationIndex launch_by_correlation;
+  DenseKeyIndex launch_by_correlation;
   DataProblems launch_stats;
   run.for_each(by_thread.size() + 1, [&](size_t task) {
     if (task == 0) {

@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
 #include <random>
+#include <tuple>
 #include <unordered_map>
 
 #include "stages/common/key_index.h"
@@ -199,6 +201,45 @@ TEST(KeyIndex, FindsWhatAMapFinds) {
     }
     EXPECT_EQ(last.take(123456789), KeyIndex::kNone);
   }
+}
+
+// DenseKeyIndex finds what a map given the same insertions finds, in both of its modes: keys
+// dense over their range (a direct table; keys at both ends of it, lookups below and above it,
+// past 2^63) and keys spread wider (a KeyIndex); and nothing when it was made for no keys.
+TEST(DenseKeyIndex, FindsWhatAMapFindsDenseOrSpread) {
+  std::mt19937_64 rng(5);
+  const uint64_t high = (uint64_t{1} << 63) + 100;
+  for (const auto& [least, span, want_dense] :
+       {std::tuple{uint64_t{1000}, uint64_t{3000}, true}, std::tuple{high, uint64_t{3000}, true},
+        std::tuple{uint64_t{0}, uint64_t{1} << 40, false}}) {
+    std::vector<uint64_t> keys = {least, least + span};
+    for (int k = 0; k < 2000; ++k) keys.push_back(least + rng() % (span + 1));  // repeats
+    DenseKeyIndex first(least, least + span, keys.size()), last(least, least + span, keys.size());
+    EXPECT_EQ(first.dense(), want_dense) << least << " " << span;
+    std::map<uint64_t, uint32_t> first_ref, last_ref;
+    for (uint32_t i = 0; i < keys.size(); ++i) {
+      auto [stored, inserted] = first.try_emplace(keys[i], i);
+      auto [it, ref_inserted] = first_ref.try_emplace(keys[i], i);
+      ASSERT_EQ(inserted, ref_inserted) << keys[i];
+      ASSERT_EQ(stored, it->second) << keys[i];
+      last.assign(keys[i], i);
+      last_ref[keys[i]] = i;
+    }
+    for (uint64_t key = least; key <= least + std::min<uint64_t>(span, 4000); ++key) {
+      const auto f = first_ref.find(key);
+      EXPECT_EQ(first.find(key), f == first_ref.end() ? DenseKeyIndex::kNone : f->second) << key;
+      const auto l = last_ref.find(key);
+      EXPECT_EQ(last.find(key), l == last_ref.end() ? DenseKeyIndex::kNone : l->second) << key;
+    }
+    for (const auto& [key, value] : last_ref) EXPECT_EQ(last.find(key), value) << key;
+    for (uint64_t absent : {least - 1, least + span + 1, least - (uint64_t{1} << 62), UINT64_MAX}) {
+      EXPECT_EQ(first.find(absent), DenseKeyIndex::kNone) << absent;
+    }
+  }
+  const DenseKeyIndex none(UINT64_MAX, 0, 0);
+  EXPECT_EQ(none.find(0), DenseKeyIndex::kNone);
+  EXPECT_EQ(none.find(UINT64_MAX), DenseKeyIndex::kNone);
+  EXPECT_EQ(DenseKeyIndex().find(7), DenseKeyIndex::kNone);
 }
 
 }  // namespace
