@@ -61,8 +61,10 @@ Status too_large(const std::string& path, uint64_t at, bool decompressed) {
       path, decompressed ? "decompressed " : "", at, input_memory_bound() / 1e9);
 }
 
-// A growable byte buffer that is not written before it is filled: anonymous memory mapped and
-// populated in one call (no fault per page as the inflater writes it), grown by mremap.
+// A growable byte buffer that is not written before it is filled: anonymous memory mapped, grown
+// by mremap, its pages populated a stretch at a time just before they are filled (no fault per
+// page as the inflater writes them, and the kernel's zeroing of a stretch still in the cache when
+// the inflater overwrites it).
 class MappedBuffer {
  public:
   MappedBuffer() = default;
@@ -76,20 +78,31 @@ class MappedBuffer {
   size_t size() const { return size_; }
   size_t capacity() const { return capacity_; }
   void set_size(size_t n) { size_ = n; }
-  // At least `n` bytes (rounded up to pages), populated at once on the first call when `populate`;
-  // false when the memory cannot be had.
-  bool reserve(size_t n, bool populate = false) {
+  // At least `n` bytes (rounded up to pages); false when the memory cannot be had.
+  bool reserve(size_t n) {
     if (n <= capacity_) return true;
     const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
     n = (n + page - 1) / page * page;
     void* p = data_ == nullptr
-                  ? ::mmap(nullptr, n, PROT_READ | PROT_WRITE,
-                           MAP_PRIVATE | MAP_ANONYMOUS | (populate ? MAP_POPULATE : 0), -1, 0)
+                  ? ::mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0)
                   : ::mremap(data_, capacity_, n, MREMAP_MAYMOVE);
     if (p == MAP_FAILED) return false;
     data_ = static_cast<char*>(p);
     capacity_ = n;
     return true;
+  }
+  // The pages of [from, from + n) faulted in for writing, in one call (where the kernel lacks
+  // MADV_POPULATE_WRITE, as they are written).
+  void populate(size_t from, size_t n) const {
+#ifdef MADV_POPULATE_WRITE
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t begin = from / page * page;
+    const size_t end = std::min(capacity_, (from + n + page - 1) / page * page);
+    if (end > begin) ::madvise(data_ + begin, end - begin, MADV_POPULATE_WRITE);
+#else
+    (void)from;
+    (void)n;
+#endif
   }
   // The mapping, for munmap by its new owner (`*len` bytes).
   char* release(size_t* len) {
@@ -231,10 +244,9 @@ Status gunzip(const std::string& path, std::string_view compressed, bool check_t
     std::memcpy(&isize, compressed.data() + compressed.size() - 4, 4);
     if (isize > compressed.size()) hint = std::min<size_t>(isize, compressed.size() * 1032);
   }
-  // The whole hint is populated at once when it is a ratio JSON reaches (a corrupt ISIZE must not
-  // make a small file take gigabytes up front).
-  const bool plausible = hint <= compressed.size() * 128;
-  if (!out.reserve(hint + kInputPadding, plausible)) return too_large(path, hint, true);
+  // Address space only: the pages are populated as the inflater reaches them (a corrupt ISIZE
+  // takes no memory).
+  if (!out.reserve(hint + kInputPadding)) return too_large(path, hint, true);
   Inflater inflater;
   const size_t total = compressed.size();
   size_t consumed = 0;  // input offered to the inflater (it takes 32-bit lengths)
@@ -252,6 +264,7 @@ Status gunzip(const std::string& path, std::string_view compressed, bool check_t
     // checksum of each step's output reads it from the cache.
     const size_t old_size = out.size();
     const size_t room = std::min<size_t>(out.capacity() - kInputPadding - old_size, 1u << 20);
+    out.populate(old_size, room);
     inflater.output(out.data() + old_size, static_cast<uint32_t>(room));
     const Inflater::Result result = inflater.step();
     out.set_size(old_size + (room - inflater.avail_out()));
