@@ -602,12 +602,25 @@ EtPlusNodeSink::EtPlusNodeSink(std::string path, bool keep_host_nodes, size_t te
   if (bytes_per_node > 0) trace_.nodes.reserve(text_bytes / bytes_per_node);
 }
 
-EtPlusNodeSink EtPlusNodeSink::for_linking(std::string path) {
-  // Room for the GPU ops' nodes too (a node of a host ET takes 300 bytes or more of its text).
+namespace {
+
+// The text a file holds, to reserve room for its nodes: a gzip'd file's inflated size (its
+// trailer's; its own size would reserve for a twentieth of the nodes, and the vector grown by
+// copying faults in twice its final size), at most 128 times its own (a corrupt trailer asks for
+// no more than that); 0 when it is no regular file.
+size_t text_bytes_to_reserve_for(const std::string& path) {
   std::error_code ec;
   const uintmax_t size = std::filesystem::file_size(path, ec);
-  return EtPlusNodeSink(std::move(path), /*keep_host_nodes=*/true,
-                        ec ? 0 : static_cast<size_t>(size), 300);
+  if (ec) return 0;
+  return static_cast<size_t>(std::min<uint64_t>(input_text_size(path), uint64_t{size} * 128));
+}
+
+}  // namespace
+
+EtPlusNodeSink EtPlusNodeSink::for_linking(std::string path) {
+  // Room for the GPU ops' nodes too (a node of a host ET takes 300 bytes or more of its text).
+  const size_t text = text_bytes_to_reserve_for(path);
+  return EtPlusNodeSink(std::move(path), /*keep_host_nodes=*/true, text, 300);
 }
 
 void EtPlusNodeSink::restart() {
@@ -787,9 +800,7 @@ StatusOr<EtPlusFile> et_plus_from(const std::string& path, EtPlusNodeSink& sink,
 StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions& options,
                                   size_t window_bytes, const ParseShards& shards) {
   // Nodes take 500 to 1,000 bytes of JSON: reserve for the smaller, rather than grow by copying.
-  std::error_code ec;
-  const uintmax_t size = std::filesystem::file_size(path, ec);
-  EtPlusNodeSink sink(path, /*keep_host_nodes=*/false, ec ? 0 : static_cast<size_t>(size), 500);
+  EtPlusNodeSink sink(path, /*keep_host_nodes=*/false, text_bytes_to_reserve_for(path), 500);
   return et_plus_from(path, sink, load_host_trace(path, &sink, window_bytes, shards), options);
 }
 

@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <random>
 #include <string>
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "proto/et_def.pb.h"
+#include "stages/common/file_io.h"
 #include "stages/common/move_to_targets.h"
 #include "stages/convert/comm_attributes.h"
 #include "stages/convert/cycle_check.h"
@@ -991,6 +995,39 @@ TEST(DepList, HoldsWhatAVectorHolds) {
     for (uint32_t k = 0; k < i % 11; ++k) v.push_back(i + k);
     EXPECT_TRUE(equal(records[i].data_deps, v)) << i;
   }
+}
+
+// A linked rank's converter nodes are reserved for the host ET's text, a gzip'd file's inflated
+// size (its own would reserve for a twentieth of the nodes: the vector then grows by copying);
+// a trailer that claims more than 128 times the file's size reserves no more than that.
+TEST(EtPlusNodeSink, ReservesForTheInflatedTextOfAGzippedHostEt) {
+  testing::TempDir tmp;
+  // Digits, one in ten varying: about 10:1 compressed.
+  std::string text(3 << 20, '7');
+  std::mt19937 rng(3);
+  for (size_t i = 0; i < text.size(); i += 10) text[i] = static_cast<char>('0' + rng() % 10);
+  const std::string plain = tmp.file("host.json"), gz = tmp.file("host.json.gz");
+  ASSERT_TRUE(write_file_atomically(plain, text).ok());
+  ASSERT_TRUE(write_file_atomically(gz, text).ok());
+  ASSERT_LT(std::filesystem::file_size(gz), text.size() / 4);
+  for (const std::string& path : {plain, gz}) {
+    EXPECT_GE(EtPlusNodeSink::for_linking(path).take_nodes().nodes.capacity(), text.size() / 300)
+        << path;
+  }
+  std::string raw;
+  {
+    std::ifstream in(gz, std::ios::binary);
+    raw.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GE(raw.size(), 18u);
+  for (int i = 1; i <= 4; ++i) raw[raw.size() - i] = '\xff';  // ISIZE 4 GiB - 1
+  const std::string claims = tmp.file("claims.json.gz");
+  {
+    std::ofstream out(claims, std::ios::binary);
+    out << raw;
+  }
+  EXPECT_LE(EtPlusNodeSink::for_linking(claims).take_nodes().nodes.capacity(),
+            raw.size() * 128 / 300);
 }
 
 }  // namespace
