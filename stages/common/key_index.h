@@ -1,9 +1,10 @@
 // An index from 64-bit keys (node ids, rf_ids, correlation ids) to 32-bit values (positions in a
 // vector of records, list heads): open addressing with linear probing in one flat table, Fibonacci
 // hashing, backward-shift deletion. The feeder keeps its live nodes and waiting lists in it; the
-// linker its rf_id and correlation lookups, where a std::unordered_map allocated a node per key
-// and divided on every lookup (a few percent of a link's time). There is no iteration: the layout,
-// which depends on the order of insertion, never reaches an output.
+// linker its rf_id lookups and (through DenseKeyIndex, below) its correlation lookups of spread
+// ids, where a std::unordered_map allocated a node per key and divided on every lookup (a few
+// percent of a link's time). There is no iteration: the layout, which depends on the order of
+// insertion, never reaches an output.
 #pragma once
 
 #include <cstddef>
@@ -123,8 +124,8 @@ class KeyIndex {
   size_t size_ = 0;
 };
 
-// The same lookups for keys that are dense over their range, as Kineto's correlation ids and
-// PyTorch's rf_ids are (counters of one process): a direct table indexed by key minus the least,
+// The same lookups for keys that are dense over their range, as Kineto's correlation ids are
+// (a counter of one process's runtime calls): a direct table indexed by key minus the least,
 // read nearly in order by lookups in time order (the hash scatters them: half of a lookup loop's
 // time was the miss on the table). Keys spread wider than 4 slots per key (merged or hand-made
 // traces) go to a KeyIndex. Lookups give the same values either way.
