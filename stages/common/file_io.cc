@@ -27,6 +27,8 @@
 #include <system_error>
 #include <thread>
 
+#include "stages/common/prefault.h"
+
 namespace chakraflow {
 namespace {
 
@@ -91,18 +93,9 @@ class MappedBuffer {
     capacity_ = n;
     return true;
   }
-  // The pages of [from, from + n) faulted in for writing, in one call (where the kernel lacks
-  // MADV_POPULATE_WRITE, as they are written).
+  // The pages of [from, from + n) (within the capacity) faulted in for writing, in one call.
   void populate(size_t from, size_t n) const {
-#ifdef MADV_POPULATE_WRITE
-    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-    const size_t begin = from / page * page;
-    const size_t end = std::min(capacity_, (from + n + page - 1) / page * page);
-    if (end > begin) ::madvise(data_ + begin, end - begin, MADV_POPULATE_WRITE);
-#else
-    (void)from;
-    (void)n;
-#endif
+    if (from < capacity_) prefault_for_writing(data_ + from, std::min(n, capacity_ - from));
   }
   // The mapping, for munmap by its new owner (`*len` bytes).
   char* release(size_t* len) {
