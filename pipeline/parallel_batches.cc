@@ -3,6 +3,7 @@
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
+#include <algorithm>
 #include <atomic>
 #include <memory>
 #include <mutex>
@@ -11,6 +12,11 @@
 #include <vector>
 
 namespace chakraflow {
+
+size_t shards_per_trace(size_t workers, size_t traces, size_t ranks_side_by_side) {
+  const size_t sharing = std::max<size_t>(traces, 1) * std::max<size_t>(ranks_side_by_side, 1);
+  return std::max<size_t>(workers / sharing, 1);
+}
 
 size_t ParallelBatches::workers() {
   return static_cast<size_t>(tbb::this_task_arena::max_concurrency());

@@ -9,6 +9,11 @@
 
 namespace chakraflow {
 
+// The shards each of `traces` traces loaded at once is read in: `workers` shared out among the
+// `ranks_side_by_side` ranks loading at the same time (0 counts as 1), then among each rank's
+// traces; at least 1.
+size_t shards_per_trace(size_t workers, size_t traces, size_t ranks_side_by_side);
+
 class ParallelBatches final : public OrderedBatches {
  public:
   explicit ParallelBatches(size_t in_flight) : in_flight_(in_flight < 2 ? 2 : in_flight) {}

@@ -2,6 +2,8 @@
 
 #include <oneapi/tbb/flow_graph.h>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -70,11 +72,13 @@ struct RankInFlight {
 };
 using Job = std::shared_ptr<RankInFlight>;
 
-// How a rank's two traces, loaded at the same time, are each read: in shards on half the
-// workers each (on two workers, each trace in one piece: the two loads already keep both busy,
-// and shards would only add their merging).
-ParseShards shards_per_trace(const OrderedBatches& workers) {
-  return ParseShards{&workers, ParallelBatches::workers() / 2};
+// How each of a rank's `traces` traces loaded at the same time is read: in shards on its share of
+// the workers (shards_per_trace). Where the ranks side by side or the two loads already keep every
+// worker busy (two workers; a batch of as many ranks as workers), each trace is one piece: shards
+// would only add their merging (the parts' own vectors, appended by copying).
+ParseShards shards_for(const OrderedBatches& workers, size_t traces, size_t ranks_side_by_side) {
+  return ParseShards{&workers,
+                     shards_per_trace(ParallelBatches::workers(), traces, ranks_side_by_side)};
 }
 
 // Runs `body` turning exceptions into a Status.
@@ -153,10 +157,12 @@ class RankGraph {
       : plan_(plan),
         jobs_(jobs),
         on_done_(on_done),
+        max_in_flight_(std::max<size_t>(max_in_flight, 1)),
+        unfinished_(jobs.size()),
         results_(jobs.size()),
         started_(jobs.size()),
         source_(graph_, [this](oneapi::tbb::flow_control& fc) { return next_job(fc); }),
-        limiter_(graph_, std::max<size_t>(max_in_flight, 1)),
+        limiter_(graph_, max_in_flight_),
         fan_out_(graph_),
         start_(graph_, flow::unlimited, [this](size_t seq) { return new_job(seq); }),
         load_host_(graph_, flow::unlimited, [this](size_t seq) { return load_host(seq); }),
@@ -317,7 +323,7 @@ class RankGraph {
       if (plan_.converts_in_memory()) host->nodes = EtPlusNodeSink::for_linking(path);
       const ParallelBatches workers = ParallelBatches::two_per_worker();
       auto trace = load_host_trace(path, host->nodes ? &*host->nodes : nullptr, kHostWindowBytes,
-                                   shards_per_trace(workers));
+                                   shards_for(workers, 2, ranks_side_by_side()));
       if (!trace.ok()) return trace.status();
       host->trace = std::move(trace).value();
       return Status();
@@ -332,7 +338,8 @@ class RankGraph {
     std::shared_ptr<const DeviceTrace> device;
     Status s = guarded("load device trace", [&]() -> Status {
       const ParallelBatches workers = ParallelBatches::two_per_worker();
-      auto trace = load_device_trace(jobs_[seq].device_path, shards_per_trace(workers));
+      auto trace =
+          load_device_trace(jobs_[seq].device_path, shards_for(workers, 2, ranks_side_by_side()));
       if (!trace.ok()) return trace.status();
       LinkOptions options = jobs_[seq].link;
       if (!jobs_[seq].step_time_path.empty()) {
@@ -573,11 +580,11 @@ class RankGraph {
 
   // From a file: the ET+ (or host ET) read into the converter's nodes (load_et_plus).
   Status read_et_plus(RankInFlight& job) {
-    // One file: a large one read in shards on every worker.
+    // One file: a large one read in shards on the rank's share of the workers.
     const ParallelBatches workers = ParallelBatches::two_per_worker();
     CF_ASSIGN_OR_RETURN(EtPlusFile file,
                         load_et_plus(job.et_plus_file, jobs_[job.seq].convert, kHostWindowBytes,
-                                     ParseShards{&workers, ParallelBatches::workers()}));
+                                     shards_for(workers, 1, ranks_side_by_side())));
     job.et_plus_host = std::move(file.host);
     job.nodes = std::move(file.trace);
     return Status();
@@ -624,6 +631,7 @@ class RankGraph {
       job->temporary_guard.release();
     }
     result.seconds = seconds_since(started_[job->seq]);
+    unfinished_.fetch_sub(1, std::memory_order_relaxed);
     if (on_done_) on_done_(job->seq, result);
     return flow::continue_msg();
   }
@@ -631,6 +639,13 @@ class RankGraph {
   const RankPlan& plan_;
   const std::vector<RankJob>& jobs_;
   const std::function<void(size_t, const RankJobResult&)>& on_done_;
+  // The ranks expected to be in flight side by side from here on: the limiter's bound, or fewer
+  // at a batch's end (what the loads' shards are sized by; any count gives the same bytes).
+  size_t ranks_side_by_side() const {
+    return std::min(max_in_flight_, unfinished_.load(std::memory_order_relaxed));
+  }
+  const size_t max_in_flight_;
+  std::atomic<size_t> unfinished_;  // jobs not yet through finish
   std::vector<RankJobResult> results_;
   std::vector<Clock::time_point> started_;
   size_t next_ = 0;

@@ -124,6 +124,21 @@ void link_generated_rank(int rank, LinkedRank* out, const ParseShards& shards = 
 
 // A generated rank of several thousand host nodes (several batches), with collectives and
 // sync dependencies: the same bytes with 1, 2 and 16 workers as without ParallelBatches.
+// A rank's traces take the workers its side-by-side ranks leave it: shards where workers are
+// idle, one piece per trace where the ranks (or a rank's two loads) already keep them busy.
+TEST(ParallelBatches, ShardsPerTraceShareTheWorkersAmongRanks) {
+  EXPECT_EQ(shards_per_trace(16, 2, 1), 8u);   // one big rank: half the workers per trace
+  EXPECT_EQ(shards_per_trace(16, 1, 1), 16u);  // one ET+ to convert: every worker
+  EXPECT_EQ(shards_per_trace(16, 2, 4), 2u);
+  EXPECT_EQ(shards_per_trace(16, 2, 3), 2u);   // rounded down
+  EXPECT_EQ(shards_per_trace(16, 2, 16), 1u);  // a batch of as many ranks as workers
+  EXPECT_EQ(shards_per_trace(16, 2, 64), 1u);
+  EXPECT_EQ(shards_per_trace(2, 2, 1), 1u);  // two workers: the two loads keep them busy
+  EXPECT_EQ(shards_per_trace(1, 1, 1), 1u);
+  EXPECT_EQ(shards_per_trace(16, 2, 0), 8u);  // no count yet: as one rank
+  EXPECT_EQ(shards_per_trace(16, 0, 1), 16u);
+}
+
 TEST(ParallelBatches, EtPlusIsTheSameBytesWhateverTheThreads) {
   LinkedRank r;
   ASSERT_NO_FATAL_FAILURE(link_generated_rank(1, &r));
