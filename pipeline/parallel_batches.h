@@ -1,6 +1,6 @@
 // OrderedBatches (stages/common/ordered_batches.h) over the process's oneTBB workers: batches are
 // produced concurrently and consumed in order, at most `in_flight` of them held at once (memory:
-// that many batches of output).
+// that many batches of output). Also how many shards a trace is read in on those workers.
 #pragma once
 
 #include <cstddef>

@@ -122,8 +122,6 @@ void link_generated_rank(int rank, LinkedRank* out, const ParseShards& shards = 
   out->linked = std::move(*linked);
 }
 
-// A generated rank of several thousand host nodes (several batches), with collectives and
-// sync dependencies: the same bytes with 1, 2 and 16 workers as without ParallelBatches.
 // A rank's traces take the workers its side-by-side ranks leave it: shards where workers are
 // idle, one piece per trace where the ranks (or a rank's two loads) already keep them busy.
 TEST(ParallelBatches, ShardsPerTraceShareTheWorkersAmongRanks) {
@@ -139,6 +137,8 @@ TEST(ParallelBatches, ShardsPerTraceShareTheWorkersAmongRanks) {
   EXPECT_EQ(shards_per_trace(16, 0, 1), 16u);
 }
 
+// A generated rank of several thousand host nodes (several batches), with collectives and
+// sync dependencies: the same bytes with 1, 2 and 16 workers as without ParallelBatches.
 TEST(ParallelBatches, EtPlusIsTheSameBytesWhateverTheThreads) {
   LinkedRank r;
   ASSERT_NO_FATAL_FAILURE(link_generated_rank(1, &r));
