@@ -185,11 +185,15 @@ class OutputFile {
   // Writes out the whole blocks of kBlockBytes bytes buffered (the rest stays), or all of it.
   void flush_blocks();
   void flush_buffer();
-  // Writes `data` then `more` in blocks (see put's comment).
+  // Writes `data` then `more` (compressed first for a .gz output) in blocks (see put's comment).
   void put(const char* data, size_t size, const char* more, size_t more_size);
+  void write_blocks(const char* data, size_t size, const char* more, size_t more_size);
   void make_room(size_t n);
   void note_failure(bool ok);
   bool exchange_into_place();
+
+  // The gzip member a .gz output is compressed into (file_io.cc).
+  class Deflater;
 
   std::string path_;
   std::string temp_path_;    // empty for a stream
@@ -198,7 +202,7 @@ class OutputFile {
   bool streaming_ = false;
   bool open_ = false;
   FILE* file_ = nullptr;
-  void* gz_ = nullptr;  // gzFile
+  std::unique_ptr<Deflater> gz_;  // for a .gz output
   // The bytes not yet written out: used_ of capacity_ (not zeroed: room() hands out the rest).
   std::unique_ptr<char[]> buffer_;
   size_t capacity_ = 0;

@@ -1,0 +1,193 @@
+// OutputFile's .gz outputs: one gzip member that zlib reads back whole, written in whole blocks,
+// the same bytes for the same content however it was written. Compiled twice: into common_test
+// (ISA-L's deflate, where the build has it) and into gzip_zlib_test with file_io.cc built
+// without ISA-L (zlib's deflate: a build without libisal, and the installed feeder library).
+#include <gtest/gtest.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "stages/common/file_io.h"
+
+#ifndef CHAKRAFLOW_GZIP_SUITE
+#define CHAKRAFLOW_GZIP_SUITE GzipOutput
+#endif
+
+namespace chakraflow {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A directory of its own under the system's temporary one, removed with its files.
+class Scratch {
+ public:
+  Scratch() {
+    std::string pattern = (fs::temp_directory_path() / "gzip_output_XXXXXX").string();
+    dir_ = ::mkdtemp(pattern.data()) ? pattern : std::string();
+  }
+  ~Scratch() {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+  std::string file(const std::string& name) const { return dir_ + "/" + name; }
+  bool ok() const { return !dir_.empty(); }
+
+ private:
+  std::string dir_;
+};
+
+std::string contents(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// Several MB of JSON-like lines that compress well, with stretches of random bytes that do not:
+// one line in 256 followed by one (`random_every` 256), or most of the text (16).
+std::string sample_text(size_t bytes, uint64_t random_every = 256) {
+  std::string text;
+  uint64_t seed = 7;
+  auto next = [&seed] { return seed = seed * 6364136223846793005ULL + 1442695040888963407ULL; };
+  while (text.size() < bytes) {
+    if (next() % random_every == 0) {
+      for (int k = 0; k < 1000; ++k) text.push_back(static_cast<char>(next() >> 56));
+    } else {
+      text += "{\"id\": " + std::to_string(next() % 100000) + ", \"name\": \"aten::mm\", \"ts\": " +
+              std::to_string(next() % 1000000) + "},\n";
+    }
+  }
+  text.resize(bytes);
+  return text;
+}
+
+// Writes `text` to `path` through OutputFile in pieces whose sizes follow `seed` (0: one piece),
+// some through write(), some encoded in place through room()/keep().
+Status write_in_pieces(const std::string& path, const std::string& text, uint64_t seed) {
+  CF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::open(path));
+  size_t at = 0;
+  while (at < text.size()) {
+    seed = seed * 2862933555777941757ULL + 3037000493ULL;
+    size_t n = seed == 3037000493ULL ? text.size() : (seed >> 33) % 400000;
+    n = std::min(n, text.size() - at);
+    if ((seed >> 20) % 2 == 0) {
+      out.write(std::string_view(text).substr(at, n));
+    } else {
+      std::memcpy(out.room(n + 64), text.data() + at, n);
+      out.keep(n);
+    }
+    at += n;
+  }
+  return out.commit();
+}
+
+// Inflates one gzip member with zlib; `rest`: the bytes after the member.
+bool zlib_gunzip(const std::string& gz, std::string* text, size_t* rest) {
+  z_stream z{};
+  if (inflateInit2(&z, 15 + 16) != Z_OK) return false;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(gz.data()));
+  z.avail_in = static_cast<uInt>(gz.size());
+  std::vector<char> buf(1 << 20);
+  int rc = Z_OK;
+  while (rc == Z_OK) {
+    z.next_out = reinterpret_cast<Bytef*>(buf.data());
+    z.avail_out = static_cast<uInt>(buf.size());
+    rc = inflate(&z, Z_NO_FLUSH);
+    text->append(buf.data(), buf.size() - z.avail_out);
+  }
+  *rest = z.avail_in;
+  inflateEnd(&z);
+  return rc == Z_STREAM_END;
+}
+
+TEST(CHAKRAFLOW_GZIP_SUITE, OneMemberZlibReadsWrittenInWholeBlocks) {
+  Scratch dir;
+  ASSERT_TRUE(dir.ok());
+  // Mostly random: many compressed blocks, and a compressor that hands on short pieces shows.
+  const std::string text = sample_text(5u << 20, 16);
+  const std::string path = dir.file("out.json.gz");
+  auto opened = OutputFile::open(path);
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  OutputFile out = std::move(*opened);
+  for (size_t at = 0; at < text.size(); at += 70001) {
+    out.write(std::string_view(text).substr(at, 70001));
+  }
+  ASSERT_TRUE(out.commit().ok());
+  EXPECT_EQ(out.bytes_written(), text.size());  // the bytes before compression
+  const std::string gz = contents(path);
+  ASSERT_GT(gz.size(), 18u);
+  EXPECT_LT(gz.size(), text.size());  // compressed
+  EXPECT_EQ(static_cast<unsigned char>(gz[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(gz[1]), 0x8b);
+  EXPECT_EQ(gz.substr(4, 4), std::string(4, '\0'));  // no time in the header
+  std::string back;
+  size_t rest = 1;
+  ASSERT_TRUE(zlib_gunzip(gz, &back, &rest));
+  EXPECT_EQ(rest, 0u);  // one member, nothing after it
+  EXPECT_TRUE(back == text);
+  // The compressed bytes went out in whole blocks: one write() per block, the last one short.
+  const size_t block = OutputFile::kBlockBytes;
+  EXPECT_GE(gz.size(), 2 * block);
+  EXPECT_EQ(out.write_calls(), (gz.size() + block - 1) / block);
+  // And read back by the trace readers.
+  auto read = read_input_file(path);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_TRUE(*read == text);
+}
+
+// The same content gives the same bytes, whatever pieces the writer handed it in.
+TEST(CHAKRAFLOW_GZIP_SUITE, SameContentSameBytesWhateverThePieces) {
+  Scratch dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string text = sample_text(3u << 20);
+  std::string first;
+  for (uint64_t seed : {0, 1, 2, 3}) {
+    const std::string path = dir.file("p" + std::to_string(seed) + ".et.gz");
+    const Status s = write_in_pieces(path, text, seed);
+    ASSERT_TRUE(s.ok()) << s.message();
+    const std::string gz = contents(path);
+    if (seed == 0) {
+      first = gz;
+      EXPECT_LT(gz.size(), text.size() / 2);  // compressed
+      std::string back;
+      size_t rest = 1;
+      ASSERT_TRUE(zlib_gunzip(gz, &back, &rest));
+      EXPECT_TRUE(back == text);
+      continue;
+    }
+    EXPECT_TRUE(gz == first) << "pieces of seed " << seed << " gave other bytes";
+  }
+}
+
+// Nothing written: still one valid (empty) member; a discarded output leaves nothing.
+TEST(CHAKRAFLOW_GZIP_SUITE, EmptyAndDiscardedOutputs) {
+  Scratch dir;
+  ASSERT_TRUE(dir.ok());
+  {
+    auto out = OutputFile::open(dir.file("empty.gz"));
+    ASSERT_TRUE(out.ok());
+    ASSERT_TRUE(out->commit().ok());
+  }
+  std::string back;
+  size_t rest = 1;
+  ASSERT_TRUE(zlib_gunzip(contents(dir.file("empty.gz")), &back, &rest));
+  EXPECT_TRUE(back.empty());
+  EXPECT_EQ(rest, 0u);
+  {
+    auto out = OutputFile::open(dir.file("gone.gz"));
+    ASSERT_TRUE(out.ok());
+    out->write(sample_text(1u << 20));
+    out->discard();
+  }
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(dir.file(""))) files += e.is_regular_file() ? 1 : 0;
+  EXPECT_EQ(files, 1u);  // empty.gz only: no temporary file left behind
+}
+
+}  // namespace
+}  // namespace chakraflow
