@@ -530,8 +530,10 @@ class RankGraph {
     CF_ASSIGN_OR_RETURN(OutputFile out, OutputFile::open(job.et_plus_file));
     const LinkedRank& linked = *job.linked;
     const ByteSink sink = [&out](std::string_view bytes) { out.write(bytes); };
-    // The nodes formatted in batches on the workers, two per worker in flight at most.
+    // The nodes formatted in batches on the workers, two per worker in flight at most (and a
+    // gzip'd ET+ compressed on them).
     const ParallelBatches batches = ParallelBatches::two_per_worker();
+    out.compress_on(&batches);
     Status written =
         spec.link.format == OutputFormat::kLegacy
             ? write_et_plus_legacy(job.host->trace, *job.device, linked.trace, linked.options, sink)

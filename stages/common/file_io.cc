@@ -11,6 +11,7 @@
 #include <zlib.h>
 
 #if CHAKRAFLOW_HAVE_ISAL
+#include <isa-l/crc.h>
 #include <isa-l/igzip_lib.h>
 #endif
 
@@ -26,7 +27,9 @@
 #include <optional>
 #include <system_error>
 #include <thread>
+#include <vector>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/common/prefault.h"
 
 namespace chakraflow {
@@ -719,91 +722,175 @@ OutputFile::~OutputFile() {
   discard();
 }
 
-// One gzip member over all the bytes of a .gz output, at the fastest level: ISA-L's igzip level 1
-// where the build has it (an ET+ compresses about 5x as fast as with zlib's level 1, and a tenth
-// smaller: docs/performance.md), else zlib's level 1. The compressed bytes are handed to `emit`
-// in whole blocks of `block` bytes, the rest at the member's end. The same bytes in give the same
-// bytes out (no time or name in the header).
+namespace {
+
+// A block of a .gz output compressed on its own into raw deflate, given the 32 KB of text before
+// it as its dictionary (so that the blocks compress about as well as one stream): ISA-L's igzip
+// at level 1 where the build has it (an ET+ compresses about 5x as fast as with zlib's level 1,
+// and a tenth smaller: docs/performance.md), else zlib's level 1. A block ends on a byte boundary
+// (a full flush), so that the blocks' deflate streams follow each other in one member; `last`
+// makes the final (empty) block. Appends to `out`.
+constexpr size_t kDictionaryBytes = size_t{32} << 10;
+
+#if CHAKRAFLOW_HAVE_ISAL
+bool deflate_block(std::string_view dictionary, std::string_view text, bool last,
+                   std::string& out) {
+  // The level's hash tables: a few hundred KB, kept per thread for the next block.
+  thread_local std::unique_ptr<uint8_t[]> level_buf;
+  if (!level_buf) level_buf = std::make_unique_for_overwrite<uint8_t[]>(ISAL_DEF_LVL1_DEFAULT);
+  isal_zstream s;
+  isal_deflate_init(&s);
+  s.gzip_flag = IGZIP_DEFLATE;
+  s.level = 1;
+  s.level_buf = level_buf.get();
+  s.level_buf_size = ISAL_DEF_LVL1_DEFAULT;
+  if (!dictionary.empty() &&
+      isal_deflate_set_dict(&s, reinterpret_cast<uint8_t*>(const_cast<char*>(dictionary.data())),
+                            static_cast<uint32_t>(dictionary.size())) != COMP_OK) {
+    return false;
+  }
+  s.flush = last ? NO_FLUSH : FULL_FLUSH;
+  s.end_of_stream = last ? 1 : 0;
+  s.next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(text.data()));
+  s.avail_in = static_cast<uint32_t>(text.size());
+  for (size_t room = text.size() + text.size() / 8 + 1024;; room *= 2) {
+    const size_t at = out.size();
+    out.resize(at + room);
+    s.next_out = reinterpret_cast<uint8_t*>(out.data() + at);
+    s.avail_out = static_cast<uint32_t>(room);
+    if (isal_deflate(&s) != COMP_OK) return false;
+    out.resize(out.size() - s.avail_out);
+    const bool done = last ? s.internal_state.state == ZSTATE_END
+                           : s.avail_in == 0 && s.internal_state.state == ZSTATE_NEW_HDR;
+    if (done) return true;
+    if (s.avail_out != 0) return false;  // no progress with room left: not expected
+  }
+}
+
+uint32_t text_crc(uint32_t crc, std::string_view text) {
+  return crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+}
+#else
+bool deflate_block(std::string_view dictionary, std::string_view text, bool last,
+                   std::string& out) {
+  z_stream z{};
+  if (deflateInit2(&z, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return false;
+  bool ok = dictionary.empty() ||
+            deflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary.data()),
+                                 static_cast<uInt>(dictionary.size())) == Z_OK;
+  z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
+  z.avail_in = static_cast<uInt>(text.size());
+  const int flush = last ? Z_FINISH : Z_FULL_FLUSH;
+  for (size_t room = deflateBound(&z, static_cast<uLong>(text.size())) + 64; ok; room *= 2) {
+    const size_t at = out.size();
+    out.resize(at + room);
+    z.next_out = reinterpret_cast<Bytef*>(out.data() + at);
+    z.avail_out = static_cast<uInt>(room);
+    const int rc = deflate(&z, flush);
+    out.resize(out.size() - z.avail_out);
+    if (rc == Z_STREAM_ERROR) ok = false;
+    if (!ok || (last ? rc == Z_STREAM_END : z.avail_in == 0 && z.avail_out != 0)) break;
+  }
+  deflateEnd(&z);
+  return ok;
+}
+
+uint32_t text_crc(uint32_t crc, std::string_view text) {
+  return static_cast<uint32_t>(
+      crc32(crc, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
+}
+#endif
+
+}  // namespace
+
+// One gzip member over all the bytes of a .gz output, its text compressed in blocks of `block`
+// bytes (deflate_block), several at once through the workers given (compress_on), written in
+// order: the same bytes whatever the workers, for the same content however it was written (the
+// blocks are the output's, each with the text before it as its dictionary). The compressed bytes
+// are handed to `emit` in whole blocks of `block` bytes, the rest at the member's end. No time or
+// name in the header.
 class OutputFile::Deflater {
  public:
   explicit Deflater(size_t block)
       : out_(std::make_unique_for_overwrite<char[]>(block)), block_(block) {}
   Deflater(const Deflater&) = delete;
   Deflater& operator=(const Deflater&) = delete;
-#if CHAKRAFLOW_HAVE_ISAL
-  bool start() {
-    s_ = std::make_unique<isal_zstream>();
-    isal_deflate_init(s_.get());
-    s_->gzip_flag = IGZIP_GZIP;
-    s_->level = 1;
-    level_buf_ = std::make_unique_for_overwrite<uint8_t[]>(ISAL_DEF_LVL1_DEFAULT);
-    s_->level_buf = level_buf_.get();
-    s_->level_buf_size = ISAL_DEF_LVL1_DEFAULT;
-    s_->flush = NO_FLUSH;
-    return true;
-  }
-  // Compresses `n` bytes (n < 4 GiB); `last` ends the member.
+
+  void compress_on(const OrderedBatches* workers) { workers_ = workers; }
+
+  // Compresses `n` bytes: whole blocks, but for the last call before finish. `last` ends the
+  // member.
   template <typename Emit>
   bool compress(const char* p, size_t n, bool last, Emit&& emit) {
-    s_->next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(p));
-    s_->avail_in = static_cast<uint32_t>(n);
-    s_->end_of_stream = last ? 1 : 0;
-    for (;;) {
-      s_->next_out = reinterpret_cast<uint8_t*>(out_.get() + used_);
-      s_->avail_out = static_cast<uint32_t>(block_ - used_);
-      if (isal_deflate(s_.get()) != COMP_OK) return false;
-      used_ = block_ - s_->avail_out;
-      if (used_ == block_) {
-        emit(out_.get(), used_);
-        used_ = 0;
-        continue;
-      }
-      if (s_->avail_in == 0 && (!last || s_->internal_state.state == ZSTATE_END)) break;
+    if (!started_) {
+      // ID1 ID2, deflate, no flags, no time, no extra flags, Unix.
+      static constexpr char kHeader[10] = {'\x1f', '\x8b', 8, 0, 0, 0, 0, 0, 0, 3};
+      add({kHeader, sizeof kHeader}, emit);
+      started_ = true;
     }
-    if (last && used_ > 0) emit(out_.get(), std::exchange(used_, 0));
+    const size_t blocks = n == 0 ? 0 : (n + block_ - 1) / block_;
+    std::vector<uint32_t> crcs(blocks);
+    size_t consumed = 0;
+    const Status done = batches_or_in_turn(workers_).run(
+        blocks,
+        [&](size_t b, std::string& out) {
+          const std::string_view text(p + b * block_, std::min(block_, n - b * block_));
+          std::string_view dictionary = tail_;
+          if (b > 0)
+            dictionary = std::string_view(p + b * block_ - kDictionaryBytes, kDictionaryBytes);
+          crcs[b] = text_crc(0, text);
+          return deflate_block(dictionary, text, false, out) ? Status()
+                                                             : Status::error("deflate failed");
+        },
+        [&](std::string& out) {
+          const size_t len = std::min(block_, n - consumed * block_);
+          crc_ =
+              static_cast<uint32_t>(crc32_combine(crc_, crcs[consumed], static_cast<z_off_t>(len)));
+          ++consumed;
+          add(out, emit);
+          return Status();
+        });
+    if (!done.ok()) return false;
+    total_ += n;
+    // The text's last 32 KB: the next block's dictionary.
+    if (n >= kDictionaryBytes) {
+      tail_.assign(p + n - kDictionaryBytes, kDictionaryBytes);
+    } else if (n > 0) {
+      tail_.append(p, n);
+      if (tail_.size() > kDictionaryBytes) tail_.erase(0, tail_.size() - kDictionaryBytes);
+    }
+    if (!last) return true;
+    std::string end;
+    if (!deflate_block({}, {}, true, end)) return false;
+    for (uint32_t v : {crc_, static_cast<uint32_t>(total_)}) {
+      for (int k = 0; k < 4; ++k) end.push_back(static_cast<char>(v >> (8 * k)));
+    }
+    add(end, emit);
+    if (used_ > 0) emit(out_.get(), std::exchange(used_, 0));
     return true;
   }
 
  private:
-  std::unique_ptr<isal_zstream> s_;
-  std::unique_ptr<uint8_t[]> level_buf_;  // the level's hash tables
-#else
-  ~Deflater() {
-    if (started_) deflateEnd(&zs_);
-  }
-  bool start() {
-    // windowBits 15 + 16: a gzip wrapper with a zero time and no name.
-    started_ = deflateInit2(&zs_, 1, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) == Z_OK;
-    return started_;
-  }
+  // Compressed bytes, handed on as they fill whole blocks.
   template <typename Emit>
-  bool compress(const char* p, size_t n, bool last, Emit&& emit) {
-    zs_.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(p));
-    zs_.avail_in = static_cast<uInt>(n);
-    for (;;) {
-      zs_.next_out = reinterpret_cast<Bytef*>(out_.get() + used_);
-      zs_.avail_out = static_cast<uInt>(block_ - used_);
-      const int rc = deflate(&zs_, last ? Z_FINISH : Z_NO_FLUSH);
-      if (rc == Z_STREAM_ERROR) return false;
-      used_ = block_ - zs_.avail_out;
-      if (used_ == block_) {
-        emit(out_.get(), used_);
-        used_ = 0;
-        continue;
-      }
-      if (zs_.avail_in == 0 && (!last || rc == Z_STREAM_END)) break;
+  void add(std::string_view bytes, Emit& emit) {
+    while (!bytes.empty()) {
+      const size_t k = std::min(bytes.size(), block_ - used_);
+      std::memcpy(out_.get() + used_, bytes.data(), k);
+      used_ += k;
+      bytes.remove_prefix(k);
+      if (used_ == block_) emit(out_.get(), std::exchange(used_, 0));
     }
-    if (last && used_ > 0) emit(out_.get(), std::exchange(used_, 0));
-    return true;
   }
 
- private:
-  z_stream zs_{};
-  bool started_ = false;
-#endif
   std::unique_ptr<char[]> out_;  // the compressed bytes not yet handed on: used_ of block_
   size_t block_;
   size_t used_ = 0;
+  const OrderedBatches* workers_ = nullptr;
+  bool started_ = false;
+  uint32_t crc_ = 0;    // of the text so far
+  uint64_t total_ = 0;  // the text's bytes so far
+  std::string tail_;    // the text's last 32 KB
 };
 
 OutputFile::OutputFile(OutputFile&& other) noexcept {
@@ -886,11 +973,14 @@ StatusOr<OutputFile> OutputFile::open(const std::string& path, bool gzip) {
   std::setvbuf(out.file_, nullptr, _IONBF, 0);
   if (gzip) {
     out.gz_ = std::make_unique<Deflater>(kBlockBytes);
-    if (!out.gz_->start()) return Status::errorf("{}: cannot start gzip stream", path);
   }
   out.capacity_ = kBlockBytes + 4096;
   out.buffer_ = std::make_unique_for_overwrite<char[]>(out.capacity_);
   return out;
+}
+
+void OutputFile::compress_on(const OrderedBatches* workers) {
+  if (gz_ != nullptr) gz_->compress_on(workers);
 }
 
 void OutputFile::write(std::string_view bytes) {
@@ -955,13 +1045,8 @@ void OutputFile::put(const char* data, size_t size, const char* more, size_t mor
   // A .gz output: the bytes compressed a block at a time (every call but commit's last hands on
   // whole blocks, in one piece: see write()), the compressed blocks written as they fill.
   const auto emit = [this](const char* p, size_t n) { write_blocks(p, n, nullptr, 0); };
-  bool ok = true;
-  for (auto [p, n] : {std::pair{data, size}, std::pair{more, more_size}}) {
-    for (size_t at = 0; ok && at < n; at += kBlockBytes) {
-      ok = gz_->compress(p + at, std::min(kBlockBytes, n - at), false, emit);
-    }
-  }
-  note_failure(ok);
+  note_failure(gz_->compress(data, size, false, emit) &&
+               gz_->compress(more, more_size, false, emit));
 }
 
 void OutputFile::write_blocks(const char* data, size_t size, const char* more, size_t more_size) {

@@ -28,6 +28,8 @@
 
 namespace chakraflow {
 
+class OrderedBatches;
+
 // Extra capacity kept after the data so that simdjson can read past the end safely.
 inline constexpr size_t kInputPadding = 64;
 
@@ -144,6 +146,10 @@ class OutputFile {
   static StatusOr<OutputFile> open(const std::string& path);
   static StatusOr<OutputFile> open(const std::string& path, bool gzip);
 
+  // A .gz output's blocks compressed several at once through `workers` (null: on the writing
+  // thread); the same bytes either way. Nothing for a plain output. `workers` must outlive the
+  // writes and commit().
+  void compress_on(const OrderedBatches* workers);
   // Buffered; errors are reported by commit().
   void write(std::string_view bytes);
   void write_byte(char c) {

@@ -968,6 +968,7 @@ Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, Data
                        ConvertReport* report, const OrderedBatches* batches,
                        const std::function<Status()>& check_beside) {
   CF_ASSIGN_OR_RETURN(EtWriter writer, EtWriter::open(output_path));
+  writer.compress_on(batches);
   Status checked, written;
   batches_or_in_turn(batches).for_each(check_beside ? 2 : 1, [&](size_t task) {
     if (task == 0) {

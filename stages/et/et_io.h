@@ -129,6 +129,8 @@ class EtWriter {
     out_.write(framed);
     records_ += records;
   }
+  // A .et.gz's blocks compressed through `workers` (OutputFile::compress_on).
+  void compress_on(const OrderedBatches* workers) { out_.compress_on(workers); }
   // Flushes and renames the file into place. Errors name the file.
   Status commit();
 

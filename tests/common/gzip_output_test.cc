@@ -10,11 +10,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "stages/common/file_io.h"
+#include "stages/common/ordered_batches.h"
 
 #ifndef CHAKRAFLOW_GZIP_SUITE
 #define CHAKRAFLOW_GZIP_SUITE GzipOutput
@@ -58,8 +61,8 @@ std::string sample_text(size_t bytes, uint64_t random_every = 256) {
     if (next() % random_every == 0) {
       for (int k = 0; k < 1000; ++k) text.push_back(static_cast<char>(next() >> 56));
     } else {
-      text += "{\"id\": " + std::to_string(next() % 100000) + ", \"name\": \"aten::mm\", \"ts\": " +
-              std::to_string(next() % 1000000) + "},\n";
+      text += "{\"id\": " + std::to_string(next() % 100000) +
+              ", \"name\": \"aten::mm\", \"ts\": " + std::to_string(next() % 1000000) + "},\n";
     }
   }
   text.resize(bytes);
@@ -162,6 +165,63 @@ TEST(CHAKRAFLOW_GZIP_SUITE, SameContentSameBytesWhateverThePieces) {
     }
     EXPECT_TRUE(gz == first) << "pieces of seed " << seed << " gave other bytes";
   }
+}
+
+// Batches produced on four threads at once, out of order, then consumed in order: what a pool of
+// workers may do (pipeline/parallel_batches.h).
+class ThreadedBatches final : public OrderedBatches {
+ public:
+  Status run(size_t batches, const std::function<Status(size_t, std::string&)>& produce,
+             const std::function<Status(std::string&)>& consume) const override {
+    std::vector<std::string> outs(batches);
+    std::vector<Status> produced(batches);
+    std::vector<std::thread> threads;
+    for (size_t t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        for (size_t i = batches; i-- > 0;) {
+          if (i % 4 == t) produced[i] = produce(i, outs[i]);
+        }
+      });
+    }
+    for (std::thread& th : threads) th.join();
+    for (size_t i = 0; i < batches; ++i) {
+      CF_RETURN_IF_ERROR(produced[i]);
+      CF_RETURN_IF_ERROR(consume(outs[i]));
+    }
+    return Status();
+  }
+};
+
+// Compressed several blocks at once: the same bytes as on the writing thread.
+TEST(CHAKRAFLOW_GZIP_SUITE, SameBytesWhenBlocksAreCompressedConcurrently) {
+  Scratch dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string text = sample_text(4u << 20);
+  ASSERT_TRUE(write_in_pieces(dir.file("alone.gz"), text, 1).ok());
+  const ThreadedBatches workers;
+  for (uint64_t seed : {0, 2}) {
+    const std::string path = dir.file("workers" + std::to_string(seed) + ".gz");
+    {
+      auto opened = OutputFile::open(path);
+      ASSERT_TRUE(opened.ok());
+      OutputFile out = std::move(*opened);
+      out.compress_on(&workers);
+      size_t at = 0;
+      for (uint64_t k = seed; at < text.size(); ++k) {
+        // Pieces of up to 3 MB: many blocks in one write.
+        const size_t n = std::min<size_t>(text.size() - at, (k * 7919 % 12 + 1) * 250000);
+        out.write(std::string_view(text).substr(at, n));
+        at += n;
+      }
+      ASSERT_TRUE(out.commit().ok());
+    }
+    EXPECT_TRUE(contents(path) == contents(dir.file("alone.gz"))) << "seed " << seed;
+  }
+  std::string back;
+  size_t rest = 1;
+  ASSERT_TRUE(zlib_gunzip(contents(dir.file("workers0.gz")), &back, &rest));
+  EXPECT_TRUE(back == text);
+  EXPECT_EQ(rest, 0u);
 }
 
 // Nothing written: still one valid (empty) member; a discarded output leaves nothing.
