@@ -724,14 +724,16 @@ OutputFile::~OutputFile() {
 
 namespace {
 
+// What a block of a .gz output is given as its dictionary: the text's 32 KB before it (deflate's
+// window).
+constexpr size_t kDictionaryBytes = size_t{32} << 10;
+
 // A block of a .gz output compressed on its own into raw deflate, given the 32 KB of text before
 // it as its dictionary (so that the blocks compress about as well as one stream): ISA-L's igzip
 // at level 1 where the build has it (an ET+ compresses about 5x as fast as with zlib's level 1,
 // and a tenth smaller: docs/performance.md), else zlib's level 1. A block ends on a byte boundary
 // (a full flush), so that the blocks' deflate streams follow each other in one member; `last`
 // makes the final (empty) block. Appends to `out`.
-constexpr size_t kDictionaryBytes = size_t{32} << 10;
-
 #if CHAKRAFLOW_HAVE_ISAL
 bool deflate_block(std::string_view dictionary, std::string_view text, bool last,
                    std::string& out) {
