@@ -211,6 +211,35 @@ void BM_Minify(benchmark::State& state) {
 }
 BENCHMARK(BM_Minify)->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
 
+// A .gz output (OutputFile): the generated rank's host text (17 MB) written to a new .json.gz file
+// in 1 MB writes, its blocks compressed on a task arena of N workers (compress_on; N = 1: on the
+// writing thread). Bytes/s of text.
+void BM_WriteGzip(benchmark::State& state) {
+  const std::string& text = generated_rank_text().host;
+  const auto threads = static_cast<size_t>(state.range(0));
+  oneapi::tbb::task_arena arena(static_cast<int>(threads));
+  const std::string path = std::filesystem::temp_directory_path() / "chakraflow_bench_out.json.gz";
+  uint64_t compressed = 0;
+  for (auto _ : state) {
+    arena.execute([&] {
+      const ParallelBatches workers(2 * threads);
+      auto out = OutputFile::open(path);
+      if (!out.ok()) return state.SkipWithError(out.status().message().c_str());
+      if (threads > 1) out->compress_on(&workers);
+      for (size_t at = 0; at < text.size(); at += size_t{1} << 20) {
+        out->write(std::string_view(text).substr(at, size_t{1} << 20));
+      }
+      if (!out->commit().ok()) state.SkipWithError("write failed");
+    });
+    compressed = std::filesystem::file_size(path);
+  }
+  std::remove(path.c_str());
+  if (compressed == 0 || compressed >= text.size()) state.SkipWithError("not compressed");
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+  state.counters["ratio"] = static_cast<double>(compressed) / static_cast<double>(text.size());
+}
+BENCHMARK(BM_WriteGzip)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // End to end through the flow graph: read .json.gz, parse, link, write ET+ (plain JSON).
 void BM_LinkEndToEnd(benchmark::State& state) {
   std::string dir = pair_dir("resnet_1gpu");
