@@ -638,6 +638,21 @@ char* InputText::mutable_data() {
   return data_;
 }
 
+namespace {
+
+// A file mapping's pages mapped now, from the page cache, without being copied
+// (MADV_POPULATE_READ; where the kernel lacks it, as they are read).
+void map_pages_now(void* mapped, size_t bytes) {
+#ifdef MADV_POPULATE_READ
+  ::madvise(mapped, bytes, MADV_POPULATE_READ);
+#else
+  (void)mapped;
+  (void)bytes;
+#endif
+}
+
+}  // namespace
+
 StatusOr<InputText> InputText::read(const std::string& path) {
   constexpr off_t kMapAtLeast = off_t{1} << 20;
   struct stat st {};
@@ -646,44 +661,40 @@ StatusOr<InputText> InputText::read(const std::string& path) {
   const bool large =
       S_ISREG(st.st_mode) && st.st_size >= kMapAtLeast && ::pread(fd, magic, 2, 0) == 2;
   const bool gzipped = large && has_gzip_magic(std::string_view(magic, 2));
-  {
-    if (large && !gzipped) {
-      const size_t size = static_cast<size_t>(st.st_size);
-      const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
-      const size_t file_len = (size + page - 1) / page * page;
-      const size_t len = (size + kInputPadding + page - 1) / page * page;
-      // Reserve the whole range (the padding past the file's last page reads as zeros), at a
-      // multiple of 2 MB: a file the page cache holds in 2 MB folios is then mapped a folio per
-      // page-table entry. The file is mapped over its start, writable (a written page is copied:
-      // MAP_PRIVATE) and its pages mapped now without being copied (MADV_POPULATE_READ; where
-      // the kernel lacks it, as they are read).
-      constexpr size_t kAlign = size_t{2} << 20;
-      void* reserved =
-          ::mmap(nullptr, len + kAlign, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (reserved != MAP_FAILED) {
-        char* const from = static_cast<char*>(reserved);
-        char* const base = reinterpret_cast<char*>(
-            (reinterpret_cast<uintptr_t>(from) + kAlign - 1) & ~uintptr_t{kAlign - 1});
-        if (base > from) ::munmap(from, static_cast<size_t>(base - from));
-        if (base + len < from + len + kAlign) {
-          ::munmap(base + len, static_cast<size_t>(from + len + kAlign - (base + len)));
-        }
-        void* file = ::mmap(base, file_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0);
-        if (file != MAP_FAILED) {
-          ::close(fd);
-#ifdef MADV_POPULATE_READ
-          ::madvise(base, file_len, MADV_POPULATE_READ);
-#endif
-          InputText text;
-          text.map_ = base;
-          text.map_len_ = len;
-          text.data_ = base;
-          text.size_ = size;
-          text.capacity_ = len;
-          return text;
-        }
-        ::munmap(base, len);
+  if (large && !gzipped) {
+    const size_t size = static_cast<size_t>(st.st_size);
+    const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+    const size_t file_len = (size + page - 1) / page * page;
+    const size_t len = (size + kInputPadding + page - 1) / page * page;
+    // Reserve the whole range (the padding past the file's last page reads as zeros), at a
+    // multiple of 2 MB: a file the page cache holds in 2 MB folios is then mapped a folio per
+    // page-table entry. The file is mapped over its start, writable (a written page is copied:
+    // MAP_PRIVATE) and its pages mapped now without being copied (MADV_POPULATE_READ; where
+    // the kernel lacks it, as they are read).
+    constexpr size_t kAlign = size_t{2} << 20;
+    void* reserved =
+        ::mmap(nullptr, len + kAlign, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (reserved != MAP_FAILED) {
+      char* const from = static_cast<char*>(reserved);
+      char* const base = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(from) + kAlign - 1) &
+                                                 ~uintptr_t{kAlign - 1});
+      if (base > from) ::munmap(from, static_cast<size_t>(base - from));
+      if (base + len < from + len + kAlign) {
+        ::munmap(base + len, static_cast<size_t>(from + len + kAlign - (base + len)));
       }
+      void* file = ::mmap(base, file_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0);
+      if (file != MAP_FAILED) {
+        ::close(fd);
+        map_pages_now(base, file_len);
+        InputText text;
+        text.map_ = base;
+        text.map_len_ = len;
+        text.data_ = base;
+        text.size_ = size;
+        text.capacity_ = len;
+        return text;
+      }
+      ::munmap(base, len);
     }
   }
   // A large gzip'd file: inflated from its pages in the page cache (mapped, not copied). Small
@@ -696,9 +707,7 @@ StatusOr<InputText> InputText::read(const std::string& path) {
     void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (mapped != MAP_FAILED) {
       ::close(fd);
-#ifdef MADV_POPULATE_READ
-      ::madvise(mapped, size, MADV_POPULATE_READ);
-#endif
+      map_pages_now(mapped, size);
       const Status done = gunzip(path, std::string_view(static_cast<const char*>(mapped), size),
                                  false, decompressed);
       ::munmap(mapped, size);
