@@ -240,6 +240,34 @@ void BM_WriteGzip(benchmark::State& state) {
 }
 BENCHMARK(BM_WriteGzip)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 
+// A .gz output of ours read back (InputText::read): the generated rank's host text four times (68
+// MB; a file of 1 MB or more compressed is mapped, then inflated), in one pass (N = 1) or in its
+// blocks on a task arena of N workers (its block index). Bytes/s of text.
+void BM_ReadGzip(benchmark::State& state) {
+  std::string text;
+  for (int k = 0; k < 4; ++k) text += generated_rank_text().host;
+  const auto threads = static_cast<size_t>(state.range(0));
+  oneapi::tbb::task_arena arena(static_cast<int>(threads));
+  const std::string path = std::filesystem::temp_directory_path() / "chakraflow_bench_in.json.gz";
+  if (!write_file_atomically(path, text).ok()) return state.SkipWithError("cannot write");
+  bool same = true;
+  bool in_blocks = false;
+  for (auto _ : state) {
+    arena.execute([&] {
+      const ParallelBatches workers(2 * threads);
+      auto read = InputText::read(path, threads > 1 ? &workers : nullptr);
+      if (!read.ok()) return state.SkipWithError(read.status().message().c_str());
+      same = same && read->size() == text.size();
+      in_blocks = read->inflated_in_blocks();
+    });
+  }
+  std::remove(path.c_str());
+  if (!same) state.SkipWithError("not the text");
+  if (in_blocks != (threads > 1)) state.SkipWithError("not read as asked");
+  state.SetBytesProcessed(state.iterations() * static_cast<int64_t>(text.size()));
+}
+BENCHMARK(BM_ReadGzip)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
 // End to end through the flow graph: read .json.gz, parse, link, write ET+ (plain JSON).
 void BM_LinkEndToEnd(benchmark::State& state) {
   std::string dir = pair_dir("resnet_1gpu");

@@ -37,8 +37,9 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Decompressed size of a file: the gzip ISIZE trailer (mod 4 GiB, so at least the compressed size
-// times the usual ratio when it looks wrapped) or the plain size. 0 when unreadable.
+// Decompressed size of a file: what a .gz output of ours records, else the gzip ISIZE trailer (mod
+// 4 GiB, so at least the compressed size times the usual ratio when it looks wrapped), or the
+// plain size. 0 when unreadable.
 uint64_t estimated_text_bytes(const std::string& path) {
   std::error_code ec;
   uint64_t size = fs::file_size(path, ec);
@@ -48,7 +49,11 @@ uint64_t estimated_text_bytes(const std::string& path) {
   char magic[2] = {0, 0};
   const bool gz = has_gzip_magic(std::string_view(magic, std::fread(magic, 1, 2, f)));
   uint64_t text = size;
-  if (gz && size >= 18 && std::fseek(f, -4, SEEK_END) == 0) {
+  // A .gz output of ours records its text's size (its block index; its last member is empty).
+  const std::optional<uint64_t> indexed = gz ? indexed_gzip_text_size(path) : std::nullopt;
+  if (indexed) {
+    text = *indexed;
+  } else if (gz && size >= 18 && std::fseek(f, -4, SEEK_END) == 0) {
     unsigned char t[4];
     if (std::fread(t, 1, 4, f) == 4) {
       uint64_t isize = t[0] | (t[1] << 8) | (t[2] << 16) | (uint64_t{t[3]} << 24);

@@ -120,12 +120,13 @@ class Inflater {
  public:
   enum Result { kMore, kMemberEnd, kError };
 #if CHAKRAFLOW_HAVE_ISAL
-  Inflater() : s_(std::make_unique<inflate_state>()) {
+  // `raw`: raw deflate data (a block of GzipBlockIndex), not gzip members.
+  explicit Inflater(bool raw = false) : s_(std::make_unique<inflate_state>()), raw_(raw) {
     start();
   }
   void start() {
     isal_inflate_init(s_.get());
-    s_->crc_flag = ISAL_GZIP;
+    s_->crc_flag = raw_ ? ISAL_DEFLATE : ISAL_GZIP;
   }
   void input(const char* p, uint32_t n) {
     s_->next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(p));
@@ -179,10 +180,11 @@ class Inflater {
  private:
   // The decoding tables and the 32 KB history: about 48 KB, not for the stack.
   std::unique_ptr<inflate_state> s_;
+  bool raw_;
   int rc_ = ISAL_DECOMP_OK;
 #else
-  Inflater() {
-    ok_ = inflateInit2(&zs_, 15 + 32) == Z_OK;
+  explicit Inflater(bool raw = false) {
+    ok_ = inflateInit2(&zs_, raw ? -15 : 15 + 32) == Z_OK;
   }
   ~Inflater() {
     if (ok_) inflateEnd(&zs_);
@@ -212,8 +214,11 @@ class Inflater {
     if (rc_ == Z_STREAM_END) return kMemberEnd;
     return rc_ == Z_OK || rc_ == Z_BUF_ERROR ? kMore : kError;
   }
-  void next_member() {
+  void start() {
     ok_ = inflateReset(&zs_) == Z_OK;
+  }
+  void next_member() {
+    start();
   }
   const char* error() const {
     if (!ok_) return "cannot initialise zlib";
@@ -226,6 +231,162 @@ class Inflater {
   int rc_ = Z_OK;
 #endif
 };
+
+// The CRC-32 of gzip, continued over `text`.
+uint32_t text_crc(uint32_t crc, std::string_view text) {
+#if CHAKRAFLOW_HAVE_ISAL
+  return crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(text.data()), text.size());
+#else
+  return static_cast<uint32_t>(
+      crc32(crc, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
+#endif
+}
+
+// ---- The block index of a .gz output ----------------------------------------------------------
+// OutputFile writes a .gz output as one gzip member whose text is compressed in blocks of B bytes
+// (the last one shorter), each on its own (no dictionary) and ended by a full flush, followed by
+// an empty gzip member whose header's extra field (subfield "Cf") indexes the blocks, all numbers
+// little-endian: the version (1 byte), B (4), the text's bytes T (8), the blocks n (4), each
+// block's compressed bytes (4 each), the compressed bytes of the first member's final empty block
+// (4), then the index member's own size (4), read from the file's end (just before the member's
+// empty deflate data and trailer, its last 10 bytes). Any gzip reader reads the two members as the
+// text; ours inflate the blocks concurrently where the index accounts for every byte of the file,
+// else in one pass. One extra field holds the sizes of 16,376 blocks (4 GB of text at 256 KB): a
+// longer output has no index member.
+constexpr char kGzipHeader[10] = {'\x1f', '\x8b', 8, 0, 0, 0, 0, 0, 0, 3};       // no time, Unix
+constexpr char kGzipIndexHeader[10] = {'\x1f', '\x8b', 8, 4, 0, 0, 0, 0, 0, 3};  // FEXTRA
+constexpr char kGzipIndexId[2] = {'C', 'f'};
+constexpr char kGzipIndexVersion = 1;
+// The extra field's bytes but the block sizes: subfield id and length, version, B, T, n, the
+// final block's size, the member's size.
+constexpr size_t kGzipIndexFixedBytes = 4 + 1 + 4 + 8 + 4 + 4 + 4;
+// The index member's bytes but its extra field: header, XLEN, empty deflate data, trailer.
+constexpr size_t kGzipIndexMemberFixedBytes = 10 + 2 + 2 + 8;
+// An empty final block of fixed Huffman codes: the index member's deflate data.
+constexpr char kGzipEmptyFinalBlock[2] = {3, 0};
+// The most an index member takes, and so what a reader reads of a file's end to find it.
+constexpr size_t kGzipIndexMaxMemberBytes = kGzipIndexMemberFixedBytes + 65535;
+
+uint64_t read_le(const char* p, int bytes) {
+  uint64_t v = 0;
+  for (int k = 0; k < bytes; ++k) v |= uint64_t{static_cast<unsigned char>(p[k])} << (8 * k);
+  return v;
+}
+
+struct GzipBlockIndex {
+  uint64_t text_bytes = 0;      // T
+  uint64_t block_text = 0;      // B
+  std::vector<uint64_t> begin;  // each block's first compressed byte, then the final block's
+  uint64_t end_bytes = 0;       // the final empty block's compressed bytes
+  uint64_t index_bytes = 0;     // the index member's
+};
+
+// The index of a file of `file_size` bytes ending with `tail`, when its last member is an index
+// that accounts for every byte of the first member (header, blocks, final block, trailer).
+std::optional<GzipBlockIndex> parse_block_index(std::string_view tail, uint64_t file_size) {
+  constexpr size_t kLeast = kGzipIndexMemberFixedBytes + kGzipIndexFixedBytes;
+  if (tail.size() < kLeast || file_size < tail.size()) return std::nullopt;
+  const char* end = tail.data() + tail.size();
+  if (std::memcmp(end - 10, kGzipEmptyFinalBlock, 2) != 0 || read_le(end - 8, 8) != 0) {
+    return std::nullopt;
+  }
+  GzipBlockIndex index;
+  index.index_bytes = read_le(end - 14, 4);
+  if (index.index_bytes < kLeast || index.index_bytes > tail.size()) return std::nullopt;
+  const char* m = end - index.index_bytes;
+  const uint64_t xlen = index.index_bytes - kGzipIndexMemberFixedBytes;
+  if (std::memcmp(m, kGzipIndexHeader, 10) != 0 || read_le(m + 10, 2) != xlen ||
+      std::memcmp(m + 12, kGzipIndexId, 2) != 0 || read_le(m + 14, 2) != xlen - 4 ||
+      m[16] != kGzipIndexVersion) {
+    return std::nullopt;
+  }
+  const char* f = m + 17;
+  index.block_text = read_le(f, 4);
+  index.text_bytes = read_le(f + 4, 8);
+  const uint64_t blocks = read_le(f + 12, 4);
+  if (xlen - kGzipIndexFixedBytes != 4 * blocks || index.block_text == 0 ||
+      blocks != (index.text_bytes + index.block_text - 1) / index.block_text) {
+    return std::nullopt;
+  }
+  index.begin.reserve(blocks + 1);
+  uint64_t at = sizeof kGzipHeader;
+  for (uint64_t b = 0; b < blocks; ++b) {
+    index.begin.push_back(at);
+    at += read_le(f + 16 + 4 * b, 4);
+  }
+  index.begin.push_back(at);
+  index.end_bytes = read_le(f + 16 + 4 * blocks, 4);
+  if (at + index.end_bytes + 8 + index.index_bytes != file_size) return std::nullopt;
+  return index;
+}
+
+// Inflates the blocks of `gz` (a whole file, `index` its block index) into `out`, padded by
+// kInputPadding, several at once through `workers`, each task's stretch of `out` populated by the
+// task. False where the file is not what its index says (a block that does not inflate to its
+// share of the text, a text whose CRC or size is not the member's): the caller reads it in one
+// pass then, which names the problem.
+bool gunzip_blocks(std::string_view gz, const GzipBlockIndex& index, const OrderedBatches& workers,
+                   MappedBuffer& out) {
+  if (std::memcmp(gz.data(), kGzipHeader, sizeof kGzipHeader) != 0) return false;
+  const uint64_t total = index.text_bytes;
+  const uint64_t block = index.block_text;
+  const size_t blocks = index.begin.size() - 1;
+  const char* trailer = gz.data() + index.begin[blocks] + index.end_bytes;
+  if (read_le(trailer + 4, 4) != (total & 0xffffffffu)) return false;
+  if (total > input_memory_bound() || !out.reserve(total + kInputPadding)) return false;
+  // A task inflates 4 MB of text at 256 KB blocks: few tasks, each one long enough to populate
+  // its pages in one call.
+  constexpr size_t kBlocksPerTask = 16;
+  std::vector<uint32_t> crcs(blocks);
+  std::atomic<bool> failed{false};
+  workers.for_each(range_count(blocks, kBlocksPerTask), [&](size_t task) {
+    const size_t first = task * kBlocksPerTask;
+    const size_t last = std::min(blocks, first + kBlocksPerTask);
+    if (first >= last || failed.load(std::memory_order_relaxed)) return;
+    out.populate(first * block, std::min(total, last * block) - first * block);
+    Inflater inflater(/*raw=*/true);
+    char spare[64];
+    for (size_t b = first; b < last; ++b) {
+      const uint64_t from = b * block;
+      const auto len = static_cast<uint32_t>(std::min(block, total - from));
+      inflater.start();
+      inflater.input(gz.data() + index.begin[b],
+                     static_cast<uint32_t>(index.begin[b + 1] - index.begin[b]));
+      inflater.output(out.data() + from, len);
+      bool ok = inflater.step() == Inflater::kMore && inflater.avail_out() == 0;
+      // The block's full flush (an empty stored block) may be left to read: it gives no text.
+      while (ok && inflater.avail_in() > 0) {
+        const uint32_t before = inflater.avail_in();
+        inflater.output(spare, sizeof spare);
+        ok = inflater.step() == Inflater::kMore && inflater.avail_out() == sizeof spare &&
+             inflater.avail_in() < before;
+      }
+      if (!ok) {
+        failed.store(true, std::memory_order_relaxed);
+        return;
+      }
+      crcs[b] = text_crc(0, std::string_view(out.data() + from, len));
+    }
+  });
+  if (failed.load()) return false;
+  // The member's final block: empty, and its end.
+  Inflater inflater(/*raw=*/true);
+  char spare[64];
+  inflater.input(gz.data() + index.begin[blocks], static_cast<uint32_t>(index.end_bytes));
+  inflater.output(spare, sizeof spare);
+  if (inflater.step() != Inflater::kMemberEnd || inflater.avail_out() != sizeof spare) {
+    return false;
+  }
+  uint32_t crc = 0;
+  for (size_t b = 0; b < blocks; ++b) {
+    const uint64_t len = std::min(block, total - b * block);
+    crc = static_cast<uint32_t>(crc32_combine(crc, crcs[b], static_cast<z_off_t>(len)));
+  }
+  if (crc != read_le(trailer, 4)) return false;
+  out.set_size(total);
+  std::memset(out.data() + total, 0, kInputPadding);
+  return true;
+}
 
 // Inflates a gzip file (one member or several, concatenated) into `out`, padded by kInputPadding.
 // No byte of the output is written twice (MappedBuffer).
@@ -571,6 +732,23 @@ StatusOr<std::string> read_open_file(int fd, const struct stat& st, const std::s
 
 }  // namespace
 
+std::optional<uint64_t> indexed_gzip_text_size(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  const auto size = static_cast<uint64_t>(st.st_size);
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  std::string tail(std::min<uint64_t>(size, kGzipIndexMaxMemberBytes), '\0');
+  const off_t at = static_cast<off_t>(size - tail.size());
+  std::optional<GzipBlockIndex> index;
+  if (::pread(fd, tail.data(), tail.size(), at) == static_cast<ssize_t>(tail.size())) {
+    index = parse_block_index(tail, size);
+  }
+  ::close(fd);
+  if (!index) return std::nullopt;
+  return index->text_bytes;
+}
+
 uint64_t input_text_size(const std::string& path) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return 0;
@@ -584,7 +762,10 @@ uint64_t input_text_size(const std::string& path) {
                     has_gzip_magic(std::string_view(reinterpret_cast<const char*>(head), 2)) &&
                     ::pread(fd, &isize, 4, static_cast<off_t>(size - 4)) == 4;
   ::close(fd);
-  return gzip ? std::max<uint64_t>(size, isize) : size;
+  if (!gzip) return size;
+  // A .gz output of ours: its last member, the index, is empty (ISIZE 0).
+  if (const std::optional<uint64_t> indexed = indexed_gzip_text_size(path)) return *indexed;
+  return std::max<uint64_t>(size, isize);
 }
 
 StatusOr<std::string> read_input_file(const std::string& path) {
@@ -628,6 +809,7 @@ InputText& InputText::operator=(InputText&& other) noexcept {
     data_ = owned ? owned_.data() : other.data_;
     size_ = other.size_;
     capacity_ = owned ? owned_.capacity() : other.capacity_;
+    in_blocks_ = std::exchange(other.in_blocks_, false);
     other.data_ = nullptr;
     other.size_ = other.capacity_ = 0;
   }
@@ -653,7 +835,7 @@ void map_pages_now(void* mapped, size_t bytes) {
 
 }  // namespace
 
-StatusOr<InputText> InputText::read(const std::string& path) {
+StatusOr<InputText> InputText::read(const std::string& path, const OrderedBatches* workers) {
   constexpr off_t kMapAtLeast = off_t{1} << 20;
   struct stat st {};
   CF_ASSIGN_OR_RETURN(int fd, open_for_reading(path, &st));
@@ -702,14 +884,21 @@ StatusOr<InputText> InputText::read(const std::string& path) {
   // is inflated into a buffer the text takes over.
   MappedBuffer decompressed;
   bool inflated = false;
+  bool in_blocks = false;
   if (gzipped) {
     const size_t size = static_cast<size_t>(st.st_size);
     void* mapped = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (mapped != MAP_FAILED) {
       ::close(fd);
       map_pages_now(mapped, size);
-      const Status done = gunzip(path, std::string_view(static_cast<const char*>(mapped), size),
-                                 false, decompressed);
+      const std::string_view gz(static_cast<const char*>(mapped), size);
+      // A .gz output of ours is inflated in its blocks, several at once.
+      std::optional<GzipBlockIndex> index;
+      if (workers != nullptr) {
+        index = parse_block_index(gz.substr(size - std::min(size, kGzipIndexMaxMemberBytes)), size);
+      }
+      in_blocks = index && gunzip_blocks(gz, *index, *workers, decompressed);
+      const Status done = in_blocks ? Status() : gunzip(path, gz, false, decompressed);
       ::munmap(mapped, size);
       CF_RETURN_IF_ERROR(done);
       inflated = true;
@@ -724,6 +913,7 @@ StatusOr<InputText> InputText::read(const std::string& path) {
   text.capacity_ = decompressed.capacity();
   text.data_ = decompressed.release(&text.map_len_);
   text.map_ = text.data_;
+  text.in_blocks_ = in_blocks;
   return text;
 }
 
@@ -733,19 +923,14 @@ OutputFile::~OutputFile() {
 
 namespace {
 
-// What a block of a .gz output is given as its dictionary: the text's 32 KB before it (deflate's
-// window).
-constexpr size_t kDictionaryBytes = size_t{32} << 10;
-
-// A block of a .gz output compressed on its own into raw deflate, given the 32 KB of text before
-// it as its dictionary (so that the blocks compress about as well as one stream): ISA-L's igzip
+// A block of a .gz output compressed on its own into raw deflate, without the text before it as a
+// dictionary, so that a reader can inflate the blocks concurrently (GzipBlockIndex): ISA-L's igzip
 // at level 1 where the build has it (an ET+ compresses about 5x as fast as with zlib's level 1,
 // and a tenth smaller: docs/performance.md), else zlib's level 1. A block ends on a byte boundary
 // (a full flush), so that the blocks' deflate streams follow each other in one member; `last`
 // makes the final (empty) block. Appends to `out`.
 #if CHAKRAFLOW_HAVE_ISAL
-bool deflate_block(std::string_view dictionary, std::string_view text, bool last,
-                   std::string& out) {
+bool deflate_block(std::string_view text, bool last, std::string& out) {
   // The level's hash tables: a few hundred KB, kept per thread for the next block.
   thread_local std::unique_ptr<uint8_t[]> level_buf;
   if (!level_buf) level_buf = std::make_unique_for_overwrite<uint8_t[]>(ISAL_DEF_LVL1_DEFAULT);
@@ -755,11 +940,6 @@ bool deflate_block(std::string_view dictionary, std::string_view text, bool last
   s.level = 1;
   s.level_buf = level_buf.get();
   s.level_buf_size = ISAL_DEF_LVL1_DEFAULT;
-  if (!dictionary.empty() &&
-      isal_deflate_set_dict(&s, reinterpret_cast<uint8_t*>(const_cast<char*>(dictionary.data())),
-                            static_cast<uint32_t>(dictionary.size())) != COMP_OK) {
-    return false;
-  }
   s.flush = last ? NO_FLUSH : FULL_FLUSH;
   s.end_of_stream = last ? 1 : 0;
   s.next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(text.data()));
@@ -778,17 +958,11 @@ bool deflate_block(std::string_view dictionary, std::string_view text, bool last
   }
 }
 
-uint32_t text_crc(uint32_t crc, std::string_view text) {
-  return crc32_gzip_refl(crc, reinterpret_cast<const unsigned char*>(text.data()), text.size());
-}
 #else
-bool deflate_block(std::string_view dictionary, std::string_view text, bool last,
-                   std::string& out) {
+bool deflate_block(std::string_view text, bool last, std::string& out) {
   z_stream z{};
   if (deflateInit2(&z, 1, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY) != Z_OK) return false;
-  bool ok = dictionary.empty() ||
-            deflateSetDictionary(&z, reinterpret_cast<const Bytef*>(dictionary.data()),
-                                 static_cast<uInt>(dictionary.size())) == Z_OK;
+  bool ok = true;
   z.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(text.data()));
   z.avail_in = static_cast<uInt>(text.size());
   const int flush = last ? Z_FINISH : Z_FULL_FLUSH;
@@ -805,21 +979,17 @@ bool deflate_block(std::string_view dictionary, std::string_view text, bool last
   deflateEnd(&z);
   return ok;
 }
-
-uint32_t text_crc(uint32_t crc, std::string_view text) {
-  return static_cast<uint32_t>(
-      crc32(crc, reinterpret_cast<const Bytef*>(text.data()), static_cast<uInt>(text.size())));
-}
 #endif
 
 }  // namespace
 
 // One gzip member over all the bytes of a .gz output, its text compressed in blocks of `block`
 // bytes (deflate_block), several at once through the workers given (compress_on), written in
-// order: the same bytes whatever the workers, for the same content however it was written (the
-// blocks are the output's, each with the text before it as its dictionary). The compressed bytes
-// are handed to `emit` in whole blocks of `block` bytes, the rest at the member's end. No time or
-// name in the header.
+// order: the same bytes whatever the workers, for the same content however it was written. After
+// it, an empty member that holds the blocks' index (GzipBlockIndex), for readers that inflate the
+// blocks concurrently; any gzip reader reads the two members as the text. The compressed bytes
+// are handed to `emit` in whole blocks of `block` bytes, the rest at the end. No time or name in
+// the headers.
 class OutputFile::Deflater {
  public:
   explicit Deflater(size_t block)
@@ -830,13 +1000,11 @@ class OutputFile::Deflater {
   void compress_on(const OrderedBatches* workers) { workers_ = workers; }
 
   // Compresses `n` bytes: whole blocks, but for the last call before finish. `last` ends the
-  // member.
+  // member and writes the index.
   template <typename Emit>
   bool compress(const char* p, size_t n, bool last, Emit&& emit) {
     if (!started_) {
-      // ID1 ID2, deflate, no flags, no time, no extra flags, Unix.
-      static constexpr char kHeader[10] = {'\x1f', '\x8b', 8, 0, 0, 0, 0, 0, 0, 3};
-      add({kHeader, sizeof kHeader}, emit);
+      add({kGzipHeader, sizeof kGzipHeader}, emit);
       started_ = true;
     }
     const size_t blocks = n == 0 ? 0 : (n + block_ - 1) / block_;
@@ -846,42 +1014,55 @@ class OutputFile::Deflater {
         blocks,
         [&](size_t b, std::string& out) {
           const std::string_view text(p + b * block_, std::min(block_, n - b * block_));
-          std::string_view dictionary = tail_;
-          if (b > 0)
-            dictionary = std::string_view(p + b * block_ - kDictionaryBytes, kDictionaryBytes);
           crcs[b] = text_crc(0, text);
-          return deflate_block(dictionary, text, false, out) ? Status()
-                                                             : Status::error("deflate failed");
+          return deflate_block(text, false, out) ? Status() : Status::error("deflate failed");
         },
         [&](std::string& out) {
           const size_t len = std::min(block_, n - consumed * block_);
           crc_ =
               static_cast<uint32_t>(crc32_combine(crc_, crcs[consumed], static_cast<z_off_t>(len)));
           ++consumed;
+          sizes_.push_back(static_cast<uint32_t>(out.size()));
           add(out, emit);
           return Status();
         });
     if (!done.ok()) return false;
     total_ += n;
-    // The text's last 32 KB: the next block's dictionary.
-    if (n >= kDictionaryBytes) {
-      tail_.assign(p + n - kDictionaryBytes, kDictionaryBytes);
-    } else if (n > 0) {
-      tail_.append(p, n);
-      if (tail_.size() > kDictionaryBytes) tail_.erase(0, tail_.size() - kDictionaryBytes);
-    }
     if (!last) return true;
     std::string end;
-    if (!deflate_block({}, {}, true, end)) return false;
-    for (uint32_t v : {crc_, static_cast<uint32_t>(total_)}) {
-      for (int k = 0; k < 4; ++k) end.push_back(static_cast<char>(v >> (8 * k)));
-    }
+    if (!deflate_block({}, true, end)) return false;
+    const auto end_bytes = static_cast<uint32_t>(end.size());
+    for (uint32_t v : {crc_, static_cast<uint32_t>(total_)}) put_le(end, v, 4);
+    append_block_index(end, end_bytes);
     add(end, emit);
     if (used_ > 0) emit(out_.get(), std::exchange(used_, 0));
     return true;
   }
 
  private:
+  static void put_le(std::string& out, uint64_t v, int bytes) {
+    for (int k = 0; k < bytes; ++k) out.push_back(static_cast<char>(v >> (8 * k)));
+  }
+
+  // The index member (GzipBlockIndex), unless the blocks are too many for one extra field.
+  void append_block_index(std::string& out, uint32_t end_bytes) const {
+    const size_t xlen = kGzipIndexFixedBytes + 4 * sizes_.size();
+    if (xlen > 65535) return;
+    out.append(kGzipIndexHeader, sizeof kGzipIndexHeader);
+    put_le(out, xlen, 2);
+    out.append(kGzipIndexId, 2);
+    put_le(out, xlen - 4, 2);
+    out.push_back(kGzipIndexVersion);
+    put_le(out, block_, 4);
+    put_le(out, total_, 8);
+    put_le(out, sizes_.size(), 4);
+    for (uint32_t size : sizes_) put_le(out, size, 4);
+    put_le(out, end_bytes, 4);
+    put_le(out, kGzipIndexMemberFixedBytes + xlen, 4);  // this member's size, read from the end
+    out.append(kGzipEmptyFinalBlock, 2);
+    out.append(8, '\0');  // CRC and size of no text
+  }
+
   // Compressed bytes, handed on as they fill whole blocks.
   template <typename Emit>
   void add(std::string_view bytes, Emit& emit) {
@@ -899,9 +1080,9 @@ class OutputFile::Deflater {
   size_t used_ = 0;
   const OrderedBatches* workers_ = nullptr;
   bool started_ = false;
-  uint32_t crc_ = 0;    // of the text so far
-  uint64_t total_ = 0;  // the text's bytes so far
-  std::string tail_;    // the text's last 32 KB
+  uint32_t crc_ = 0;             // of the text so far
+  uint64_t total_ = 0;           // the text's bytes so far
+  std::vector<uint32_t> sizes_;  // each block's compressed bytes
 };
 
 OutputFile::OutputFile(OutputFile&& other) noexcept {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -41,9 +42,13 @@ inline bool has_gzip_magic(std::string_view head) {
 }
 
 // The size of the text `path` holds, without reading it: a plain regular file's size; for a
-// gzip'd one the larger of its size and its ISIZE trailer (the last member's size modulo 2^32: an
-// estimate for choosing how to allocate, never a bound). 0 when it is no readable regular file.
+// .gz output of ours the size its block index records (OutputFile); for another gzip'd one the
+// larger of its size and its ISIZE trailer (the last member's size modulo 2^32). An estimate for
+// choosing how to allocate, never a bound. 0 when it is no readable regular file.
 uint64_t input_text_size(const std::string& path);
+// The text's size a .gz output of ours records in its block index (OutputFile); nullopt for any
+// other file.
+std::optional<uint64_t> indexed_gzip_text_size(const std::string& path);
 
 // The whole (decompressed) content of `path`. The returned string has capacity >= size() +
 // kInputPadding. Errors name the file.
@@ -63,8 +68,9 @@ class InputText {
   InputText(const InputText&) = delete;
   InputText& operator=(const InputText&) = delete;
 
-  // Errors name the file.
-  static StatusOr<InputText> read(const std::string& path);
+  // Errors name the file. A .gz output of ours (OutputFile: its block index) is inflated through
+  // `workers` several blocks at once when given; any other gzip'd file in one pass.
+  static StatusOr<InputText> read(const std::string& path, const OrderedBatches* workers = nullptr);
 
   const char* data() const { return data_; }
   size_t size() const { return size_; }
@@ -72,6 +78,8 @@ class InputText {
   // Bytes readable from data(): at least size() + kInputPadding.
   size_t capacity() const { return capacity_; }
   bool mapped() const { return map_ != nullptr; }
+  // True when the text was inflated in its blocks through workers (read's `workers`).
+  bool inflated_in_blocks() const { return in_blocks_; }
   operator std::string_view() const { return {data_, size_}; }  // NOLINT: a text, implicitly
   // Writable bytes (a mapped file is copied page by page as they are written).
   char* mutable_data();
@@ -84,6 +92,7 @@ class InputText {
   char* data_ = nullptr;
   size_t size_ = 0;
   size_t capacity_ = 0;
+  bool in_blocks_ = false;
 };
 
 // True when `path` ends with ".gz".

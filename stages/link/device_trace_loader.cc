@@ -724,7 +724,9 @@ StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text, siz
 }
 
 StatusOr<DeviceTrace> load_device_trace(const std::string& path, const ParseShards& shards) {
-  CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path));
+  // A trace read in shards has workers of its own: a .gz output of ours is inflated on them too.
+  CF_ASSIGN_OR_RETURN(InputText text,
+                      InputText::read(path, shards.count > 1 ? shards.workers : nullptr));
   return parse_device_text(path, std::move(text), kDeviceWindowBytes, shards);
 }
 

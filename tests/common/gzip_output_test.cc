@@ -1,7 +1,9 @@
-// OutputFile's .gz outputs: one gzip member that zlib reads back whole, written in whole blocks,
-// the same bytes for the same content however it was written. Compiled twice: into common_test
-// (ISA-L's deflate, where the build has it) and into gzip_zlib_test with file_io.cc built
-// without ISA-L (zlib's deflate: a build without libisal, and the installed feeder library).
+// OutputFile's .gz outputs: one gzip member that zlib reads back whole, then an empty member that
+// indexes its blocks, written in whole blocks, the same bytes for the same content however it was
+// written; read back in blocks through workers, or in one pass where the index does not add up.
+// Compiled twice: into common_test (ISA-L's deflate, where the build has it) and into
+// gzip_zlib_test with file_io.cc built without ISA-L (zlib's deflate: a build without libisal, and
+// the installed feeder library).
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -12,7 +14,9 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -108,7 +112,18 @@ bool zlib_gunzip(const std::string& gz, std::string* text, size_t* rest) {
   return rc == Z_STREAM_END;
 }
 
-TEST(CHAKRAFLOW_GZIP_SUITE, OneMemberZlibReadsWrittenInWholeBlocks) {
+// Inflates the first member of a .gz output with zlib, then the index member after it (empty):
+// true when both are whole and nothing follows them.
+bool zlib_gunzip_output(const std::string& gz, std::string* text) {
+  size_t rest = 0;
+  if (!zlib_gunzip(gz, text, &rest) || rest == 0) return false;
+  std::string index_text;
+  size_t after_index = 1;
+  const bool index_ok = zlib_gunzip(gz.substr(gz.size() - rest), &index_text, &after_index);
+  return index_ok && index_text.empty() && after_index == 0;
+}
+
+TEST(CHAKRAFLOW_GZIP_SUITE, ZlibReadsTheMemberAndItsIndexWrittenInWholeBlocks) {
   Scratch dir;
   ASSERT_TRUE(dir.ok());
   // Mostly random: many compressed blocks, and a compressor that hands on short pieces shows.
@@ -129,9 +144,7 @@ TEST(CHAKRAFLOW_GZIP_SUITE, OneMemberZlibReadsWrittenInWholeBlocks) {
   EXPECT_EQ(static_cast<unsigned char>(gz[1]), 0x8b);
   EXPECT_EQ(gz.substr(4, 4), std::string(4, '\0'));  // no time in the header
   std::string back;
-  size_t rest = 1;
-  ASSERT_TRUE(zlib_gunzip(gz, &back, &rest));
-  EXPECT_EQ(rest, 0u);  // one member, nothing after it
+  ASSERT_TRUE(zlib_gunzip_output(gz, &back));  // the text's member, then the (empty) index
   EXPECT_TRUE(back == text);
   // The compressed bytes went out in whole blocks: one write() per block, the last one short.
   const size_t block = OutputFile::kBlockBytes;
@@ -218,13 +231,11 @@ TEST(CHAKRAFLOW_GZIP_SUITE, SameBytesWhenBlocksAreCompressedConcurrently) {
     EXPECT_TRUE(contents(path) == contents(dir.file("alone.gz"))) << "seed " << seed;
   }
   std::string back;
-  size_t rest = 1;
-  ASSERT_TRUE(zlib_gunzip(contents(dir.file("workers0.gz")), &back, &rest));
+  ASSERT_TRUE(zlib_gunzip_output(contents(dir.file("workers0.gz")), &back));
   EXPECT_TRUE(back == text);
-  EXPECT_EQ(rest, 0u);
 }
 
-// Nothing written: still one valid (empty) member; a discarded output leaves nothing.
+// Nothing written: still a valid (empty) member and its index; a discarded output leaves nothing.
 TEST(CHAKRAFLOW_GZIP_SUITE, EmptyAndDiscardedOutputs) {
   Scratch dir;
   ASSERT_TRUE(dir.ok());
@@ -234,10 +245,9 @@ TEST(CHAKRAFLOW_GZIP_SUITE, EmptyAndDiscardedOutputs) {
     ASSERT_TRUE(out->commit().ok());
   }
   std::string back;
-  size_t rest = 1;
-  ASSERT_TRUE(zlib_gunzip(contents(dir.file("empty.gz")), &back, &rest));
+  ASSERT_TRUE(zlib_gunzip_output(contents(dir.file("empty.gz")), &back));
   EXPECT_TRUE(back.empty());
-  EXPECT_EQ(rest, 0u);
+  EXPECT_EQ(indexed_gzip_text_size(dir.file("empty.gz")), std::optional<uint64_t>(0));
   {
     auto out = OutputFile::open(dir.file("gone.gz"));
     ASSERT_TRUE(out.ok());
@@ -247,6 +257,141 @@ TEST(CHAKRAFLOW_GZIP_SUITE, EmptyAndDiscardedOutputs) {
   size_t files = 0;
   for (const auto& e : fs::directory_iterator(dir.file(""))) files += e.is_regular_file() ? 1 : 0;
   EXPECT_EQ(files, 1u);  // empty.gz only: no temporary file left behind
+}
+
+// What zlib's gz* functions (the feeder's reader, and most tools) read of a file: every member.
+std::string gzread_all(const std::string& path) {
+  std::string text;
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (f == nullptr) return text;
+  std::vector<char> buf(1 << 20);
+  int n = 0;
+  while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0)
+    text.append(buf.data(), n);
+  gzclose(f);
+  return text;
+}
+
+void put_file(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+}
+
+// The block index: the text's size without reading it, the blocks inflated through workers (the
+// same text as in one pass and as zlib reads it), and the pieces it is made of.
+TEST(CHAKRAFLOW_GZIP_SUITE, ReadBackInBlocksThroughWorkers) {
+  Scratch dir;
+  ASSERT_TRUE(dir.ok());
+  // Mostly random: over 1 MB compressed (a file InputText maps), 21 blocks.
+  const std::string text = sample_text((5u << 20) + 12345, 16);
+  const std::string path = dir.file("out.json.gz");
+  ASSERT_TRUE(write_in_pieces(path, text, 2).ok());
+  const std::string gz = contents(path);
+  ASSERT_GT(gz.size(), size_t{1} << 20);
+  EXPECT_EQ(indexed_gzip_text_size(path), std::optional<uint64_t>(text.size()));
+  EXPECT_EQ(input_text_size(path), text.size());  // not the index member's ISIZE (0)
+  EXPECT_TRUE(gzread_all(path) == text);
+  const ThreadedBatches workers;
+  auto in_blocks = InputText::read(path, &workers);
+  ASSERT_TRUE(in_blocks.ok()) << in_blocks.status().message();
+  EXPECT_TRUE(std::string_view(*in_blocks) == text);
+  EXPECT_TRUE(in_blocks->inflated_in_blocks());
+  EXPECT_EQ(std::string(in_blocks->data() + text.size(), kInputPadding),
+            std::string(kInputPadding, '\0'));
+  auto in_one_pass = InputText::read(path);
+  ASSERT_TRUE(in_one_pass.ok()) << in_one_pass.status().message();
+  EXPECT_TRUE(std::string_view(*in_one_pass) == text);
+  EXPECT_FALSE(in_one_pass->inflated_in_blocks());
+  // The index member: the file's last bytes, its own size just before its empty deflate data
+  // (03 00) and a trailer of zeros.
+  ASSERT_GT(gz.size(), 40u);
+  EXPECT_EQ(gz.substr(gz.size() - 10), std::string("\x03\x00", 2) + std::string(8, '\0'));
+  uint32_t member = 0;
+  std::memcpy(&member, gz.data() + gz.size() - 14, 4);  // little-endian, as x86 and ARM
+  const size_t blocks = (text.size() + OutputFile::kBlockBytes - 1) / OutputFile::kBlockBytes;
+  EXPECT_EQ(member, 22u + 29u + 4u * blocks);
+  EXPECT_EQ(gz.substr(gz.size() - member + 12, 2), "Cf");
+}
+
+// A gzip'd file without our index (zlib's own writer) has no indexed size and is read in one pass.
+TEST(CHAKRAFLOW_GZIP_SUITE, OtherGzipFilesAreReadInOnePass) {
+  Scratch dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string text = sample_text(3u << 20, 16);
+  const std::string path = dir.file("zlib.json.gz");
+  gzFile f = gzopen(path.c_str(), "wb1");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, text.data(), static_cast<unsigned>(text.size())),
+            static_cast<int>(text.size()));
+  ASSERT_EQ(gzclose(f), Z_OK);
+  EXPECT_EQ(indexed_gzip_text_size(path), std::nullopt);
+  EXPECT_EQ(input_text_size(path), text.size());  // its ISIZE
+  const ThreadedBatches workers;
+  auto read = InputText::read(path, &workers);
+  ASSERT_TRUE(read.ok()) << read.status().message();
+  EXPECT_TRUE(std::string_view(*read) == text);
+  EXPECT_FALSE(read->inflated_in_blocks());
+}
+
+// An index that does not add up is not used (the file is read in one pass: the same text); a
+// block that does not inflate is reported as the one-pass reading reports it, naming the file.
+TEST(CHAKRAFLOW_GZIP_SUITE, AnIndexThatDoesNotHoldIsNotTrusted) {
+  Scratch dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string text = sample_text(4u << 20, 16);
+  const std::string path = dir.file("out.json.gz");
+  ASSERT_TRUE(write_in_pieces(path, text, 0).ok());
+  const std::string gz = contents(path);
+  uint32_t member = 0;
+  std::memcpy(&member, gz.data() + gz.size() - 14, 4);
+  const size_t index_at = gz.size() - member;  // the index member's header
+  const size_t sizes_at = index_at + 12 + 4 + 1 + 4 + 8 + 4;
+  const ThreadedBatches workers;
+  // The text read through workers, when it was read in one pass (the index not trusted).
+  auto read_back = [&](const std::string& bytes) -> StatusOr<std::string> {
+    const std::string p = dir.file("tampered.json.gz");
+    put_file(p, bytes);
+    CF_ASSIGN_OR_RETURN(InputText t, InputText::read(p, &workers));
+    if (t.inflated_in_blocks()) return Status::error("read in blocks");
+    return std::string(t);
+  };
+  auto untouched = InputText::read(path, &workers);
+  ASSERT_TRUE(untouched.ok());
+  EXPECT_TRUE(untouched->inflated_in_blocks());
+  // Two blocks' sizes moved by a byte each (the total still adds up): the blocks do not inflate
+  // as indexed.
+  std::string moved = gz;
+  moved[sizes_at] = static_cast<char>(moved[sizes_at] + 1);
+  moved[sizes_at + 4] = static_cast<char>(moved[sizes_at + 4] - 1);
+  auto from_moved = read_back(moved);
+  ASSERT_TRUE(from_moved.ok()) << from_moved.status().message();
+  EXPECT_TRUE(*from_moved == text);
+  // Another version of the index: not read as one.
+  std::string version = gz;
+  version[index_at + 16] = 2;
+  put_file(dir.file("version.json.gz"), version);
+  EXPECT_EQ(indexed_gzip_text_size(dir.file("version.json.gz")), std::nullopt);
+  auto from_version = read_back(version);
+  ASSERT_TRUE(from_version.ok()) << from_version.status().message();
+  EXPECT_TRUE(*from_version == text);
+  // The text's CRC in the first member's trailer changed: every block inflates, but the text is
+  // not the member's.
+  std::string crc = gz;
+  const size_t trailer_at = index_at - 8;
+  crc[trailer_at] = static_cast<char>(crc[trailer_at] ^ 1);
+  auto from_crc = read_back(crc);
+  ASSERT_FALSE(from_crc.ok());
+  EXPECT_NE(from_crc.status().message().find("tampered.json.gz"), std::string::npos);
+  EXPECT_NE(from_crc.status().message().find("corrupt gzip data"), std::string::npos)
+      << from_crc.status().message();
+  // A byte of a block's compressed data changed: corrupt, as in one pass.
+  std::string corrupt = gz;
+  corrupt[gz.size() / 3] = static_cast<char>(corrupt[gz.size() / 3] ^ 0x5a);
+  auto from_corrupt = read_back(corrupt);
+  ASSERT_FALSE(from_corrupt.ok());
+  auto in_one_pass = InputText::read(dir.file("tampered.json.gz"));
+  ASSERT_FALSE(in_one_pass.ok());
+  EXPECT_EQ(from_corrupt.status().message(), in_one_pass.status().message());
+  EXPECT_NE(from_corrupt.status().message().find("tampered.json.gz"), std::string::npos);
 }
 
 }  // namespace

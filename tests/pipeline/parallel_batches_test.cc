@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "stages/common/file_io.h"
 #include "stages/convert/cycle_check.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
@@ -107,8 +108,8 @@ struct LinkedRank {
   LinkOptions options;  // its mode resolved, as the writers take it
 };
 void link_generated_rank(int rank, LinkedRank* out, const ParseShards& shards = {},
-                         HostNodeSink* sink = nullptr) {
-  const SynthRankText text = testing::generated_rank_text(1.0, rank);
+                         HostNodeSink* sink = nullptr, double scale = 1.0) {
+  const SynthRankText text = testing::generated_rank_text(scale, rank);
   auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, shards, sink);
   ASSERT_TRUE(host.ok()) << host.status().message();
   ASSERT_GT(host->nodes.size(), 3u * 2048);
@@ -458,6 +459,45 @@ TEST(ParallelBatches, ConverterNodesReadInShardsConvertToTheSameBytes) {
         convert(ParseShards{&workers, 16, size_t{64} << 10}, "many.et", &many);
     EXPECT_GE(many.host.parse_shards, 8u) << threads << " threads";
     EXPECT_TRUE(sharded == sequential) << threads << " threads";
+  }
+}
+
+// A gzip'd ET+ of ours (OutputFile: its block index) read through the workers is inflated in its
+// blocks, several at once, and converts to the bytes of the plain ET+ read on one thread; read as
+// one piece (a trace that shares no workers), it is inflated in one pass.
+TEST(ParallelBatches, AGzippedEtPlusInflatedInBlocksConvertsToTheSameBytes) {
+  LinkedRank r;
+  ASSERT_NO_FATAL_FAILURE(link_generated_rank(0, &r, {}, nullptr, 2.5));
+  const std::string et_plus = write_with(r.host, r.device, r.linked, r.options, nullptr);
+  testing::TempDir dir;
+  ASSERT_TRUE(write_file_atomically(dir.file("et_plus.json"), et_plus).ok());
+  ASSERT_TRUE(write_file_atomically(dir.file("et_plus.json.gz"), et_plus).ok());
+  // 1 MB or more: mapped, then inflated (a smaller file is read through a buffer).
+  ASSERT_GE(std::filesystem::file_size(dir.file("et_plus.json.gz")), size_t{1} << 20);
+  const ConvertOptions options;
+  auto convert = [&](const std::string& input, const ParseShards& shards, bool* in_blocks) {
+    auto file = load_et_plus(dir.file(input), options, kHostWindowBytes, shards);
+    EXPECT_TRUE(file.ok()) << file.status().message();
+    if (!file.ok()) return std::string();
+    *in_blocks = file->host->text.inflated_in_blocks();
+    ConvertReport report;
+    Status s = convert_trace(file->trace, dir.file("out.et"), options, &report);
+    EXPECT_TRUE(s.ok()) << s.message();
+    return testing::read_text(dir.file("out.et"));
+  };
+  bool in_blocks = true;
+  const std::string plain = convert("et_plus.json", ParseShards{}, &in_blocks);
+  ASSERT_GT(plain.size(), 100000u);
+  EXPECT_FALSE(in_blocks);
+  for (int threads : {2, 16}) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    const ParallelBatches workers(2 * static_cast<size_t>(threads));
+    EXPECT_TRUE(convert("et_plus.json.gz", ParseShards{&workers, 16, size_t{64} << 10},
+                        &in_blocks) == plain)
+        << threads << " threads";
+    EXPECT_TRUE(in_blocks) << threads << " threads";
+    EXPECT_TRUE(convert("et_plus.json.gz", ParseShards{&workers, 1}, &in_blocks) == plain);
+    EXPECT_FALSE(in_blocks);
   }
 }
 
