@@ -83,8 +83,11 @@ const Generated& generated() {
   return g;
 }
 
+// Malloc'd bytes in use, the large blocks malloc maps on their own included (a gzip'd trace's
+// records kept in one string, the record blocks).
 size_t heap_in_use() {
-  return mallinfo2().uordblks;
+  const struct mallinfo2 m = mallinfo2();
+  return m.uordblks + m.hblkhd;
 }
 
 uint64_t walk_v1(const std::string& path, size_t* peak_heap) {

@@ -242,6 +242,24 @@ uint32_t text_crc(uint32_t crc, std::string_view text) {
 #endif
 }
 
+// Inflates one block of a .gz output (raw deflate ended by a full flush, GzipBlockIndex): true
+// when its `n` compressed bytes give exactly `len` bytes of text.
+bool inflate_block(Inflater& inflater, const char* in, uint32_t n, char* out, uint32_t len) {
+  inflater.start();
+  inflater.input(in, n);
+  inflater.output(out, len);
+  bool ok = inflater.step() == Inflater::kMore && inflater.avail_out() == 0;
+  // The block's full flush (an empty stored block) may be left to read: it gives no text.
+  char spare[64];
+  while (ok && inflater.avail_in() > 0) {
+    const uint32_t before = inflater.avail_in();
+    inflater.output(spare, sizeof spare);
+    ok = inflater.step() == Inflater::kMore && inflater.avail_out() == sizeof spare &&
+         inflater.avail_in() < before;
+  }
+  return ok;
+}
+
 // ---- The block index of a .gz output ----------------------------------------------------------
 // OutputFile writes a .gz output as one gzip member whose text is compressed in blocks of B bytes
 // (the last one shorter), each on its own (no dictionary) and ended by a full flush, followed by
@@ -345,23 +363,11 @@ bool gunzip_blocks(std::string_view gz, const GzipBlockIndex& index, const Order
     if (first >= last || failed.load(std::memory_order_relaxed)) return;
     out.populate(first * block, std::min(total, last * block) - first * block);
     Inflater inflater(/*raw=*/true);
-    char spare[64];
     for (size_t b = first; b < last; ++b) {
       const uint64_t from = b * block;
       const auto len = static_cast<uint32_t>(std::min(block, total - from));
-      inflater.start();
-      inflater.input(gz.data() + index.begin[b],
-                     static_cast<uint32_t>(index.begin[b + 1] - index.begin[b]));
-      inflater.output(out.data() + from, len);
-      bool ok = inflater.step() == Inflater::kMore && inflater.avail_out() == 0;
-      // The block's full flush (an empty stored block) may be left to read: it gives no text.
-      while (ok && inflater.avail_in() > 0) {
-        const uint32_t before = inflater.avail_in();
-        inflater.output(spare, sizeof spare);
-        ok = inflater.step() == Inflater::kMore && inflater.avail_out() == sizeof spare &&
-             inflater.avail_in() < before;
-      }
-      if (!ok) {
+      const auto n = static_cast<uint32_t>(index.begin[b + 1] - index.begin[b]);
+      if (!inflate_block(inflater, gz.data() + index.begin[b], n, out.data() + from, len)) {
         failed.store(true, std::memory_order_relaxed);
         return;
       }
@@ -747,6 +753,83 @@ std::optional<uint64_t> indexed_gzip_text_size(const std::string& path) {
   ::close(fd);
   if (!index) return std::nullopt;
   return index->text_bytes;
+}
+
+struct GzipBlockReader::Impl {
+  int fd = -1;
+  std::string path;
+  GzipBlockIndex index;
+  Inflater inflater{/*raw=*/true};
+  std::string compressed;
+  uint64_t bytes_read = 0;
+};
+
+GzipBlockReader::GzipBlockReader(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+GzipBlockReader::~GzipBlockReader() = default;
+
+std::unique_ptr<GzipBlockReader> GzipBlockReader::open(int fd, std::string path) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
+  const auto size = static_cast<uint64_t>(st.st_size);
+  std::string tail(std::min<uint64_t>(size, kGzipIndexMaxMemberBytes), '\0');
+  if (::pread(fd, tail.data(), tail.size(), static_cast<off_t>(size - tail.size())) !=
+      static_cast<ssize_t>(tail.size())) {
+    return nullptr;
+  }
+  std::optional<GzipBlockIndex> index = parse_block_index(tail, size);
+  if (!index) return nullptr;
+  auto impl = std::make_unique<Impl>();
+  impl->fd = fd;
+  impl->path = std::move(path);
+  impl->index = std::move(*index);
+  return std::unique_ptr<GzipBlockReader>(new GzipBlockReader(std::move(impl)));
+}
+
+uint64_t GzipBlockReader::text_bytes() const {
+  return impl_->index.text_bytes;
+}
+
+uint64_t GzipBlockReader::block_text() const {
+  return impl_->index.block_text;
+}
+
+uint64_t GzipBlockReader::bytes_read() const {
+  return impl_->bytes_read;
+}
+
+Status GzipBlockReader::read_block(uint64_t block, std::string* out) {
+  Impl& x = *impl_;
+  const GzipBlockIndex& index = x.index;
+  const uint64_t blocks = index.begin.size() - 1;
+  if (block >= blocks) {
+    return Status::errorf("{}: no block {} in the text's {} blocks", x.path, block, blocks);
+  }
+  const uint64_t from = index.begin[block];
+  const auto n = static_cast<size_t>(index.begin[block + 1] - from);
+  x.compressed.resize(n);
+  size_t got = 0;
+  while (got < n) {
+    const ssize_t r =
+        ::pread(x.fd, x.compressed.data() + got, n - got, static_cast<off_t>(from + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) {
+      return Status::errorf("{}: cannot read at byte {}: {}", x.path, from + got, errno_text());
+    }
+    if (r == 0) break;
+    got += static_cast<size_t>(r);
+  }
+  x.bytes_read += got;
+  const uint64_t text_from = block * index.block_text;
+  const auto len = static_cast<uint32_t>(std::min(index.block_text, index.text_bytes - text_from));
+  out->resize(len);
+  if (got != n ||
+      !inflate_block(x.inflater, x.compressed.data(), static_cast<uint32_t>(n), out->data(), len)) {
+    return Status::errorf(
+        "{}: the text's block {} (compressed bytes {} to {}) does not inflate to its {} bytes: "
+        "the file is corrupt or changed after it was opened",
+        x.path, block, from, from + n, len);
+  }
+  return Status();
 }
 
 uint64_t input_text_size(const std::string& path) {

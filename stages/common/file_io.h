@@ -95,6 +95,35 @@ class InputText {
   bool in_blocks_ = false;
 };
 
+// A .gz output of ours read by offset in its text: its block index (docs/compatibility.md,
+// "Compressed outputs") says where each block of the text lies compressed, and each block inflates
+// on its own. The feeders read a .et.gz this way instead of keeping its records in memory.
+class GzipBlockReader {
+ public:
+  ~GzipBlockReader();
+  GzipBlockReader(const GzipBlockReader&) = delete;
+  GzipBlockReader& operator=(const GzipBlockReader&) = delete;
+
+  // The block index of the regular file open as `fd` (not taken: it must stay open while the
+  // reader reads it), `path` named in errors; null when the file has none.
+  static std::unique_ptr<GzipBlockReader> open(int fd, std::string path);
+
+  uint64_t text_bytes() const;
+  // The text's bytes per block (every block but the last holds that many).
+  uint64_t block_text() const;
+  // Inflates block `block` of the text into `out` (its bytes: block_text() but for the last). An
+  // error names the file and the block where it does not inflate to them (the file changed after
+  // it was opened, or is corrupt).
+  Status read_block(uint64_t block, std::string* out);
+  // The compressed bytes read so far.
+  uint64_t bytes_read() const;
+
+ private:
+  struct Impl;
+  explicit GzipBlockReader(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
 // True when `path` ends with ".gz".
 bool has_gz_suffix(std::string_view path);
 

@@ -17,6 +17,8 @@ namespace chakraflow {
 // run of lookups in ascending file order costs one pread per block, and so do several such runs
 // at once in different regions of the file (a simulator walks its CPU ops, each GPU stream and
 // the communication at their own pace: with one block, each switch of region read a block again).
+// A .et.gz of ours (its block index) is read the same way, a block of its text inflated where a
+// plain file's is read: the index's blocks are the text's 256 KB, the grid of these.
 struct EtIndex::BlockReader {
   static constexpr size_t kBlock = size_t{256} << 10;
   static constexpr size_t kBlocks = 16;  // 4 MB per open trace
@@ -27,9 +29,11 @@ struct EtIndex::BlockReader {
     std::string bytes;
     uint64_t start = 0;
     size_t len = 0;
-    uint64_t used = 0;  // the lookup that used it last
+    uint64_t used = 0;   // the lookup that used it last
+    bool whole = false;  // read whole (a block the scan kept holds only the records inside it)
   };
-  explicit BlockReader(EtFile f) : file(std::move(f)) {}
+  BlockReader(EtFile f, std::unique_ptr<GzipBlockReader> blocks_of_gz)
+      : file(std::move(f)), gz(std::move(blocks_of_gz)) {}
   // The index's records, once scanned: offsets ascending.
   void attach(const std::vector<uint64_t>& record_offsets,
               const std::vector<uint32_t>& record_sizes) {
@@ -53,6 +57,7 @@ struct EtIndex::BlockReader {
     b.len = std::max<size_t>(b.len, static_cast<size_t>(offset + record.size() - start));
   }
   EtFile file;
+  std::unique_ptr<GzipBlockReader> gz;  // a .et.gz's blocks, or null: a plain file
   const std::vector<uint64_t>* offsets = nullptr;
   const std::vector<uint32_t>* sizes = nullptr;
   std::vector<Block> blocks;
@@ -161,18 +166,70 @@ struct EtIndex::BlockReader {
     if (!rescued.empty() && take_rescued(index, offset, size, first, out)) return Status();
     // Blocks sit on a grid of kBlock: lookups in two regions close to each other share a block
     // instead of each reading its own, overlapping one, and no byte is in two blocks. A record
-    // across a block's end (one per block) or larger than a block is read on its own.
+    // across a block's end (one per block) or larger than a block is read on its own from a
+    // plain file; a .et.gz's is put together from the blocks it spans.
     const uint64_t start = offset & ~uint64_t{kBlock - 1};
     if (offset + size > start + kBlock) {
-      out->resize(size);
-      return read_at(offset, out->data(), size);
+      if (gz == nullptr) {
+        out->resize(size);
+        return read_at(offset, out->data(), size);
+      }
+      out->clear();
+      for (uint64_t at = offset; at < offset + size;) {
+        const uint64_t block_start = at & ~uint64_t{kBlock - 1};
+        Block* b = nullptr;
+        CF_RETURN_IF_ERROR(load(block_start, &b));
+        const uint64_t end = std::min<uint64_t>(offset + size, block_start + b->len);
+        if (end <= at) return changed_before(offset + size);
+        out->append(b->bytes.data() + (at - block_start), static_cast<size_t>(end - at));
+        at = end;
+      }
+      return Status();
+    }
+    Block* b = nullptr;
+    CF_RETURN_IF_ERROR(load(start, &b));
+    if (offset + size > b->start + b->len) return changed_before(offset + size);
+    out->assign(b->bytes.data() + (offset - b->start), size);
+    return Status();
+  }
+
+  Status changed_before(uint64_t end) const {
+    return Status::errorf("{}: ends before byte {} (the file changed after it was indexed)",
+                          file.path(), end);
+  }
+
+  // The block at `start` (on the grid), whole: a cached one, else read (or inflated) into the
+  // one the scan kept there, a free one or the least recently used. Its records rescued before
+  // are dropped: they are in it again.
+  Status load(uint64_t start, Block** out) {
+    Block* kept = nullptr;
+    for (Block& b : blocks) {
+      if (b.start != start || b.len == 0) continue;
+      if (b.whole) {
+        b.used = lookups;
+        *out = &b;
+        return Status();
+      }
+      kept = &b;
     }
     if (auto it = rescued.find(start); it != rescued.end()) drop_rescued(it);
-    Block& b = victim();
-    b.bytes.resize(kBlock);
+    Block& b = kept != nullptr ? *kept : victim();
     b.start = start;
     b.len = 0;
+    b.whole = false;
     b.used = lookups;
+    *out = &b;
+    if (gz != nullptr) {
+      if (start >= gz->text_bytes()) return changed_before(start + 1);
+      const uint64_t before = gz->bytes_read();
+      CF_RETURN_IF_ERROR(gz->read_block(start / kBlock, &b.bytes));
+      ++io.reads;
+      io.bytes_read += gz->bytes_read() - before;
+      b.len = b.bytes.size();
+      b.whole = true;
+      return Status();
+    }
+    b.bytes.resize(kBlock);
     ssize_t got;
     do {
       got = ::pread(file.fd(), b.bytes.data(), kBlock, static_cast<off_t>(b.start));
@@ -183,12 +240,8 @@ struct EtIndex::BlockReader {
     }
     ++io.reads;
     io.bytes_read += static_cast<uint64_t>(got);
-    if (offset + size > b.start + static_cast<uint64_t>(got)) {
-      return Status::errorf("{}: ends before byte {} (the file changed after it was indexed)",
-                            file.path(), offset + size);
-    }
     b.len = static_cast<size_t>(got);
-    out->assign(b.bytes.data() + (offset - b.start), size);
+    b.whole = true;
     return Status();
   }
 };
@@ -203,15 +256,23 @@ StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(const std::string& path,
 
 StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(EtFile file, const EtIndexOptions& options) {
   const std::string path = file.path();
-  // Records are read again by offset from a plain regular file, through the descriptor the reader
-  // reads too (a duplicate: one open); a gzip'd stream, or a file that cannot be read by offset,
-  // is kept in memory.
-  const bool keep_records = file.gzip() || !file.regular();
+  // Records are read again by offset from a plain regular file, or a .et.gz of ours (its block
+  // index, blocks on the grid of the reader's), through the descriptor the reader reads too (a
+  // duplicate: one open); another gzip'd file, or a file that cannot be read by offset, is kept in
+  // memory.
   std::unique_ptr<BlockReader> by_offset;
-  if (!keep_records) {
+  if (file.regular()) {
     CF_ASSIGN_OR_RETURN(EtFile duplicate, file.duplicate());
-    by_offset = std::make_unique<BlockReader>(std::move(duplicate));
+    std::unique_ptr<GzipBlockReader> gz;
+    if (file.gzip()) {
+      gz = GzipBlockReader::open(duplicate.fd(), path);  // reads through the duplicate
+      if (gz != nullptr && gz->block_text() != BlockReader::kBlock) gz.reset();
+    }
+    if (!file.gzip() || gz != nullptr) {
+      by_offset = std::make_unique<BlockReader>(std::move(duplicate), std::move(gz));
+    }
   }
+  const bool keep_records = by_offset == nullptr;
   CF_ASSIGN_OR_RETURN(EtReader reader, EtReader::open(std::move(file)));
   std::unique_ptr<EtIndex> index(new EtIndex());
   EtIndex& x = *index;

@@ -17,8 +17,11 @@
 //   scan keeps the first 16 blocks (where a walk starts). When a block is replaced, the records
 //   in it never asked for yet are kept (up to 64 MB, each until it is first asked for): a
 //   simulator asks for every node, and those are the ones waiting far behind the others. A
-//   gzip'd file cannot be read by offset: its decompressed records are kept in one buffer
-//   (memory = the decompressed size), which build() reports in records_in_memory().
+//   .et.gz that chakraflow wrote (its block index, GzipBlockReader) is read the same way, each
+//   block of its text inflated from its compressed bytes (a record across a block's end put
+//   together from the blocks it spans). Another gzip'd file cannot be read by offset: its
+//   decompressed records are kept in one buffer (memory = the decompressed size), which build()
+//   reports in records_in_memory().
 // - Dependencies: data_deps, and ctrl_deps when asked. A dependency listed twice counts once. A
 //   dependency on an id that is no node of the file is dropped and counted (dangling); a node
 //   that depends on itself keeps that edge (it can never be issued: a cycle of one).
@@ -101,7 +104,8 @@ class EtIndex {
   bool records_in_memory() const { return !fd_reader_; }
   // Bytes of the arrays above and the record buffer (not the block buffer).
   uint64_t memory_bytes() const;
-  // What read_record() read from the file: preads and bytes (zero when the records are in memory).
+  // What read_record() read from the file: preads and bytes (a .et.gz's: blocks inflated and
+  // their compressed bytes; zero when the records are in memory).
   struct IoStats {
     uint64_t reads = 0;
     uint64_t bytes_read = 0;

@@ -4,6 +4,7 @@
 // Compiled twice: into common_test (ISA-L's deflate, where the build has it) and into
 // gzip_zlib_test with file_io.cc built without ISA-L (zlib's deflate: a build without libisal, and
 // the installed feeder library).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -310,6 +311,69 @@ TEST(CHAKRAFLOW_GZIP_SUITE, ReadBackInBlocksThroughWorkers) {
   const size_t blocks = (text.size() + OutputFile::kBlockBytes - 1) / OutputFile::kBlockBytes;
   EXPECT_EQ(member, 22u + 29u + 4u * blocks);
   EXPECT_EQ(gz.substr(gz.size() - member + 12, 2), "Cf");
+}
+
+// A .gz output read by offset in its text, block by block (what the feeders do with a .et.gz):
+// each block's text, in any order; a block whose bytes changed is an error naming the file and
+// the block; a file without an index has no such reader.
+TEST(CHAKRAFLOW_GZIP_SUITE, BlocksReadOneByOneByTheirIndex) {
+  Scratch dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string text = sample_text((3u << 20) + 777, 16);
+  const std::string path = dir.file("trace.et.gz");
+  ASSERT_TRUE(write_in_pieces(path, text, 3).ok());
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  ASSERT_GE(fd, 0);
+  auto reader = GzipBlockReader::open(fd, path);
+  ASSERT_NE(reader, nullptr);
+  EXPECT_EQ(reader->text_bytes(), text.size());
+  const uint64_t block = reader->block_text();
+  EXPECT_EQ(block, OutputFile::kBlockBytes);
+  const uint64_t blocks = (text.size() + block - 1) / block;
+  std::string got;
+  for (uint64_t b = blocks; b-- > 0;) {
+    const Status s = reader->read_block(b, &got);
+    ASSERT_TRUE(s.ok()) << s.message();
+    ASSERT_TRUE(got == std::string_view(text).substr(b * block, block)) << "block " << b;
+  }
+  EXPECT_LT(reader->bytes_read(), contents(path).size());  // the blocks' bytes, not the index
+  EXPECT_FALSE(reader->read_block(blocks, &got).ok());
+  ::close(fd);
+
+  // A byte of block 5 changed.
+  std::string gz = contents(path);
+  const std::string corrupt_path = dir.file("corrupt.et.gz");
+  gz[10 + 5 * (gz.size() / (blocks + 1))] ^= 0x21;
+  std::ofstream(corrupt_path, std::ios::binary | std::ios::trunc) << gz;
+  const int cfd = ::open(corrupt_path.c_str(), O_RDONLY);
+  ASSERT_GE(cfd, 0);
+  auto corrupt = GzipBlockReader::open(cfd, corrupt_path);
+  ASSERT_NE(corrupt, nullptr);
+  size_t failed = 0;
+  for (uint64_t b = 0; b < blocks; ++b) {
+    const Status s = corrupt->read_block(b, &got);
+    if (s.ok()) {
+      // The change may leave a block that inflates; then it is another text.
+      if (got != std::string_view(text).substr(b * block, block)) ++failed;
+      continue;
+    }
+    ++failed;
+    EXPECT_NE(s.message().find("corrupt.et.gz"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("block " + std::to_string(b)), std::string::npos) << s.message();
+  }
+  EXPECT_GE(failed, 1u);
+  ::close(cfd);
+
+  // zlib's own gzip: no index.
+  const std::string other = dir.file("other.gz");
+  gzFile f = gzopen(other.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  ASSERT_GT(gzwrite(f, text.data(), 1000), 0);
+  ASSERT_EQ(gzclose(f), Z_OK);
+  const int ofd = ::open(other.c_str(), O_RDONLY);
+  ASSERT_GE(ofd, 0);
+  EXPECT_EQ(GzipBlockReader::open(ofd, other), nullptr);
+  ::close(ofd);
 }
 
 // A gzip'd file without our index (zlib's own writer) has no indexed size and is read in one pass.

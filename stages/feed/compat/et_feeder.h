@@ -42,7 +42,9 @@
 //
 // Memory: about 50 bytes per node of the trace, plus the objects of the nodes handed out and not
 // removed (Chakra: a parsed protobuf and its wrapper, about 3.2 KB, for every node of the window).
-// A gzip'd trace also keeps its decompressed records in memory (they cannot be read by offset).
+// A gzip'd trace written by chakraflow (its block index) is read by offset like a plain one, a
+// 256 KB block of its text inflated at a time; another gzip'd trace keeps its decompressed records
+// in memory (they cannot be read by offset).
 //
 // Not thread-safe (like Chakra's); one ETFeeder per thread.
 #pragma once
