@@ -279,6 +279,13 @@ StatusOr<std::unique_ptr<EtIndex>> EtIndex::build(EtFile file, const EtIndexOpti
   x.path_ = path;
   Edges edges;
   CF_RETURN_IF_ERROR(x.scan_records(reader, options, keep_records, by_offset.get(), &edges));
+  // The records will be read through the block index: it must describe the text just read.
+  if (by_offset != nullptr && by_offset->gz != nullptr &&
+      by_offset->gz->text_bytes() != reader.offset()) {
+    return Status::errorf(
+        "{}: its block index gives {} bytes of text where the file holds {}: the index is corrupt",
+        path, by_offset->gz->text_bytes(), reader.offset());
+  }
   x.deps_listed_ = edges.size();
   CF_RETURN_IF_ERROR(x.index_ids());
   x.open_records(std::move(by_offset));

@@ -8,7 +8,10 @@
 #include <zlib.h>
 
 #include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -194,6 +197,33 @@ TEST(EtIndex, IndexedGzipIsReadByOffsetInItsBlocks) {
     ASSERT_TRUE((*plain)->read_record(i, &expected).ok());
     ASSERT_EQ(record, expected) << "record " << i;
   }
+}
+
+// A .et.gz whose block index gives another size of text than the file holds (a valid gzip file
+// otherwise) is refused, naming the file, rather than read by offset through a wrong index.
+TEST(EtIndex, IndexedGzipWithAWrongTextSizeIsRefused) {
+  testing::TempDir dir;
+  const std::string path = dir.file("chain.et.gz");
+  testing::write_trace(path, chain(3000, 100));
+  std::string gz;
+  {
+    std::ifstream in(path, std::ios::binary);
+    gz.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  ASSERT_GT(gz.size(), 100u);
+  uint32_t member = 0;
+  std::memcpy(&member, gz.data() + gz.size() - 14, 4);
+  // The text's size (8 bytes after the extra field's id, length, version and block size), one
+  // less: still within its last block.
+  const size_t text_at = gz.size() - member + 12 + 4 + 1 + 4;
+  const auto low = static_cast<unsigned char>(gz[text_at]);
+  ASSERT_GT(low, 0);
+  gz[text_at] = static_cast<char>(low - 1);
+  std::ofstream(path, std::ios::binary | std::ios::trunc) << gz;
+  auto index = EtIndex::build(path);
+  ASSERT_FALSE(index.ok());
+  EXPECT_NE(index.status().message().find("chain.et.gz: its block index gives"), std::string::npos)
+      << index.status().message();
 }
 
 // Another gzip'd trace (no block index: zlib's own gzip) keeps its records in memory: nothing is
