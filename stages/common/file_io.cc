@@ -755,6 +755,82 @@ std::optional<uint64_t> indexed_gzip_text_size(const std::string& path) {
   return index->text_bytes;
 }
 
+struct GzipFileReader::Impl {
+  int fd = -1;
+  Inflater inflater;  // gzip members
+  std::unique_ptr<char[]> in = std::make_unique_for_overwrite<char[]>(kInBytes);
+  bool input_ended = false;
+  bool member_ended = false;  // the last member read ended where the input did, so far
+  static constexpr size_t kInBytes = size_t{256} << 10;
+
+  // More compressed bytes for the inflater; false at the input's end.
+  bool refill(int* read_errno) {
+    ssize_t got;
+    do {
+      got = ::read(fd, in.get(), kInBytes);
+    } while (got < 0 && errno == EINTR);
+    if (got < 0) {
+      *read_errno = errno;
+      return false;
+    }
+    if (got == 0) {
+      input_ended = true;
+      return false;
+    }
+    inflater.input(in.get(), static_cast<uint32_t>(got));
+    return true;
+  }
+};
+
+GzipFileReader::GzipFileReader(int fd) : impl_(std::make_unique<Impl>()) {
+  impl_->fd = fd;
+}
+GzipFileReader::~GzipFileReader() = default;
+
+GzipFileReader::Result GzipFileReader::read(char* dst, size_t n) {
+  Impl& x = *impl_;
+  Result r;
+  while (r.got < n) {
+    if (x.inflater.avail_in() == 0 && !x.input_ended) {
+      if (!x.refill(&r.read_errno)) {
+        if (r.read_errno != 0) {
+          r.ok = false;
+          return r;
+        }
+      } else if (x.member_ended) {
+        x.member_ended = false;
+        x.inflater.next_member();  // another member follows
+      }
+    }
+    if (x.member_ended) return r;  // the last member ended where the input did: the text's end
+    if (x.input_ended && x.inflater.avail_in() == 0 && r.got > 0) return r;
+    const auto room = static_cast<uint32_t>(std::min<size_t>(n - r.got, 1u << 30));
+    x.inflater.output(dst + r.got, room);
+    const Inflater::Result step = x.inflater.step();
+    const size_t produced = room - x.inflater.avail_out();
+    r.got += produced;
+    if (step == Inflater::kError) {
+      r.ok = false;
+      r.message = x.inflater.error();
+      return r;
+    }
+    if (step == Inflater::kMemberEnd) {
+      if (x.inflater.avail_in() > 0) {
+        x.inflater.next_member();  // another member follows in the bytes read
+      } else {
+        x.member_ended = true;  // another may follow in the bytes not yet read
+      }
+      continue;
+    }
+    if (produced == 0 && x.input_ended && x.inflater.avail_in() == 0) {
+      r.ok = false;
+      r.message = "unexpected end of file";
+      return r;
+    }
+  }
+  return r;
+}
+
 struct GzipBlockReader::Impl {
   int fd = -1;
   std::string path;

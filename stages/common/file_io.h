@@ -95,6 +95,30 @@ class InputText {
   bool in_blocks_ = false;
 };
 
+// A gzip'd file's text (every member, one after another) read in pieces from a descriptor's
+// current offset, through ISA-L's inflate where the build has it, else zlib's (the installed
+// feeder library): what EtReader reads a .et.gz through.
+class GzipFileReader {
+ public:
+  explicit GzipFileReader(int fd);  // not taken: it must stay open while the reader reads it
+  ~GzipFileReader();
+  GzipFileReader(const GzipFileReader&) = delete;
+  GzipFileReader& operator=(const GzipFileReader&) = delete;
+
+  struct Result {
+    size_t got = 0;      // bytes of text given; 0 at the text's end
+    bool ok = true;      // false: read_errno (a read failed) or message (corrupt or truncated data)
+    int read_errno = 0;  //
+    std::string message;
+  };
+  // Up to `n` bytes of text into `dst`.
+  Result read(char* dst, size_t n);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
 // A .gz output of ours read by offset in its text: its block index (docs/compatibility.md,
 // "Compressed outputs") says where each block of the text lies compressed, and each block inflates
 // on its own. The feeders read a .et.gz this way instead of keeping its records in memory.

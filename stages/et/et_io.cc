@@ -130,10 +130,11 @@ EtReader::EtReader(EtReader&& other) noexcept {
 
 EtReader& EtReader::operator=(EtReader&& other) noexcept {
   if (this != &other) {
-    if (gz_ != nullptr) gzclose(as_gz(gz_));
+    close();
     path_ = std::move(other.path_);
     gz_ = other.gz_;
     other.gz_ = nullptr;
+    gzip_ = std::move(other.gzip_);
     fd_ = std::exchange(other.fd_, -1);
     buf_ = std::move(other.buf_);
     buf_pos_ = other.buf_pos_;
@@ -148,7 +149,18 @@ EtReader& EtReader::operator=(EtReader&& other) noexcept {
 }
 
 EtReader::~EtReader() {
-  if (gz_ != nullptr) gzclose(as_gz(gz_));
+  close();
+}
+
+void EtReader::close() {
+  if (gz_ != nullptr) {
+    gzclose(as_gz(gz_));  // closes fd_
+  } else if (fd_ >= 0) {
+    ::close(fd_);
+  }
+  gz_ = nullptr;
+  gzip_.reset();
+  fd_ = -1;
 }
 
 StatusOr<EtReader> EtReader::open(const std::string& path) {
@@ -158,6 +170,14 @@ StatusOr<EtReader> EtReader::open(const std::string& path) {
 
 StatusOr<EtReader> EtReader::open(EtFile file) {
   if (file.directory()) return Status::errorf("{}: is a directory, not a .et file", file.path());
+  if (file.gzip()) {
+    EtReader reader;
+    reader.path_ = file.path();
+    reader.fd_ = file.release();
+    reader.gzip_ = std::make_unique<GzipFileReader>(reader.fd_);
+    reader.buf_.resize(kReadChunk);
+    return reader;
+  }
   gzFile gz = gzdopen(file.fd(), "rb");
   if (gz == nullptr) {
     return Status::errorf("{}: cannot open: {}", file.path(), std::strerror(errno));
@@ -185,6 +205,23 @@ StatusOr<size_t> EtReader::fill(size_t n) {
     // prefix in a tiny file must not allocate gigabytes before the truncation is found.
     if (buf_end_ == buf_.size()) buf_.resize(std::min(n, std::max(buf_.size() * 2, kReadChunk)));
     size_t room = std::min<size_t>(buf_.size() - buf_end_, 1u << 30);
+    if (gzip_ != nullptr) {
+      const GzipFileReader::Result r = gzip_->read(buf_.data() + buf_end_, room);
+      if (!r.ok && r.read_errno != 0) {
+        return Status::errorf("{}: read error near byte {}: {}", path_, offset_ + buf_end_,
+                              std::strerror(r.read_errno));
+      }
+      if (!r.ok) {
+        return Status::errorf("{}: corrupt or truncated gzip data after {} decompressed bytes: {}",
+                              path_, offset_ + buf_end_ + r.got, r.message);
+      }
+      if (r.got == 0) {
+        eof_ = true;
+        break;
+      }
+      buf_end_ += r.got;
+      continue;
+    }
     int got = gzread(as_gz(gz_), buf_.data() + buf_end_, static_cast<unsigned>(room));
     if (got < 0) {
       const int read_errno = errno;

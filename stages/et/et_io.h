@@ -11,8 +11,9 @@
 //
 // EtReader streams: it holds one buffer of compressed and one of decompressed input plus the
 // current record, so memory is bounded by the largest record, not the file. gzip'd files are
-// detected by their magic bytes (1f 8b), whatever their name. Errors name the file and the byte
-// offset of the record in the decompressed stream.
+// detected by their magic bytes (1f 8b), whatever their name, and a gzip'd regular file is
+// inflated by ISA-L where the build has it (GzipFileReader), a stream by zlib. Errors name the file
+// and the byte offset of the record in the decompressed stream.
 //
 // EtWriter writes through OutputFile: a temporary file renamed on commit(), gzip'd when the name
 // ends in ".gz". Output bytes depend only on the messages written.
@@ -95,10 +96,14 @@ class EtReader {
   // Makes at least `n` bytes available at buf_pos_, unless the input ends first. Returns the number
   // of bytes available (possibly fewer than n), or an error.
   StatusOr<size_t> fill(size_t n);
+  // Closes the descriptor (and the zlib stream on it).
+  void close();
 
   std::string path_;
-  void* gz_ = nullptr;  // gzFile: reads gzip'd and plain files alike
-  int fd_ = -1;         // gz_'s descriptor (gzclose closes it)
+  void* gz_ = nullptr;  // gzFile: reads plain files and streams (gzip'd or not)
+  // A gzip'd regular file's reader (ISA-L's inflate where the build has it), in place of gz_.
+  std::unique_ptr<GzipFileReader> gzip_;
+  int fd_ = -1;  // the descriptor (gzclose closes gz_'s; the destructor gzip_'s)
   std::string buf_;
   size_t buf_pos_ = 0;
   size_t buf_end_ = 0;

@@ -376,6 +376,75 @@ TEST(CHAKRAFLOW_GZIP_SUITE, BlocksReadOneByOneByTheirIndex) {
   ::close(ofd);
 }
 
+// Everything a GzipFileReader gives of `path`, asked for in pieces of the sizes in `pieces` (in
+// turn); `error`: its message where it failed.
+std::string read_with_gzip_file_reader(const std::string& path, const std::vector<size_t>& pieces,
+                                       std::string* error) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0) return "cannot open";
+  GzipFileReader reader(fd);
+  std::string text;
+  for (size_t k = 0;; ++k) {
+    const size_t n = pieces[k % pieces.size()];
+    const size_t at = text.size();
+    text.resize(at + n);
+    const GzipFileReader::Result r = reader.read(text.data() + at, n);
+    text.resize(at + r.got);
+    if (!r.ok) {
+      *error = r.read_errno != 0 ? std::strerror(r.read_errno) : r.message;
+      break;
+    }
+    if (r.got == 0) break;
+  }
+  ::close(fd);
+  return text;
+}
+
+// The reader EtReader reads a .et.gz through: every member (our output's two, and members of
+// another writer after them), in pieces of any size; a file cut short or corrupt is an error.
+TEST(CHAKRAFLOW_GZIP_SUITE, GzipFileReaderReadsEveryMemberInPieces) {
+  Scratch dir;
+  ASSERT_TRUE(dir.ok());
+  const std::string text = sample_text((3u << 20) + 99, 16);
+  const std::string path = dir.file("trace.et.gz");
+  ASSERT_TRUE(write_in_pieces(path, text, 1).ok());
+  for (const std::vector<size_t>& pieces : std::vector<std::vector<size_t>>{
+           {size_t{1} << 20}, {1, 7, 4096, 65536}, {size_t{5} << 20}}) {
+    std::string error;
+    EXPECT_TRUE(read_with_gzip_file_reader(path, pieces, &error) == text) << pieces[0];
+    EXPECT_EQ(error, "");
+  }
+  // zlib's members after ours (an empty one, then a text).
+  const std::string tail = "and a member of zlib's\n";
+  gzFile f = gzopen(path.c_str(), "ab");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzclose(f), Z_OK);
+  f = gzopen(path.c_str(), "ab");
+  ASSERT_NE(f, nullptr);
+  ASSERT_EQ(gzwrite(f, tail.data(), static_cast<unsigned>(tail.size())),
+            static_cast<int>(tail.size()));
+  ASSERT_EQ(gzclose(f), Z_OK);
+  std::string error;
+  EXPECT_TRUE(read_with_gzip_file_reader(path, {size_t{1} << 20}, &error) == text + tail);
+  EXPECT_EQ(error, "");
+  // Cut short: the text up to about the cut, then an error.
+  const std::string gz = contents(path);
+  const std::string cut = dir.file("cut.et.gz");
+  std::ofstream(cut, std::ios::binary | std::ios::trunc) << gz.substr(0, gz.size() / 2);
+  const std::string part = read_with_gzip_file_reader(cut, {65536}, &error);
+  EXPECT_NE(error, "");
+  EXPECT_LT(part.size(), text.size());
+  EXPECT_TRUE(std::string_view(text).substr(0, part.size()) == part);
+  // A changed byte in the text's member: its CRC, if nothing before, finds it.
+  std::string changed = gz;
+  changed[gz.size() / 2] = static_cast<char>(changed[gz.size() / 2] ^ 0x10);
+  const std::string bad = dir.file("bad.et.gz");
+  std::ofstream(bad, std::ios::binary | std::ios::trunc) << changed;
+  error.clear();
+  read_with_gzip_file_reader(bad, {65536}, &error);
+  EXPECT_NE(error, "");
+}
+
 // A gzip'd file without our index (zlib's own writer) has no indexed size and is read in one pass.
 TEST(CHAKRAFLOW_GZIP_SUITE, OtherGzipFilesAreReadInOnePass) {
   Scratch dir;
