@@ -761,7 +761,8 @@ struct GzipFileReader::Impl {
   std::unique_ptr<char[]> in = std::make_unique_for_overwrite<char[]>(kInBytes);
   bool input_ended = false;
   bool member_ended = false;  // the last member read ended where the input did, so far
-  static constexpr size_t kInBytes = size_t{256} << 10;
+  // Compressed bytes per read: small, as a simulation holds one reader per rank (EtReader).
+  static constexpr size_t kInBytes = size_t{64} << 10;
 
   // More compressed bytes for the inflater; false at the input's end.
   bool refill(int* read_errno) {
