@@ -14,6 +14,8 @@ import gzip
 import json
 import os
 import random
+import struct
+import zlib
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
@@ -39,6 +41,28 @@ def garbage(seed, size=512):
 def gzip_bytes(data):
     # mtime=0 and no file name: the same bytes on every run.
     return gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def indexed_gzip_bytes(data, block=256 * 1024):
+    # The layout of chakraflow's own .gz outputs (docs/compatibility.md, "Compressed outputs"),
+    # compressed by zlib: one member whose blocks of `block` bytes are deflated each on its own and
+    # ended by a full flush, then an empty member whose extra field ("Cf") indexes them.
+    out = bytearray(b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\x03")
+    sizes = []
+    for at in range(0, len(data), block):
+        c = zlib.compressobj(1, zlib.DEFLATED, -15)
+        part = c.compress(data[at:at + block]) + c.flush(zlib.Z_FULL_FLUSH)
+        sizes.append(len(part))
+        out += part
+    end = zlib.compressobj(1, zlib.DEFLATED, -15).flush(zlib.Z_FINISH)
+    out += end + struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+    xlen = 29 + 4 * len(sizes)
+    fields = struct.pack("<BIQI", 1, block, len(data), len(sizes))
+    fields += b"".join(struct.pack("<I", size) for size in sizes)
+    fields += struct.pack("<II", len(end), 22 + xlen)
+    out += b"\x1f\x8b\x08\x04\x00\x00\x00\x00\x00\x03" + struct.pack("<H", xlen)
+    out += b"Cf" + struct.pack("<H", xlen - 4) + fields + b"\x03\x00" + bytes(8)
+    return bytes(out)
 
 
 # --------------------------------------------------------------------------------------------
@@ -428,6 +452,20 @@ def et_cases():
     common_cases(d, ".et", base, 4, base[:-3], base + base,
                  et_file(et_node(1, "a"), f_varint(1, 2) + tag(11, 3) * 10000))
     write(d + "truncated.et.gz", gzip_bytes(base * 50)[:-30])
+    # A gzip'd trace in chakraflow's own layout (two 256 KB blocks and a part: read by EtReader
+    # as any gzip file, by the feeders' index block by block); the same with two blocks' sizes in
+    # the index moved by a byte each (the index is not what the file holds: only the feeders'
+    # index reads it), and cut in its second block.
+    chain = et_file(*[et_node(i, "n" * 150, [i - 1] if i > 1 else []) for i in range(1, 4001)])
+    indexed = indexed_gzip_bytes(chain)
+    write(d + "indexed.et.gz", indexed)
+    member = struct.unpack("<I", indexed[-14:-10])[0]
+    sizes_at = len(indexed) - member + 12 + 4 + 1 + 4 + 8 + 4
+    moved = bytearray(indexed)
+    moved[sizes_at] += 1
+    moved[sizes_at + 4] -= 1
+    write(d + "indexed_sizes_moved.et.gz", bytes(moved))
+    write(d + "indexed_truncated.et.gz", indexed[:len(indexed) // 2])
     # The file ends inside a length varint (continuation bit set on its last byte).
     write(d + "truncated_varint.et", base + b"\x80\x80")
     # A length prefix that points past the end of the file.
