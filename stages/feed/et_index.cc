@@ -25,6 +25,10 @@ struct EtIndex::BlockReader {
   // The never-read records rescued from evicted blocks, at most this many bytes (then a record
   // is read again from the file when it is first asked for).
   static constexpr uint64_t kRescueLimit = uint64_t{64} << 20;
+  // The largest record across a block's end that the scan keeps (seed), and the most bytes of them
+  // kept (a trace of records of many KB would keep a large share of itself).
+  static constexpr size_t kAcrossBytes = size_t{64} << 10;
+  static constexpr size_t kAcrossLimit = size_t{16} << 20;
   struct Block {
     std::string bytes;
     uint64_t start = 0;
@@ -41,13 +45,22 @@ struct EtIndex::BlockReader {
     sizes = &record_sizes;
     asked.assign(record_offsets.size(), false);
   }
-  // During the index's scan: the record at `offset` (its bytes, after its length) is kept when it
-  // lies in one of the first kBlocks blocks, so that the walk, which starts there, does not read
-  // them again. A seeded block holds every record inside it (a record across its end is read on
-  // its own, as always); the bytes between records are never served.
-  void seed(uint64_t offset, std::string_view record) {
+  // During the index's scan: record `index` at `offset` (its bytes, after its length) is kept when
+  // it lies in one of the first kBlocks blocks, so that the walk, which starts there, does not
+  // read them again. A seeded block holds every record inside it; the bytes between records are
+  // never served. A record across a block's end (one per block at most) is kept on its own, up
+  // to kAcrossBytes: read again, it would cost a read of its own (a plain file) or the two blocks
+  // it spans inflated (a .et.gz), which may evict a block another region still needs.
+  void seed(uint32_t index, uint64_t offset, std::string_view record) {
     const uint64_t start = offset & ~uint64_t{kBlock - 1};
-    if (offset + record.size() > start + kBlock || start / kBlock >= kBlocks) return;
+    if (offset + record.size() > start + kBlock) {
+      if (record.size() <= kAcrossBytes && across_bytes.size() + record.size() <= kAcrossLimit) {
+        across.emplace_back(index, static_cast<uint32_t>(across_bytes.size()));
+        across_bytes.append(record);
+      }
+      return;
+    }
+    if (start / kBlock >= kBlocks) return;
     const auto k = static_cast<size_t>(start / kBlock);
     if (blocks.size() <= k) blocks.resize(k + 1);
     Block& b = blocks[k];
@@ -58,6 +71,10 @@ struct EtIndex::BlockReader {
   }
   EtFile file;
   std::unique_ptr<GzipBlockReader> gz;  // a .et.gz's blocks, or null: a plain file
+  // The records across a block's end kept by the scan: (index, position in across_bytes),
+  // ascending.
+  std::vector<std::pair<uint32_t, uint32_t>> across;
+  std::string across_bytes;
   const std::vector<uint64_t>* offsets = nullptr;
   const std::vector<uint32_t>* sizes = nullptr;
   std::vector<Block> blocks;
@@ -170,6 +187,12 @@ struct EtIndex::BlockReader {
     // plain file; a .et.gz's is put together from the blocks it spans.
     const uint64_t start = offset & ~uint64_t{kBlock - 1};
     if (offset + size > start + kBlock) {
+      const auto kept =
+          std::lower_bound(across.begin(), across.end(), std::pair<uint32_t, uint32_t>(index, 0));
+      if (kept != across.end() && kept->first == index) {
+        out->assign(across_bytes.data() + kept->second, size);
+        return Status();
+      }
       if (gz == nullptr) {
         out->resize(size);
         return read_at(offset, out->data(), size);
@@ -333,7 +356,7 @@ Status EtIndex::scan_records(EtReader& reader, const EtIndexOptions& options, bo
       records_.append(record.data(), record.size());
     } else {
       offsets_.push_back(offset + wire::varint_size(record.size()));
-      if (by_offset != nullptr) by_offset->seed(offsets_.back(), record);
+      if (by_offset != nullptr) by_offset->seed(child, offsets_.back(), record);
     }
     sizes_.push_back(static_cast<uint32_t>(record.size()));
     if (options.data_deps) {

@@ -14,14 +14,15 @@
 // - Records: read_record() returns a node's bytes. A plain file is read again by offset (pread
 //   through 16 blocks of 256 KB, least recently used replaced: ascending access is sequential I/O,
 //   also in several regions of the file at once), so the records are not held in memory. The
-//   scan keeps the first 16 blocks (where a walk starts). When a block is replaced, the records
+//   scan keeps the first 16 blocks (where a walk starts), and the records across a block's end
+//   (one per block at most, each up to 64 KB, 16 MB in all). When a block is replaced, the records
 //   in it never asked for yet are kept (up to 64 MB, each until it is first asked for): a
 //   simulator asks for every node, and those are the ones waiting far behind the others. A
 //   .et.gz that chakraflow wrote (its block index, GzipBlockReader) is read the same way, each
-//   block of its text inflated from its compressed bytes (a record across a block's end put
-//   together from the blocks it spans). Another gzip'd file cannot be read by offset: its
-//   decompressed records are kept in one buffer (memory = the decompressed size), which build()
-//   reports in records_in_memory().
+//   block of its text inflated from its compressed bytes (a record across a block's end that
+//   the scan did not keep put together from the blocks it spans). Another gzip'd file cannot be
+//   read by offset: its decompressed records are kept in one buffer (memory = the decompressed
+//   size), which build() reports in records_in_memory().
 // - Dependencies: data_deps, and ctrl_deps when asked. A dependency listed twice counts once. A
 //   dependency on an id that is no node of the file is dropped and counted (dangling); a node
 //   that depends on itself keeps that edge (it can never be issued: a cycle of one).

@@ -102,6 +102,23 @@ TEST_F(EtIndexOfChain, InterleavedRegionsReadEachByteAboutOnce) {
   EXPECT_LE(static_cast<double>(x.io_stats().bytes_read), 2 * (1.02 * file_bytes + slack));
 }
 
+// One walk in file order: a read per block past the ones the scan kept, and none for the records
+// across a block's end (the scan kept them: read on their own, they cost a read each).
+TEST_F(EtIndexOfChain, ASequentialWalkReadsEachBlockOnce) {
+  const EtIndex& x = this->x();
+  std::string record;
+  for (uint32_t i = 0; i < n; ++i) {
+    ASSERT_TRUE(x.read_record(i, &record).ok());
+    ChakraProtoMsg::Node node;
+    ASSERT_TRUE(node.ParseFromString(record));
+    ASSERT_EQ(node.id(), x.id(i));
+  }
+  const double blocks = std::ceil(file_bytes / 262144.0);
+  const EtIndex::IoStats io = x.io_stats();
+  EXPECT_LE(static_cast<double>(io.reads), blocks - 16) << io.reads << " reads, " << blocks;
+  EXPECT_LE(static_cast<double>(io.bytes_read), file_bytes - kSeededBytes + 262144.0);
+}
+
 // A cursor that leaves every other record behind, and a second one that reads them much later
 // (ASTRA-sim: the GPU ops queued behind the CPU ops that launched them, more blocks behind than
 // the index caches): the records left behind are kept as their blocks leave, so every block is
