@@ -106,12 +106,13 @@ class GzipFileReader {
   GzipFileReader& operator=(const GzipFileReader&) = delete;
 
   struct Result {
-    size_t got = 0;      // bytes of text given; 0 at the text's end
-    bool ok = true;      // false: read_errno (a read failed) or message (corrupt or truncated data)
-    int read_errno = 0;  //
-    std::string message;
+    size_t got = 0;       // bytes of text given; 0 at the text's end
+    bool ok = true;       // false: a read failed (read_errno) or the data is bad (message)
+    int read_errno = 0;   // the failed read's errno
+    std::string message;  // the inflater's: corrupt data, or "unexpected end of file"
   };
-  // Up to `n` bytes of text into `dst`.
+  // Up to `n` bytes (n > 0) of text into `dst`; with a failure, `got` counts the text given
+  // before it.
   Result read(char* dst, size_t n);
 
  private:

@@ -183,8 +183,9 @@ struct EtIndex::BlockReader {
     if (!rescued.empty() && take_rescued(index, offset, size, first, out)) return Status();
     // Blocks sit on a grid of kBlock: lookups in two regions close to each other share a block
     // instead of each reading its own, overlapping one, and no byte is in two blocks. A record
-    // across a block's end (one per block) or larger than a block is read on its own from a
-    // plain file; a .et.gz's is put together from the blocks it spans.
+    // across a block's end (one per block) or larger than a block comes from the scan's copy
+    // (seed), else is read on its own from a plain file, or put together from the blocks it spans
+    // of a .et.gz.
     const uint64_t start = offset & ~uint64_t{kBlock - 1};
     if (offset + size > start + kBlock) {
       const auto kept =
