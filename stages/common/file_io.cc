@@ -338,6 +338,16 @@ std::optional<GzipBlockIndex> parse_block_index(std::string_view tail, uint64_t 
   return index;
 }
 
+// The block index of the regular file open as `fd`, of `size` bytes (read from its end).
+std::optional<GzipBlockIndex> read_block_index(int fd, uint64_t size) {
+  std::string tail(std::min<uint64_t>(size, kGzipIndexMaxMemberBytes), '\0');
+  const off_t at = static_cast<off_t>(size - tail.size());
+  if (::pread(fd, tail.data(), tail.size(), at) != static_cast<ssize_t>(tail.size())) {
+    return std::nullopt;
+  }
+  return parse_block_index(tail, size);
+}
+
 // Inflates the blocks of `gz` (a whole file, `index` its block index) into `out`, padded by
 // kInputPadding, several at once through `workers`, each task's stretch of `out` populated by the
 // task. False where the file is not what its index says (a block that does not inflate to its
@@ -744,12 +754,7 @@ std::optional<uint64_t> indexed_gzip_text_size(const std::string& path) {
   const auto size = static_cast<uint64_t>(st.st_size);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
-  std::string tail(std::min<uint64_t>(size, kGzipIndexMaxMemberBytes), '\0');
-  const off_t at = static_cast<off_t>(size - tail.size());
-  std::optional<GzipBlockIndex> index;
-  if (::pread(fd, tail.data(), tail.size(), at) == static_cast<ssize_t>(tail.size())) {
-    index = parse_block_index(tail, size);
-  }
+  const std::optional<GzipBlockIndex> index = read_block_index(fd, size);
   ::close(fd);
   if (!index) return std::nullopt;
   return index->text_bytes;
@@ -847,13 +852,7 @@ GzipBlockReader::~GzipBlockReader() = default;
 std::unique_ptr<GzipBlockReader> GzipBlockReader::open(int fd, std::string path) {
   struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return nullptr;
-  const auto size = static_cast<uint64_t>(st.st_size);
-  std::string tail(std::min<uint64_t>(size, kGzipIndexMaxMemberBytes), '\0');
-  if (::pread(fd, tail.data(), tail.size(), static_cast<off_t>(size - tail.size())) !=
-      static_cast<ssize_t>(tail.size())) {
-    return nullptr;
-  }
-  std::optional<GzipBlockIndex> index = parse_block_index(tail, size);
+  std::optional<GzipBlockIndex> index = read_block_index(fd, static_cast<uint64_t>(st.st_size));
   if (!index) return nullptr;
   auto impl = std::make_unique<Impl>();
   impl->fd = fd;
@@ -921,10 +920,11 @@ uint64_t input_text_size(const std::string& path) {
   const bool gzip = ::pread(fd, head, 2, 0) == 2 &&
                     has_gzip_magic(std::string_view(reinterpret_cast<const char*>(head), 2)) &&
                     ::pread(fd, &isize, 4, static_cast<off_t>(size - 4)) == 4;
+  // A .gz output of ours: its last member, the index, is empty (ISIZE 0).
+  const std::optional<GzipBlockIndex> index = gzip ? read_block_index(fd, size) : std::nullopt;
   ::close(fd);
   if (!gzip) return size;
-  // A .gz output of ours: its last member, the index, is empty (ISIZE 0).
-  if (const std::optional<uint64_t> indexed = indexed_gzip_text_size(path)) return *indexed;
+  if (index) return index->text_bytes;
   return std::max<uint64_t>(size, isize);
 }
 
