@@ -71,6 +71,9 @@ struct ParseShards {
   const OrderedBatches* workers = nullptr;
   size_t count = 1;
   size_t min_bytes = kMinBytes;
+  // The workers when the trace has some of its own to share (more than one shard): what else it
+  // does while read (inflating a .gz output's blocks) may run on them too.
+  const OrderedBatches* own_workers() const { return count > 1 ? workers : nullptr; }
   // Shards for a text of `bytes`: 1 when there are no workers.
   size_t for_text(size_t bytes) const {
     if (workers == nullptr || count < 2 || min_bytes == 0) return 1;

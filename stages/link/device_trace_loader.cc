@@ -724,9 +724,7 @@ StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text, siz
 }
 
 StatusOr<DeviceTrace> load_device_trace(const std::string& path, const ParseShards& shards) {
-  // A trace read in shards has workers of its own: a .gz output of ours is inflated on them too.
-  CF_ASSIGN_OR_RETURN(InputText text,
-                      InputText::read(path, shards.count > 1 ? shards.workers : nullptr));
+  CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path, shards.own_workers()));
   return parse_device_text(path, std::move(text), kDeviceWindowBytes, shards);
 }
 

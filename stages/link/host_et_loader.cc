@@ -696,9 +696,7 @@ StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, size_t 
 
 StatusOr<HostTrace> load_host_trace(const std::string& path, HostNodeSink* sink,
                                     size_t window_bytes, const ParseShards& shards) {
-  // A trace read in shards has workers of its own: a .gz output of ours is inflated on them too.
-  CF_ASSIGN_OR_RETURN(InputText text,
-                      InputText::read(path, shards.count > 1 ? shards.workers : nullptr));
+  CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path, shards.own_workers()));
   return parse_host_text(path, std::move(text), window_bytes, sink, shards);
 }
 
