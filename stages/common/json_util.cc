@@ -1058,6 +1058,19 @@ bool read_range_end(od::parser& parser, char* data, size_t capacity, size_t pos,
          at_document_end(doc);
 }
 
+// Sizes `parser` once for the largest window read_windows_from asks it to parse: a window of up to
+// `window_bytes` and the bytes patched around it, or a last window of up to 1.5 times that. A
+// parser given a document larger than any before frees its structural index and string buffer and
+// takes new ones, and the windows, cut at element ends, differ by a few bytes: each new largest
+// window took new buffers, in fresh pages. A window that must grow past this (an element larger
+// than a window) still makes the parser take new ones.
+void reserve_for_windows(od::parser& parser, size_t window_bytes) {
+  const size_t largest = window_bytes + window_bytes / 2 + 16;
+  if (parser.capacity() >= largest || largest > parser.max_capacity()) return;
+  // On failure iterate() sizes the parser for each window as before.
+  [[maybe_unused]] const simdjson::error_code sized = parser.allocate(largest);
+}
+
 // Reads the elements from `pos` (where one starts) in windows of about `window_bytes`. `limit`:
 // kNone for the rest of the text (the last window reads the root fields after the array too),
 // else the comma that ends the range (its last window ends there). The number of windows read, or
@@ -1066,6 +1079,7 @@ size_t read_windows_from(od::parser& parser, char* data, size_t size, size_t cap
                          size_t limit, size_t window_bytes, ArrayWindowReader& reader) {
   const size_t range_end = limit == kNone ? size : limit;
   size_t windows = 0;  // read before this one
+  reserve_for_windows(parser, window_bytes);
   od::document doc;
   for (;;) {
     size_t want = window_bytes;

@@ -341,5 +341,56 @@ TEST(JsonUtil, MicrosValueIsWhatTheTextReadsBackAs) {
   EXPECT_GT(checked, 100000u);
 }
 
+// The windowed parse sizes its parser once, before the first window, for the largest window it
+// may parse: the windows, cut at element ends, differ in size by a few bytes, and a parser asked
+// to parse a document larger than any before frees its structural index and string buffer and
+// takes new ones (fresh pages, for windows of a megabyte). Elements of random sizes give windows
+// of many sizes; the parser's capacity is the same at every element.
+TEST(JsonUtil, WindowedParseSizesItsParserOnce) {
+  std::mt19937 rng(7);
+  std::string text = "{\"before\": 1, \"nodes\": [";
+  for (int i = 0; i < 4000; ++i) {
+    if (i > 0) text += ",\n";
+    text += "{\"id\": " + std::to_string(i) + ", \"name\": \"" +
+            std::string(std::uniform_int_distribution<size_t>(1, 300)(rng), 'a' + i % 26) + "\"}";
+  }
+  text += "], \"after\": 2}";
+  const size_t size = text.size();
+  text.append(kInputPadding, '\0');
+
+  struct Reader final : ArrayWindowReader {
+    od::parser* parser = nullptr;
+    std::vector<size_t> capacities;
+    size_t elements = 0;
+    bool root_field(od::field& field) override {
+      std::string_view raw;
+      return raw_value(field.value(), &raw) == simdjson::SUCCESS;
+    }
+    bool element(od::document&, od::value& value, const char*) override {
+      std::string_view raw;
+      if (raw_value(value, &raw) != simdjson::SUCCESS) return false;
+      if (capacities.empty() || capacities.back() != parser->capacity()) {
+        capacities.push_back(parser->capacity());
+      }
+      ++elements;
+      return true;
+    }
+  };
+  for (size_t window : {size_t{4096}, size_t{16384}, size_t{50000}}) {
+    od::parser parser;
+    Reader reader;
+    reader.parser = &parser;
+    const size_t windows =
+        read_array_in_windows(parser, text.data(), size, text.size(), "\"nodes\"", window, reader);
+    EXPECT_GT(windows, 3u) << window;
+    EXPECT_EQ(reader.elements, 4000u) << window;
+    ASSERT_FALSE(reader.capacities.empty()) << window;
+    EXPECT_EQ(reader.capacities.size(), 1u)
+        << window << ": the parser was sized again after the first window ("
+        << reader.capacities.front() << " -> " << reader.capacities.back() << " bytes)";
+    EXPECT_GE(reader.capacities.front(), window + window / 2) << window;
+  }
+}
+
 }  // namespace
 }  // namespace chakraflow::json
