@@ -53,6 +53,7 @@ class NodeFormatter {
     }
   }
 
+  // A value of a node's text replaced by `text`; a null `text` (no data) keeps the value's own.
   struct Splice {
     Span span;
     std::string_view text;
@@ -63,22 +64,89 @@ class NodeFormatter {
   void append_uint(uint64_t v) { json::append_uint(buf_, v); }
   void append_int(int64_t v) { json::append_int(buf_, v); }
 
-  // Writes `raw` (a JSON object) with spans replaced, minus its closing brace.
-  void write_spliced(std::string_view raw, Splice* splices, size_t n) {
-    for (size_t a = 1; a < n; ++a) {  // insertion sort by position (n <= 3)
+  // Sorts `splices` by position, those of values the node lacks (an empty span at 0) dropped;
+  // returns how many are left.
+  static size_t sort_splices(Splice* splices, size_t n) {
+    size_t kept = 0;
+    for (size_t k = 0; k < n; ++k) {
+      if (!(splices[k].span.empty() && splices[k].span.begin == 0)) splices[kept++] = splices[k];
+    }
+    for (size_t a = 1; a < kept; ++a) {  // insertion sort by position (kept <= 3)
       for (size_t b = a; b > 0 && splices[b].span.begin < splices[b - 1].span.begin; --b) {
         std::swap(splices[b], splices[b - 1]);
       }
     }
+    return kept;
+  }
+
+  // The text a splice puts in place of its span of `raw`.
+  static std::string_view splice_text(std::string_view raw, const Splice& s) {
+    return s.text.data() != nullptr ? s.text : raw.substr(s.span.begin, s.span.end - s.span.begin);
+  }
+
+  // Writes `raw` (a JSON object) with spans replaced, minus its closing brace.
+  void write_spliced(std::string_view raw, Splice* splices, size_t n) {
+    n = sort_splices(splices, n);
     size_t pos = 0;
     for (size_t k = 0; k < n; ++k) {
-      if (splices[k].span.empty() && splices[k].span.begin == 0) continue;
       append_minified(raw.substr(pos, splices[k].span.begin - pos));
-      buf_.append(splices[k].text);
+      buf_.append(splice_text(raw, splices[k]));
       pos = splices[k].span.end;
     }
     size_t close = raw.size() - 1;  // the node's '}'
     append_minified(raw.substr(pos, close - pos));
+  }
+
+  // A host node with GPU ops is written again for each of them with other values spliced in (the
+  // same three: id, name, parent): its text between those values is minified once, into cut_,
+  // and copied for each. The values kept as they are (a number, the name's string literal) are
+  // what the minifier would write for them, so the bytes are those of write_spliced.
+  enum CutValue { kCutId, kCutName, kCutParent, kCutValues };
+  struct Cut {
+    std::string text;                  // the minified pieces, one after another
+    size_t piece_end[kCutValues + 1];  // each piece's end in `text`
+    CutValue value[kCutValues];        // the value after each piece, by position
+    Span span[kCutValues];
+    size_t values = 0;
+  };
+
+  void cut_node(const HostNode& n) {
+    const Span spans[kCutValues] = {n.id_value, n.name_value, n.parent_value};
+    Cut& c = cut_;
+    c.values = 0;
+    for (int v = 0; v < kCutValues; ++v) {
+      const Span s = spans[v];
+      if (s.empty() && s.begin == 0) continue;
+      size_t k = c.values++;
+      for (; k > 0 && s.begin < c.span[k - 1].begin; --k) {  // insertion by position
+        c.span[k] = c.span[k - 1];
+        c.value[k] = c.value[k - 1];
+      }
+      c.span[k] = s;
+      c.value[k] = static_cast<CutValue>(v);
+    }
+    c.text.clear();
+    size_t pos = 0;
+    for (size_t k = 0; k < c.values; ++k) {
+      json::append_minified(c.text, n.raw.substr(pos, c.span[k].begin - pos));
+      c.piece_end[k] = c.text.size();
+      pos = c.span[k].end;
+    }
+    json::append_minified(c.text, n.raw.substr(pos, n.raw.size() - 1 - pos));
+    c.piece_end[c.values] = c.text.size();
+  }
+
+  // write_spliced of the node cut_node cut last, with `texts` (by CutValue; null: the value's own)
+  // spliced in.
+  void write_cut(const HostNode& n, const std::string_view (&texts)[kCutValues]) {
+    const Cut& c = cut_;
+    size_t from = 0;
+    for (size_t k = 0; k < c.values; ++k) {
+      buf_.append(c.text, from, c.piece_end[k] - from);
+      buf_.append(splice_text(n.raw, {c.span[k], texts[c.value[k]]}));
+      from = c.piece_end[k];
+    }
+    buf_.append(c.text, from, c.piece_end[c.values] - from);
   }
 
   static std::string_view number(std::string& storage, uint64_t v) {
@@ -132,13 +200,17 @@ class NodeFormatter {
   void write_host_node(uint32_t i) {
     const HostNode& n = host_.nodes[i];
     const LinkedHostOp& op = linked_.ops[i];
-    Splice splices[3];
-    size_t ns = 0;
-    splices[ns++] = {n.id_value, number(id_text_, op.new_id)};
-    if (op.parent_state != ParentState::kNone && remap_parent_key(n)) {
-      splices[ns++] = {n.parent_value, number(parent_text_, op.new_parent)};
+    const std::string_view id = number(id_text_, op.new_id);
+    const std::string_view parent = op.parent_state != ParentState::kNone && remap_parent_key(n)
+                                        ? number(parent_text_, op.new_parent)
+                                        : std::string_view();
+    if (op.gpu_begin < op.gpu_end) {
+      cut_node(n);  // its GPU ops' nodes copy the pieces
+      write_cut(n, {id, {}, parent});
+    } else {
+      Splice splices[2] = {{n.id_value, id}, {n.parent_value, parent}};
+      write_spliced(n.raw, splices, parent.data() != nullptr ? 2 : 1);
     }
-    write_spliced(n.raw, splices, ns);
     if (op.device_event.valid()) {
       const PyNumber* chakra_exclusive =
           linked_.chakra_exclusive.empty() ? nullptr : &linked_.chakra_exclusive[i];
@@ -166,15 +238,11 @@ class NodeFormatter {
   // device fields.
   void write_gpu_node(const HostNode& n, const LinkedHostOp& op, uint32_t k) {
     const DeviceEvent& g = dev_[linked_.gpu_events[k]];
-    Splice splices[3];
-    size_t ng = 0;
-    splices[ng++] = {n.id_value, number(id_text_, linked_.gpu_new_id(op, k - op.gpu_begin))};
-    splices[ng++] = {n.name_value, dev_.name_raw(g)};
     const bool ctrl_in_place = n.parent_key == ParentKey::kCtrlDeps;
-    if (ctrl_in_place || (n.parent_key == ParentKey::kParent && opt_.compat == Compat::kDefault)) {
-      splices[ng++] = {n.parent_value, cpu_id_text_};
-    }
-    write_spliced(n.raw, splices, ng);
+    const bool parent_in_place =
+        ctrl_in_place || (n.parent_key == ParentKey::kParent && opt_.compat == Compat::kDefault);
+    write_cut(n, {number(id_text_, linked_.gpu_new_id(op, k - op.gpu_begin)), dev_.name_raw(g),
+                  parent_in_place ? std::string_view(cpu_id_text_) : std::string_view()});
     append_timing(g, g.dur, nullptr, op);
     if (!ctrl_in_place) {
       buf_.append(",\"ctrl_deps\":");
@@ -236,6 +304,7 @@ class NodeFormatter {
   // format's state: the numbers spliced in, and its cursors in linked_.gpu_sync_deps and
   // linked_.exec_tids.
   std::string id_text_, parent_text_, cpu_id_text_;
+  Cut cut_;  // the host node written last, when it has GPU ops
   size_t gpu_sync_next_ = 0;
   size_t exec_next_ = 0;
 };
