@@ -118,10 +118,13 @@ void reexec_with_huge_pages(char** argv, uint64_t input) {
 #endif
 }
 
-// Sets up malloc for the command's inputs (huge pages for big ones). A process that sees
-// glibc.malloc.hugetlb in GLIBC_TUNABLES was re-executed by this, or was set up by its user: it
-// leaves malloc as the tunables say.
+// Sets up malloc for the command's inputs (huge pages for big ones) and the CPUs it runs on. A
+// process that sees glibc.malloc.hugetlb in GLIBC_TUNABLES was re-executed by this, or was set up
+// by its user: it leaves the huge pages as the tunables say.
 void set_up_malloc(int argc, char** argv) {
+#ifndef CHAKRAFLOW_SANITIZED
+  chakraflow::use_one_malloc_arena_on_few_cpus();
+#endif
   const char* set = std::getenv("GLIBC_TUNABLES");
   if (set != nullptr && std::strstr(set, "glibc.malloc.hugetlb") != nullptr) return;
   const char* opt = std::getenv("CHAKRAFLOW_HUGE_PAGES");
@@ -150,9 +153,11 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (verb == "--version") {
-    std::printf("chakraflow " CHAKRAFLOW_VERSION " (simdjson kernel: %s, malloc huge pages: %s)\n",
+    std::printf("chakraflow " CHAKRAFLOW_VERSION
+                " (simdjson kernel: %s, malloc huge pages: %s, malloc arenas: %s)\n",
                 std::string(chakraflow::json::builtin_kernel()).c_str(),
-                chakraflow::malloc_huge_pages() ? "on" : "off");
+                chakraflow::malloc_huge_pages() ? "on" : "off",
+                chakraflow::malloc_one_arena() ? "one" : "per thread");
     return 0;
   }
   for (const auto& c : kCommands) {

@@ -545,6 +545,7 @@ RunOutcome run_batch(const RunRequest& request) {
   totals.in_flight = work.in_flight;
   totals.processes = world.processes();
   totals.malloc_huge_pages = malloc_huge_pages();
+  totals.malloc_one_arena = malloc_one_arena();
   if (world.process() == 0) out = summarize_and_simulate(*setup, blobs, totals, request.quiet);
   out.exit_code = world.broadcast(out.exit_code);
   return out;

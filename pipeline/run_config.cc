@@ -1,5 +1,8 @@
 #include "pipeline/run_config.h"
 
+#include <malloc.h>
+#include <sched.h>
+
 #include <yaml-cpp/eventhandler.h>
 #include <yaml-cpp/yaml.h>
 
@@ -564,6 +567,28 @@ Status discover_ranks(RunConfig& config) {
   }
   config.ranks.assign(ranks.begin(), ranks.end());
   return Status();
+}
+
+namespace {
+bool one_malloc_arena = false;
+}  // namespace
+
+void use_one_malloc_arena_on_few_cpus() {
+#ifdef __GLIBC__
+  constexpr int kOneArenaUpToCpus = 2;
+  const char* tunables = std::getenv("GLIBC_TUNABLES");
+  if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.arena_max") != nullptr) return;
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) > kOneArenaUpToCpus) {
+    return;
+  }
+  one_malloc_arena = mallopt(M_ARENA_MAX, 1) == 1;
+#endif
+}
+
+bool malloc_one_arena() {
+  return one_malloc_arena;
 }
 
 bool malloc_huge_pages() {

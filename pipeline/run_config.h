@@ -84,6 +84,16 @@ std::optional<RunConfig> take_loaded_run_config(const std::string& path);
 // summary.json say so.
 bool malloc_huge_pages();
 
+// With at most two CPUs to run on (the process's affinity), makes every thread allocate from
+// malloc's main arena (M_ARENA_MAX 1): glibc gives a thread that allocates while another holds
+// the arena an arena of its own, a heap of fresh 4 KB pages where the memory other threads freed
+// is not reused, for a lock two threads seldom contend for (docs/performance.md, "One malloc
+// arena on two CPUs"). With more CPUs, or GLIBC_TUNABLES naming arena_max, malloc is left as it
+// is. main calls it at start-up, before any other thread runs.
+void use_one_malloc_arena_on_few_cpus();
+// Whether use_one_malloc_arena_on_few_cpus did. `--version` and run's summary.json say so.
+bool malloc_one_arena();
+
 // Replaces every "{rank}" in `pattern`.
 std::string expand_rank(const std::string& pattern, int rank);
 

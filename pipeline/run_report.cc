@@ -425,7 +425,8 @@ std::string summary_json(const std::string& config_path, const std::vector<RankR
   w.key("seconds").fixed(t.seconds, 3);
   w.member("processes", t.processes)
       .member("ranks_in_flight", t.in_flight)
-      .member("malloc_huge_pages", t.malloc_huge_pages);
+      .member("malloc_huge_pages", t.malloc_huge_pages)
+      .member("malloc_one_arena", t.malloc_one_arena);
   w.key("ranks").begin_array();
   for (const RankRow& row : rows) write_row(w, row, /*with_groups=*/false);
   w.end();

@@ -175,6 +175,7 @@ struct RunTotals {
   uint64_t in_flight = 0;
   int processes = 1;
   bool malloc_huge_pages = false;
+  bool malloc_one_arena = false;
 };
 
 // Adds what the rows tell to `totals` (failed and skipped ranks, JSON bytes).

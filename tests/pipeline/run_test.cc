@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <thread>
 
 #include "pipeline/commands.h"
 #include "pipeline/mpi_world.h"
@@ -335,6 +336,28 @@ TEST_F(RunBatch, HugePagesOnlyForBigRanks) {
       << out;
   ASSERT_LT(fs::file_size(host0), size_t{1} << 20);
   EXPECT_TRUE(huge_pages(""));
+}
+
+// On at most two CPUs every thread allocates from malloc's main arena (a second arena is fresh
+// pages for a lock two threads seldom contend for); a user's GLIBC_TUNABLES arena_max, and more
+// CPUs, leave glibc's arenas. summary.json says which.
+TEST_F(RunBatch, OneMallocArenaOnAtMostTwoCpus) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitized build: the sanitizer's allocator has no arenas";
+#endif
+  std::string out;
+  if (run_command("command -v taskset", &out) != 0) GTEST_SKIP() << "no taskset on this machine";
+  auto one_arena = [&](const std::string& prefix) {
+    run_command(prefix + kBin + " run --quiet " + dir_.file("run.yaml"), &out);  // rank 1 fails
+    simdjson::dom::parser p;
+    simdjson::dom::element summary = testing::load_json(p, dir_.file("out/summary.json"));
+    return bool(summary["malloc_one_arena"]);
+  };
+  EXPECT_TRUE(one_arena("taskset -c 0 "));
+  EXPECT_FALSE(one_arena("GLIBC_TUNABLES=glibc.malloc.arena_max=8 taskset -c 0 "));
+  if (std::thread::hardware_concurrency() >= 3) {
+    EXPECT_FALSE(one_arena("taskset -c 0-2 "));
+  }
 }
 
 TEST_F(RunBatch, ResumeSkipsRanksWhoseOutputsAreNewer) {
