@@ -50,7 +50,8 @@ uint64_t estimated_text_bytes(const std::string& path) {
   const bool gz = has_gzip_magic(std::string_view(magic, std::fread(magic, 1, 2, f)));
   uint64_t text = size;
   // A .gz output of ours records its text's size (its block index; its last member is empty).
-  const std::optional<uint64_t> indexed = gz ? indexed_gzip_text_size(path) : std::nullopt;
+  const std::optional<uint64_t> indexed =
+      gz ? indexed_gzip_text_size(fileno(f), size) : std::nullopt;
   if (indexed) {
     text = *indexed;
   } else if (gz && size >= 18 && std::fseek(f, -4, SEEK_END) == 0) {

@@ -754,8 +754,13 @@ std::optional<uint64_t> indexed_gzip_text_size(const std::string& path) {
   const auto size = static_cast<uint64_t>(st.st_size);
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return std::nullopt;
-  const std::optional<GzipBlockIndex> index = read_block_index(fd, size);
+  const std::optional<uint64_t> text = indexed_gzip_text_size(fd, size);
   ::close(fd);
+  return text;
+}
+
+std::optional<uint64_t> indexed_gzip_text_size(int fd, uint64_t size) {
+  const std::optional<GzipBlockIndex> index = read_block_index(fd, size);
   if (!index) return std::nullopt;
   return index->text_bytes;
 }

@@ -49,6 +49,8 @@ uint64_t input_text_size(const std::string& path);
 // The text's size a .gz output of ours records in its block index (OutputFile); nullopt for any
 // other file.
 std::optional<uint64_t> indexed_gzip_text_size(const std::string& path);
+// The same for the open regular file `fd` of `size` bytes (read with pread: its offset is left).
+std::optional<uint64_t> indexed_gzip_text_size(int fd, uint64_t size);
 
 // The whole (decompressed) content of `path`. The returned string has capacity >= size() +
 // kInputPadding. Errors name the file.

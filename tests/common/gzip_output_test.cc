@@ -289,6 +289,14 @@ TEST(CHAKRAFLOW_GZIP_SUITE, ReadBackInBlocksThroughWorkers) {
   const std::string gz = contents(path);
   ASSERT_GT(gz.size(), size_t{1} << 20);
   EXPECT_EQ(indexed_gzip_text_size(path), std::optional<uint64_t>(text.size()));
+  {  // through a descriptor the caller has open, its offset left where it was
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::lseek(fd, 2, SEEK_SET), 2);
+    EXPECT_EQ(indexed_gzip_text_size(fd, gz.size()), std::optional<uint64_t>(text.size()));
+    EXPECT_EQ(::lseek(fd, 0, SEEK_CUR), 2);
+    ::close(fd);
+  }
   EXPECT_EQ(input_text_size(path), text.size());  // not the index member's ISIZE (0)
   EXPECT_TRUE(gzread_all(path) == text);
   const ThreadedBatches workers;
