@@ -1090,21 +1090,27 @@ namespace {
 
 // A block of a .gz output compressed on its own into raw deflate, without the text before it as a
 // dictionary, so that a reader can inflate the blocks concurrently (GzipBlockIndex): ISA-L's igzip
-// at level 1 where the build has it (an ET+ compresses about 5x as fast as with zlib's level 1,
-// and a tenth smaller: docs/performance.md), else zlib's level 1. A block ends on a byte boundary
-// (a full flush), so that the blocks' deflate streams follow each other in one member; `last`
-// makes the final (empty) block. Appends to `out`.
+// at level 3 where the build has it, else zlib's level 1. A block ends on a byte boundary (a full
+// flush), so that the blocks' deflate streams follow each other in one member; `last` makes the
+// final (empty) block. Appends to `out`.
+//
+// Level 3, not 1: Debian's ISA-L 2.30 at levels 1 and 2 gives a block's text other bytes in about
+// one process in 200-400 (a match against the block's first bytes missed; never with address
+// randomisation off, so it depends on where the process was loaded), and a .gz output must be the
+// same bytes for the same text. Level 3 gave the same bytes in every one of 2,900 processes; it
+// compresses an ET+ 2.5-3x as slowly as level 1 (still about twice as fast as zlib's level 1) and
+// 3-5% smaller (docs/performance.md, "Same gzip bytes in every process").
 #if CHAKRAFLOW_HAVE_ISAL
 bool deflate_block(std::string_view text, bool last, std::string& out) {
   // The level's hash tables: a few hundred KB, kept per thread for the next block.
   thread_local std::unique_ptr<uint8_t[]> level_buf;
-  if (!level_buf) level_buf = std::make_unique_for_overwrite<uint8_t[]>(ISAL_DEF_LVL1_DEFAULT);
+  if (!level_buf) level_buf = std::make_unique_for_overwrite<uint8_t[]>(ISAL_DEF_LVL3_DEFAULT);
   isal_zstream s;
   isal_deflate_init(&s);
   s.gzip_flag = IGZIP_DEFLATE;
-  s.level = 1;
+  s.level = 3;
   s.level_buf = level_buf.get();
-  s.level_buf_size = ISAL_DEF_LVL1_DEFAULT;
+  s.level_buf_size = ISAL_DEF_LVL3_DEFAULT;
   s.flush = last ? NO_FLUSH : FULL_FLUSH;
   s.end_of_stream = last ? 1 : 0;
   s.next_in = reinterpret_cast<uint8_t*>(const_cast<char*>(text.data()));
