@@ -1094,12 +1094,12 @@ namespace {
 // flush), so that the blocks' deflate streams follow each other in one member; `last` makes the
 // final (empty) block. Appends to `out`.
 //
-// Level 3, not 1: Debian's ISA-L 2.30 at levels 1 and 2 gives a block's text other bytes in about
-// one process in 200-400 (a match against the block's first bytes missed; never with address
+// Level 3, not 1: Debian's ISA-L 2.30 at levels 1 and 2 compresses a text into other bytes in a
+// few processes in 1,000 (a match against a block's first bytes missed; never with address
 // randomisation off, so it depends on where the process was loaded), and a .gz output must be the
 // same bytes for the same text. Level 3 gave the same bytes in every one of 2,900 processes; it
-// compresses an ET+ 2.5-3x as slowly as level 1 (still about twice as fast as zlib's level 1) and
-// 3-5% smaller (docs/performance.md, "Same gzip bytes in every process").
+// compresses an ET+ about 3x as slowly as level 1 (still about 4x as fast as zlib's level 1) and
+// 4% smaller (docs/performance.md, twelfth steps of #34, "The same gzip bytes in every process").
 #if CHAKRAFLOW_HAVE_ISAL
 bool deflate_block(std::string_view text, bool last, std::string& out) {
   // The level's hash tables: a few hundred KB, kept per thread for the next block.
