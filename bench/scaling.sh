@@ -90,7 +90,7 @@ for ((round = 1; round <= rounds; ++round)); do
     best "link$s" $(measure_best 1 "$batch" "$work/link$s" "$bin" link --threads 1 --log-level ERROR \
         --chakra-host-trace "$host" --chakra-device-trace "$dev" --output-file "$work/s$s/et_plus.json")
     if [ "$has_convert" = 1 ]; then
-      best "conv$s" $(measure_best 1 "$batch" "$work/conv$s" "$bin" convert --input "$work/s$s/et_plus.json" \
+      best "conv$s" $(measure_best 1 "$batch" "$work/conv$s" "$bin" convert --threads 1 --input "$work/s$s/et_plus.json" \
           --output "$work/s$s/trace.0.et")
     fi
   done

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -11,6 +12,7 @@
 #include "pipeline/cli_args.h"
 #include "pipeline/comm_group_file.h"
 #include "pipeline/commands.h"
+#include "pipeline/parallel_batches.h"
 #include "pipeline/rank_graph.h"
 #include "stages/common/file_io.h"
 #include "stages/convert/convert_options.h"
@@ -59,6 +61,7 @@ const std::vector<cli::FlagSpec>& convert_flags() {
        "accepted for Chakra compatibility (no log file is written)",
        {"log_filename"}},
       {"simulate", false, "accepted for Chakra compatibility (ignored)", {}},
+      {"threads", true, "worker threads (default: all cores)", {}},
       {"print-graph", false, "print the pipeline's flow graph (Graphviz dot) and exit", {}},
       {"quiet", false, "print nothing but errors", {"q"}},
       {"help", false, "show this help", {"h"}},
@@ -121,6 +124,7 @@ struct ConvertRequest {
   std::optional<std::string> comm_groups;  // --comm-groups FILE
   int rank = 0;
   std::optional<int> world_size;
+  size_t threads = 0;  // --threads; 0: every core
   bool quiet = false;
 };
 
@@ -157,6 +161,8 @@ StatusOr<ConvertRequest> parse_convert_request(const cli::Args& args) {
   }
   req.rank = static_cast<int>(rank);
   if (args.has("world-size")) req.world_size = static_cast<int>(world_size);
+  CF_ASSIGN_OR_RETURN(int64_t threads, args.get_int_in("threads", 0, 0, cli::kMaxThreads));
+  req.threads = static_cast<size_t>(threads);
   req.quiet = args.has("quiet");
   return req;
 }
@@ -212,7 +218,7 @@ int run_convert_command(int argc, char** argv, int first) {
                  "convert [PyTorch] --input ET_PLUS.json[.gz] --output TRACE.et[.gz] "
                  "[--compat default|chakra] [--keep-optimizer-step-duration] "
                  "[--metadata-node keep|compute] [--renumber-groups] [--comm-groups FILE] "
-                 "[--print-graph]",
+                 "[--threads N] [--print-graph]",
                  convert_flags());
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
   if (auto exit = verb.print_graph([] { return rank_graph_dot(convert_plan()); })) return *exit;
@@ -233,6 +239,7 @@ int run_convert_command(int argc, char** argv, int first) {
   job.host_path = req->input;
   job.et_path = req->output;
   job.convert = req->options;
+  const std::shared_ptr<void> limit = limit_threads(req->threads);
   const auto start = std::chrono::steady_clock::now();
   RankJobResult result = std::move(run_rank_graph(convert_plan(), {job}, 1).front());
   if (!result.status.ok()) return verb.failure(result.status);

@@ -1,5 +1,4 @@
 // `chakraflow link` (also `chakra_trace_link`): one rank, Chakra's flags.
-#include <oneapi/tbb/global_control.h>
 
 #include <cstdio>
 #include <memory>
@@ -8,6 +7,7 @@
 
 #include "pipeline/cli_args.h"
 #include "pipeline/commands.h"
+#include "pipeline/parallel_batches.h"
 #include "pipeline/rank_graph.h"
 #include "stages/common/file_io.h"
 #include "stages/link/link_options.h"
@@ -180,11 +180,7 @@ int run_link_command(int argc, char** argv, int first) {
   if (!level.ok()) return verb.value_error(level.status().message());
   auto threads = args.get_int_in("threads", 0, 0, cli::kMaxThreads);
   if (!threads.ok()) return verb.value_error(threads.status().message());
-  std::unique_ptr<oneapi::tbb::global_control> limit;
-  if (*threads > 0) {
-    limit = std::make_unique<oneapi::tbb::global_control>(
-        oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(*threads));
-  }
+  const std::shared_ptr<void> limit = limit_threads(static_cast<size_t>(*threads));
 
   const RankJobResult r = run_link_job(*job);
   if (!r.status.ok()) return verb.failure(r.status);

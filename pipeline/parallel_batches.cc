@@ -1,5 +1,6 @@
 #include "pipeline/parallel_batches.h"
 
+#include <tbb/global_control.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
 
@@ -16,6 +17,12 @@ namespace chakraflow {
 size_t shards_per_trace(size_t workers, size_t traces, size_t ranks_side_by_side) {
   const size_t sharing = std::max<size_t>(traces, 1) * std::max<size_t>(ranks_side_by_side, 1);
   return std::max<size_t>(workers / sharing, 1);
+}
+
+std::shared_ptr<void> limit_threads(size_t threads) {
+  if (threads == 0) return nullptr;
+  return std::make_shared<tbb::global_control>(tbb::global_control::max_allowed_parallelism,
+                                               threads);
 }
 
 size_t ParallelBatches::workers() {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 
 #include "stages/common/ordered_batches.h"
 
@@ -13,6 +14,10 @@ namespace chakraflow {
 // `ranks_side_by_side` ranks loading at the same time (0 counts as 1), then among each rank's
 // traces; at least 1.
 size_t shards_per_trace(size_t workers, size_t traces, size_t ranks_side_by_side);
+
+// A command's --threads N (`run: threads:` in a configuration): while the returned object lives,
+// the process runs at most `threads` workers, the calling thread included; 0 leaves every core.
+std::shared_ptr<void> limit_threads(size_t threads);
 
 class ParallelBatches final : public OrderedBatches {
  public:

@@ -2,13 +2,13 @@
 // oneTBB flow graph (pipeline/rank_graph.h), with a memory-bounded number of ranks in flight,
 // per-rank failure isolation, progress, a summary table and summary.json, then the simulation.
 // run_run_command reads as its five steps: config -> jobs -> graph -> summary -> simulate.
-#include <oneapi/tbb/global_control.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <optional>
 
@@ -18,6 +18,7 @@
 #include "pipeline/comm_group_file.h"
 #include "pipeline/commands.h"
 #include "pipeline/mpi_world.h"
+#include "pipeline/parallel_batches.h"
 #include "pipeline/rank_graph.h"
 #include "pipeline/run_command.h"
 #include "pipeline/run_config.h"
@@ -517,11 +518,7 @@ RunOutcome run_batch(const RunRequest& request) {
   if (!joined.ok()) return unusable(joined.status());
   if (Status s = create_output_dirs(cfg); !s.ok()) return unusable(s);
   const MpiWorld& world = *joined;
-  std::unique_ptr<oneapi::tbb::global_control> limit;
-  if (cfg.threads > 0) {
-    limit = std::make_unique<oneapi::tbb::global_control>(
-        oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(cfg.threads));
-  }
+  const std::shared_ptr<void> limit = limit_threads(static_cast<size_t>(cfg.threads));
 
   // 2. The jobs: this process's ranks, less those --resume finds up to date.
   const RunJobs work = plan_jobs(cfg, world, request.resume);

@@ -4,7 +4,6 @@
 //
 // Exit status: 0 when every rank finished; 1 on a stall (the report says which ranks wait on
 // what; the timeline and the JSON report are still written) or bad input; 2 on a usage error.
-#include <oneapi/tbb/global_control.h>
 
 #include <chrono>
 #include <cstdio>
@@ -16,6 +15,7 @@
 
 #include "pipeline/cli_args.h"
 #include "pipeline/commands.h"
+#include "pipeline/parallel_batches.h"
 #include "stages/common/file_io.h"
 #include "stages/simulate/sim_config.h"
 #include "stages/simulate/simulator.h"
@@ -115,11 +115,7 @@ int run_simulate_command(int argc, char** argv, int first) {
   auto req = parse_simulate_request(verb.args(), &config_error);
   if (!req.ok()) return verb.usage_error(req.status().message());
   if (!config_error.ok()) return verb.failure(config_error);
-  std::unique_ptr<oneapi::tbb::global_control> limit;
-  if (req->threads > 0) {
-    limit = std::make_unique<oneapi::tbb::global_control>(
-        oneapi::tbb::global_control::max_allowed_parallelism, static_cast<size_t>(req->threads));
-  }
+  const std::shared_ptr<void> limit = limit_threads(static_cast<size_t>(req->threads));
 
   const auto t0 = std::chrono::steady_clock::now();
   auto sim = Simulation::open(req->traces, req->options);

@@ -428,6 +428,14 @@ TEST(FileSafety, FlagsThatNameNothingOrTooMuchAreUsageErrors) {
   EXPECT_NE(out.find("'--threads': 100000 is out of range (between 0 and 4096)"), std::string::npos)
       << out;
   EXPECT_EQ(run_command(f.link_to(f.dir.file("t.json")) + " --threads -1", &out), 2) << out;
+  EXPECT_EQ(run_command(kBin + " convert --input " + f.et_plus + " --output " + f.dir.file("t.et") +
+                            " --threads 100000",
+                        &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("'--threads': 100000 is out of range (between 0 and 4096)"), std::string::npos)
+      << out;
+  EXPECT_FALSE(fs::exists(f.dir.file("t.et")));
   EXPECT_EQ(run_command(kBin + " simulate --traces " + f.et + " --ranks 1 --threads 100000", &out),
             2)
       << out;

@@ -229,7 +229,8 @@ TEST(RunConfig, RunsFromItsOwnFolder) {
 }
 
 // The same bytes whatever the thread count: `link` of a generated rank large enough for several
-// ET+ batches, and `run` of three ranks keeping their ET+, at 1, 2 and 16 threads.
+// ET+ batches, `convert` of that ET+ (read in shards past one thread), and `run` of three ranks
+// keeping their ET+, at 1, 2 and 16 threads.
 TEST(RunThreads, OutputsAreTheSameBytesAtAnyThreadCount) {
   TempDir dir;
   testing::write_generated_ranks(
@@ -246,6 +247,12 @@ TEST(RunThreads, OutputsAreTheSameBytesAtAnyThreadCount) {
                     &out),
         0)
         << out;
+    // The ET+ linked at one thread, converted at each count.
+    ASSERT_EQ(run_command(kBin + " convert --quiet --threads " + n + " --input " +
+                              dir.file("link1.json") + " --output " + dir.file("conv" + n + ".et"),
+                          &out),
+              0)
+        << out;
     testing::write_text(dir.file("run" + n + ".yaml"),
                         "inputs:\n  host: t/rank{rank}/host_et.json\n  device: "
                         "t/rank{rank}/kineto.json\nstages: [link, convert]\noutputs: {dir: out" +
@@ -254,6 +261,7 @@ TEST(RunThreads, OutputsAreTheSameBytesAtAnyThreadCount) {
     ASSERT_EQ(run_command(kBin + " run --quiet " + dir.file("run" + n + ".yaml"), &out), 0) << out;
     std::map<std::string, std::string> files;
     files["link"] = testing::read_text(dir.file("link" + n + ".json"));
+    files["convert"] = testing::read_text(dir.file("conv" + n + ".et"));
     const fs::path root = dir.file("out" + n);
     for (const auto& entry : fs::recursive_directory_iterator(root)) {
       const std::string name = fs::relative(entry.path(), root).string();
@@ -261,7 +269,7 @@ TEST(RunThreads, OutputsAreTheSameBytesAtAnyThreadCount) {
         files[name] = testing::read_text(entry.path().string());
       }
     }
-    ASSERT_GE(files.size(), 7u);  // link, 3 x (ET+, .et), the group file
+    ASSERT_GE(files.size(), 8u);  // link, convert, 3 x (ET+, .et), the group file
     if (threads == 1) {
       first = std::move(files);
       continue;
