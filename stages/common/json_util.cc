@@ -538,13 +538,15 @@ void append_micros(std::string& out, TimeNs ns) {
   if (negative) *p++ = '-';
   p = std::to_chars(p, buf + sizeof(buf), whole).ptr;
   if (frac != 0) {
-    *p++ = '.';
-    char digits[3] = {static_cast<char>('0' + frac / 100),
-                      static_cast<char>('0' + (frac / 10) % 10),
-                      static_cast<char>('0' + frac % 10)};
-    int n = 3;
-    while (n > 0 && digits[n - 1] == '0') --n;
-    for (int k = 0; k < n; ++k) *p++ = digits[k];
+    // ".ddd" stored at once, then cut after its last nonzero digit (a writer makes three of these
+    // per node).
+    const auto d0 = static_cast<uint32_t>(frac / 100);
+    const auto d1 = static_cast<uint32_t>(frac / 10 % 10);
+    const auto d2 = static_cast<uint32_t>(frac % 10);
+    const char text[4] = {'.', static_cast<char>('0' + d0), static_cast<char>('0' + d1),
+                          static_cast<char>('0' + d2)};
+    std::memcpy(p, text, 4);
+    p += d2 != 0 ? 4 : d1 != 0 ? 3 : 2;
   }
   out.append(buf, static_cast<size_t>(p - buf));
 }

@@ -200,12 +200,20 @@ TEST(JsonUtil, FormatsMicrosecondsThatRoundTrip) {
     ASSERT_TRUE(parse_micros_as_ns(s, &back, &frac)) << s;
     EXPECT_EQ(back, ns) << s;
   }
-  std::string s;
-  append_micros(s, 12300);
-  EXPECT_EQ(s, "12.3");
-  s.clear();
-  append_micros(s, 5000);
-  EXPECT_EQ(s, "5");
+  // The fraction cut after its last nonzero digit, at each of its three lengths.
+  for (const auto& [ns, text] : std::vector<std::pair<TimeNs, std::string>>{{12300, "12.3"},
+                                                                            {5000, "5"},
+                                                                            {12340, "12.34"},
+                                                                            {12345, "12.345"},
+                                                                            {1, "0.001"},
+                                                                            {10, "0.01"},
+                                                                            {100, "0.1"},
+                                                                            {-2500, "-2.5"},
+                                                                            {-1, "-0.001"}}) {
+    std::string s = "x";
+    append_micros(s, ns);
+    EXPECT_EQ(s, "x" + text) << ns;
+  }
 }
 
 TEST(JsonUtil, RepairsInvalidUtf8InPlace) {
