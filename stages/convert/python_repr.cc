@@ -1,5 +1,9 @@
 #include "stages/convert/python_repr.h"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -333,6 +337,30 @@ class ContainerStack {
 size_t write_simple_string(Writer& w, std::string_view s, size_t i) {
   bool has_single = false;
   size_t k = i + 1;
+#if defined(__SSE2__)
+  // 16 bytes at a time (type names run to dozens): the first '"', and whether a byte before it is
+  // outside printable ASCII (as signed chars: below 0x20, which takes 0x80 and up, or 0x7F) or a
+  // backslash, or a single quote.
+  const __m128i dquote = _mm_set1_epi8('"');
+  const __m128i backslash = _mm_set1_epi8('\\');
+  const __m128i single = _mm_set1_epi8('\'');
+  const __m128i space = _mm_set1_epi8(0x20);
+  const __m128i del = _mm_set1_epi8(0x7F);
+  for (; k + 16 <= s.size(); k += 16) {
+    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + k));
+    const __m128i bad = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, space), _mm_cmpeq_epi8(v, del)),
+                                     _mm_cmpeq_epi8(v, backslash));
+    const auto ends = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, dquote)));
+    // The bytes before the first '"' (all 16 when there is none).
+    const unsigned body = ends == 0 ? 0xFFFFu : (ends & (0u - ends)) - 1;
+    if ((static_cast<unsigned>(_mm_movemask_epi8(bad)) & body) != 0) return std::string_view::npos;
+    has_single |= (static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, single))) & body) != 0;
+    if (ends != 0) {
+      k += static_cast<size_t>(__builtin_ctz(ends));
+      break;
+    }
+  }
+#endif
   for (; k < s.size(); ++k) {
     const char c = s[k];
     if (c == '"') break;
@@ -409,10 +437,11 @@ size_t write_scalar(Writer& w, std::string_view s, size_t i, std::string& scratc
 }
 
 // The common case of IOInfo lists in one pass with no token states: a minified array (no
-// whitespace) of arrays, integers and strings of printable ASCII without backslashes, as PyTorch
-// writes shapes, types and tensor tuples. Writes its repr and returns true, or returns false at
-// anything else (objects, floats, words, escapes, "-0", a leading zero, whitespace, malformed
-// text), the caller then rewinding `w` and leaving the value to rewrite_value.
+// whitespace) of arrays, numbers, true, false, null and strings of printable ASCII without
+// backslashes, as PyTorch writes shapes, types, tensor tuples and scalar arguments. Writes its
+// repr and returns true, or returns false at anything else (objects, escapes, NaN and Infinity, a
+// leading zero, whitespace, malformed text), the caller then rewinding `w` and leaving the value
+// to rewrite_value, whose output it is otherwise.
 bool rewrite_plain_array(Writer& w, std::string_view s) {
   if (s.empty() || s[0] != '[') return false;
   size_t depth = 0;
@@ -444,14 +473,41 @@ bool rewrite_plain_array(Writer& w, std::string_view s) {
       expect = kCommaOrClose;
     } else if ((c >= '0' && c <= '9') || c == '-') {
       if (expect == kCommaOrClose) return false;
+      // As write_scalar: an integer as written ("-0" as 0), a float as Python prints it.
       size_t k = c == '-' ? i + 1 : i;
       auto digit = [&](size_t at) { return at < s.size() && s[at] >= '0' && s[at] <= '9'; };
-      // "-0" prints as 0 and a leading zero is an error: both left to rewrite_value.
-      if (!digit(k) || (s[k] == '0' && (c == '-' || digit(k + 1)))) return false;
+      // "-" alone and "-Infinity" are left to rewrite_value, as a leading zero (an error).
+      if (!digit(k) || (s[k] == '0' && digit(k + 1))) return false;
       while (digit(k)) ++k;
-      if (k < s.size() && (s[k] == '.' || s[k] == 'e' || s[k] == 'E')) return false;
-      w.put(s.substr(i, k - i));
+      if (k < s.size() && (s[k] == '.' || s[k] == 'e' || s[k] == 'E')) {
+        bool is_int = true;
+        k = number_end(s, i, &is_int);
+        if (k == i) return false;  // "1." or "1e": an error
+        std::string repr;          // short: no allocation
+        append_float(repr, parse_double(s.substr(i, k - i)));
+        w.put_keeping_room(repr, s.size() - k);
+      } else if (k == i + 2 && c == '-' && s[i + 1] == '0') {
+        w.put('0');
+      } else {
+        w.put(s.substr(i, k - i));
+      }
       i = k;
+      expect = kCommaOrClose;
+    } else if (c == 't' || c == 'f' || c == 'n') {
+      if (expect == kCommaOrClose) return false;
+      // The words of Python's repr are as long as JSON's.
+      if (starts_with_at(s, i, "true")) {
+        w.put("True");
+        i += 4;
+      } else if (starts_with_at(s, i, "false")) {
+        w.put("False");
+        i += 5;
+      } else if (starts_with_at(s, i, "null")) {
+        w.put("None");
+        i += 4;
+      } else {
+        return false;
+      }
       expect = kCommaOrClose;
     } else {
       return false;

@@ -104,7 +104,10 @@ TEST(python_repr, MalformedJsonIsAnErrorWithTheOffset) {
         "[\"\\x\"]",
         // Minified arrays of integers and strings (the one-pass path's domain), malformed.
         "[1,,2]", "[,1]", "[1][2]", "[[1]", "[01]", "[-]", "[-a]", "[\"a", "[1\"a\"]", "[\"a\"1]",
-        "[]]", "[[]][]", "[1]x", "[[1],[2]", "[1.]", "[1e]", "[\"a\",]"}) {
+        "[]]", "[[]][]", "[1]x", "[[1],[2]", "[1.]", "[1e]", "[\"a\",]",
+        // Its floats and words, malformed.
+        "[1.5.2]", "[1e+]", "[-01]", "[.5]", "[truex]", "[true1]", "[tru]", "[fals]", "[nul]",
+        "[1,true false]", "[null[]]", "[0.5\"a\"]", "[-Infinit]"}) {
     std::string out;
     Status s = pyrepr::append_json_value(out, bad);
     EXPECT_FALSE(s.ok()) << "accepted: " << bad;
@@ -162,13 +165,42 @@ TEST(python_repr, DeepNestingNeedsNoRecursion) {
   EXPECT_EQ(out, json);
 }
 
-// Minified arrays of integers and strings, as PyTorch writes IOInfo lists (a path of their own),
-// and their near misses (floats, words, escapes, "-0", whitespace, objects) mixed in, against
+// A list's strings are scanned 16 bytes at a time: a character that takes them off the plain path
+// (an escape, a byte past ASCII, DEL) or that picks the other quote (') at every position of
+// strings of every length about those blocks, with little or much of the list after them (other
+// strings among it, plain or not), give what the string's own repr (append_json_string_literal,
+// one byte at a time) gives.
+TEST(python_repr, ListStringsAgreeWithTheStringReprAtEveryPosition) {
+  const std::vector<std::string> specials = {"'", "\\n", "\\\"", "\x7f", "\xc3\xa9", "\\u00e9"};
+  for (size_t len = 0; len <= 40; ++len) {
+    for (const std::string tail :
+         {",1]", ",1,23456789012345678901234567890]", ",\"it's\",1]", ",\"a\\nb\",\"\\u00e9\"]"}) {
+      for (size_t pos = 0; pos <= len; ++pos) {
+        for (const std::string& special : specials) {
+          std::string body(len, 'a');
+          for (size_t k = 0; k < len; ++k) body[k] = static_cast<char>('a' + k % 26);
+          if (pos < len) body.replace(pos, 1, special);
+          const std::string literal = "\"" + body + "\"";
+          std::string expected = "[7, ";
+          const std::string json = "[7," + literal + tail;
+          ASSERT_TRUE(pyrepr::append_json_string_literal(expected, literal)) << literal;
+          // What follows as the list of it alone gives it.
+          expected += ", " + repr("[" + tail.substr(1)).substr(1);
+          EXPECT_EQ(repr(json), expected) << json;
+        }
+      }
+    }
+  }
+}
+
+// Minified arrays of numbers, words and strings, as PyTorch writes IOInfo lists (a path of their
+// own), and their near misses (escapes, whitespace, objects, NaN, Infinity) mixed in, against
 // CPython, when python3 is installed.
 TEST(python_repr, PlainArraysAgreeWithPython3) {
   if (testing::run_command("python3 -c 'print(1)'") != 0) GTEST_SKIP() << "python3 not found";
   std::mt19937_64 rng(20261127);
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
+  // The one-pass path's tokens first, then its near misses.
   const std::vector<std::string> scalars = {"0",
                                             "7",
                                             "-3",
@@ -178,19 +210,29 @@ TEST(python_repr, PlainArraysAgreeWithPython3) {
                                             "\"it's\"",
                                             "\"\"",
                                             "\"Tensor(c10::BFloat16)\"",
-                                            "\"a\\\"b\"",
-                                            "\"\\u00e9\"",
+                                            "\"<None>\"",
                                             "1.5",
+                                            "0.100000",
+                                            "-0.5",
+                                            "1e-05",
+                                            "2.5E+3",
+                                            "1e3",
+                                            "-0.0",
                                             "-0",
                                             "true",
+                                            "false",
                                             "null",
-                                            "1e3",
+                                            "\"a\\\"b\"",
+                                            "\"\\u00e9\"",
                                             "\" sp ace \"",
-                                            "{\"k\":1}"};
+                                            "{\"k\":1}",
+                                            "NaN",
+                                            "-Infinity"};
+  const size_t one_pass = 21;
   std::function<std::string(int)> value = [&](int depth) -> std::string {
     if (depth == 0 || pick(3) == 0) {
       // Mostly the one-pass path's tokens; a near miss one time in six.
-      return scalars[pick(6) == 0 ? pick(scalars.size()) : pick(9)];
+      return scalars[pick(6) == 0 ? pick(scalars.size()) : pick(one_pass)];
     }
     std::string out = "[";
     const size_t n = pick(5);
