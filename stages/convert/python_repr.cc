@@ -332,42 +332,56 @@ class ContainerStack {
   size_t size_ = 0;
 };
 
-// A string literal at s[i] == '"' of printable ASCII without backslashes (nearly all of them):
-// writes its repr and returns its end, or returns npos and writes nothing.
-size_t write_simple_string(Writer& w, std::string_view s, size_t i) {
-  bool has_single = false;
-  size_t k = i + 1;
+// The position of the '"' that ends a string literal whose body starts at s[k], when the body is
+// printable ASCII without backslashes (*has_single: it holds a '); npos otherwise, or when the
+// text ends first.
+size_t plain_string_end(std::string_view s, size_t k, bool* has_single) {
 #if defined(__SSE2__)
-  // 16 bytes at a time (type names run to dozens): the first '"', and whether a byte before it is
-  // outside printable ASCII (as signed chars: below 0x20, which takes 0x80 and up, or 0x7F) or a
-  // backslash, or a single quote.
-  const __m128i dquote = _mm_set1_epi8('"');
-  const __m128i backslash = _mm_set1_epi8('\\');
-  const __m128i single = _mm_set1_epi8('\'');
-  const __m128i space = _mm_set1_epi8(0x20);
-  const __m128i del = _mm_set1_epi8(0x7F);
-  for (; k + 16 <= s.size(); k += 16) {
-    const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + k));
-    const __m128i bad = _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, space), _mm_cmpeq_epi8(v, del)),
-                                     _mm_cmpeq_epi8(v, backslash));
-    const auto ends = static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, dquote)));
-    // The bytes before the first '"' (all 16 when there is none).
-    const unsigned body = ends == 0 ? 0xFFFFu : (ends & (0u - ends)) - 1;
-    if ((static_cast<unsigned>(_mm_movemask_epi8(bad)) & body) != 0) return std::string_view::npos;
-    has_single |= (static_cast<unsigned>(_mm_movemask_epi8(_mm_cmpeq_epi8(v, single))) & body) != 0;
-    if (ends != 0) {
-      k += static_cast<size_t>(__builtin_ctz(ends));
-      break;
+  // 16 bytes at a time, the last 16 of the text where fewer are left (a value is rarely shorter):
+  // the first '"', and whether a byte before it is outside printable ASCII (as signed chars: below
+  // 0x20, which takes 0x80 and up, or 0x7F) or a backslash, or a single quote.
+  if (s.size() >= 16) {
+    const __m128i dquote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i single = _mm_set1_epi8('\'');
+    const __m128i space = _mm_set1_epi8(0x20);
+    const __m128i del = _mm_set1_epi8(0x7F);
+    while (k < s.size()) {
+      const size_t at = k + 16 <= s.size() ? k : s.size() - 16;
+      const auto skip = static_cast<unsigned>(k - at);  // bytes of the block before s[k]
+      const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + at));
+      const __m128i bad =
+          _mm_or_si128(_mm_or_si128(_mm_cmplt_epi8(v, space), _mm_cmpeq_epi8(v, del)),
+                       _mm_cmpeq_epi8(v, backslash));
+      const auto mask = [&](__m128i m) {
+        return static_cast<unsigned>(_mm_movemask_epi8(m)) >> skip;
+      };
+      const unsigned ends = mask(_mm_cmpeq_epi8(v, dquote));
+      // The bytes before the first '"' (all the block's when there is none).
+      const unsigned body = ends == 0 ? 0xFFFFu >> skip : (ends & (0u - ends)) - 1;
+      if ((mask(bad) & body) != 0) return std::string_view::npos;
+      *has_single |= (mask(_mm_cmpeq_epi8(v, single)) & body) != 0;
+      if (ends != 0) return k + static_cast<size_t>(__builtin_ctz(ends));
+      k += 16 - skip;
     }
+    return std::string_view::npos;
   }
 #endif
   for (; k < s.size(); ++k) {
     const char c = s[k];
-    if (c == '"') break;
+    if (c == '"') return k;
     if (c < 0x20 || c > 0x7E || c == '\\') return std::string_view::npos;
-    has_single |= c == '\'';
+    *has_single |= c == '\'';
   }
-  if (k == s.size()) return std::string_view::npos;
+  return std::string_view::npos;
+}
+
+// A string literal at s[i] == '"' of printable ASCII without backslashes (nearly all of them):
+// writes its repr and returns its end, or returns npos and writes nothing.
+size_t write_simple_string(Writer& w, std::string_view s, size_t i) {
+  bool has_single = false;
+  const size_t k = plain_string_end(s, i + 1, &has_single);
+  if (k == std::string_view::npos) return k;
   // A '"' inside would need a backslash in JSON: the body has none, so no quote is escaped.
   const std::string_view body = s.substr(i + 1, k - i - 1);
   const char quote = has_single ? '"' : '\'';
