@@ -261,22 +261,22 @@ bool append_json_string_literal(std::string& out, std::string_view literal) {
 
 namespace {
 
-// Writes through a pointer into room made past the end of `out`, instead of a push_back per
-// character. The room is made once for the worst case of every token but a float (each input byte
+// Writes through a pointer into room past `size` bytes of `out` (what lies beyond them is room,
+// and is not given back: a caller that renders value after value into one string zeroes its room
+// once, not for each value), instead of a push_back per character; `size` follows what is
+// written. The room is made once for the worst case of every token but a float (each input byte
 // gives at most two, as ", " for ","): a float (up to 25 characters from as few as 3) and a string
 // that needs decoding (up to 6 per byte) are written to a scratch string first, and make room if
 // they must, taking the value's size more, so that it is made only a few times per value.
 class Writer {
  public:
-  Writer(std::string& out, size_t input_size) : out_(out), slack_(input_size) {
-    const size_t used = out_.size();
-    out_.resize(used + 2 * input_size + 8);
-    p_ = out_.data() + used;
-    start_ = used;
+  Writer(std::string& out, size_t& size, size_t input_size)
+      : out_(out), size_(size), slack_(input_size), start_(size) {
+    if (out_.size() < size_ + 2 * input_size + 8) out_.resize(size_ + 2 * input_size + 8);
+    p_ = out_.data() + size_;
     end_ = out_.data() + out_.size();
   }
-  // What was not written is given back.
-  ~Writer() { out_.resize(static_cast<size_t>(p_ - out_.data())); }
+  ~Writer() { size_ = static_cast<size_t>(p_ - out_.data()); }
   Writer(const Writer&) = delete;
   Writer& operator=(const Writer&) = delete;
 
@@ -300,9 +300,10 @@ class Writer {
 
  private:
   std::string& out_;
+  size_t& size_;
   size_t slack_;
+  size_t start_;  // where this writer's output begins in the string
   char* p_ = nullptr;
-  size_t start_ = 0;  // where this writer's output begins in the string
   char* end_ = nullptr;
 };
 
@@ -532,11 +533,11 @@ bool rewrite_plain_array(Writer& w, std::string_view s) {
 
 // An iterative scanner: the output is a token-by-token rewrite of the input, so only the container
 // kinds need a stack (no recursion, whatever the nesting depth).
-Status rewrite_value(std::string& out, std::string_view s) {
+Status rewrite_value(std::string& out, size_t& size, std::string_view s) {
   enum class Expect { kValue, kValueOrClose, kKeyOrClose, kKey, kColon, kCommaOrClose, kDone };
   ContainerStack stack;
   Expect expect = Expect::kValue;
-  Writer w(out, s.size());
+  Writer w(out, size, s.size());
   std::string scratch;  // a float's or a decoded string's repr
   auto after_value = [&] { expect = stack.empty() ? Expect::kDone : Expect::kCommaOrClose; };
   auto error = [&](size_t at, std::string_view what) {
@@ -611,18 +612,28 @@ Status rewrite_value(std::string& out, std::string_view s) {
 
 }  // namespace
 
-Status append_json_value(std::string& out, std::string_view s) {
+Status write_json_value(std::string& out, size_t& size, std::string_view s) {
   // An empty list, as most outputs lists are: no scan.
   if (s.size() == 2 && s[0] == '[' && s[1] == ']') {
-    out += "[]";
+    if (out.size() < size + 2) out.resize(size + 2);
+    out[size] = '[';
+    out[size + 1] = ']';
+    size += 2;
     return Status();
   }
   {
-    Writer w(out, s.size());  // room for twice the input: a plain array's repr fits
+    Writer w(out, size, s.size());  // room for twice the input: a plain array's repr fits
     if (rewrite_plain_array(w, s)) return Status();
     w.rewind();
   }
-  return rewrite_value(out, s);
+  return rewrite_value(out, size, s);
+}
+
+Status append_json_value(std::string& out, std::string_view s) {
+  size_t size = out.size();
+  Status status = write_json_value(out, size, s);
+  out.resize(size);
+  return status;
 }
 
 }  // namespace chakraflow::pyrepr

@@ -625,19 +625,23 @@ Status render_io(const EtPlusTrace& t, const EtPlusNode& n, RenderedIo& out) {
   static constexpr const char* kFieldNames[] = {"inputs.values",  "inputs.shapes",
                                                 "inputs.types",   "outputs.values",
                                                 "outputs.shapes", "outputs.types"};
-  out.text.clear();
+  // out.text past `size` is room kept from the nodes before.
+  size_t size = 0;
   size_t end[kIoFieldCount];
   for (int f = 0; f < kIoFieldCount; ++f) {
     if (t.io_missing(n, static_cast<IoField>(f))) {
-      out.text += "[]";
+      if (out.text.size() < size + 2) out.text.resize(size + 2);
+      out.text[size] = '[';
+      out.text[size + 1] = ']';
+      size += 2;
     } else if (const std::string_view raw = t.raw_io(n, static_cast<IoField>(f)); !raw.empty()) {
-      Status s = pyrepr::append_json_value(out.text, raw);
+      Status s = pyrepr::write_json_value(out.text, size, raw);
       if (!s.ok()) {
         return Status::errorf("{}: byte {}: node id {}: {}: {}", t.path, n.byte_offset, n.id,
                               kFieldNames[f], s.message());
       }
     }
-    end[f] = out.text.size();
+    end[f] = size;
   }
   size_t begin = 0;
   for (int f = 0; f < kIoFieldCount; ++f) {

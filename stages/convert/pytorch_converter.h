@@ -108,7 +108,7 @@ void fill_global_metadata(const EtPlusTrace& trace, const ConvertOptions& option
 // A node's six IOInfo strings (Python's str() of each list, stages/convert/python_repr.h), rendered
 // from the raw JSON the node points at (EtPlusTrace::raw_io); a missing list is "[]".
 struct RenderedIo {
-  std::string text;
+  std::string text;                    // the lists' text, then room kept for the next node's
   std::string_view io[kIoFieldCount];  // into text
 };
 // Fails, naming the file, the node's byte offset and id, and the list, on a list that is not
