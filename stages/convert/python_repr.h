@@ -30,7 +30,8 @@ Status append_json_value(std::string& out, std::string_view json_text);
 
 // The same written at out[size], for a caller that renders value after value into one string:
 // `size` is advanced past what is written, and what lies beyond it is room (out.size() may exceed
-// it; the room is kept for the next value, and only zeroed where it grows).
+// it; the room is kept for the next value, and only zeroed where it grows). On malformed input,
+// the error, and `size` past a partial result.
 Status write_json_value(std::string& out, size_t& size, std::string_view json_text);
 
 // Appends repr(float(v)).

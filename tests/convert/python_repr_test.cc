@@ -115,6 +115,43 @@ TEST(python_repr, MalformedJsonIsAnErrorWithTheOffset) {
   }
 }
 
+// write_json_value renders at a size into a string whose bytes past it are room left by values
+// before (here garbage): what it writes is what append_json_value appends, whatever was there,
+// and a failed value leaves the values before it in place.
+TEST(python_repr, WritesAtASizeIntoTheRoomLeftBefore) {
+  const std::vector<std::string> values = {
+      "[[1,2,0,16,4,\"cuda:0\"],3,\"x'y\",true,null,1.5]",
+      "[]",
+      "[1e300,-0,\"\\u00e9\"]",
+      "{\"a\": [1, 2]}",
+      "[\"GenericList[Tensor(c10::BFloat16),Tensor(c10::BFloat16)]\"]",
+      "7"};
+  std::string room(4096, '#');
+  size_t size = 0;
+  std::string expected;
+  for (int round = 0; round < 3; ++round) {
+    size = 0;
+    expected.clear();
+    for (const std::string& v : values) {
+      ASSERT_TRUE(pyrepr::write_json_value(room, size, v).ok()) << v;
+      ASSERT_TRUE(pyrepr::append_json_value(expected, v).ok()) << v;
+      ASSERT_GE(room.size(), size);
+      EXPECT_EQ(room.substr(0, size), expected) << v;
+    }
+  }
+  // A string smaller than the output grows.
+  std::string small = "ab";
+  size = 1;
+  ASSERT_TRUE(pyrepr::write_json_value(small, size, values[0]).ok());
+  EXPECT_EQ(small.substr(0, size), "a" + repr(values[0]));
+  // Malformed: an error; what came before stays, the size past it (and a partial result).
+  size = 0;
+  ASSERT_TRUE(pyrepr::write_json_value(room, size, "[1]").ok());
+  EXPECT_FALSE(pyrepr::write_json_value(room, size, "[1,,2]").ok());
+  EXPECT_GE(size, 3u);
+  EXPECT_EQ(room.substr(0, 3), "[1]");
+}
+
 // The writer makes room for the worst case of most tokens at once: floats and strings that need
 // decoding can write more than twice their input, and must make room for themselves.
 TEST(python_repr, AppendsAfterWhatTheStringHoldsWhateverTheOutputGrowth) {
