@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <oneapi/tbb/global_control.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
@@ -262,6 +263,85 @@ TEST(ParallelBatches, TracesReadInShardsLinkToTheSameBytes) {
     EXPECT_TRUE(sharded == sequential)
         << threads << " threads: " << sharded.size() << " vs " << sequential.size() << " bytes";
   }
+}
+
+// Every real pair in ../shared/data (pairs/, pt211_h200/: schemas 1.0.2 to 1.1.1, rf_id and
+// sequence matching, gloo and NCCL), its traces read in shards of 64 KB on 2 and 16 workers, its
+// ET+ written in batches on them, that ET+ read back in shards and converted in batches: the same
+// ET+ and .et bytes, and the same data problems, as on one thread, in both compat modes.
+TEST(ParallelBatches, SharedPairsAreTheSameBytesInShardsAtAnyThreadCount) {
+  const std::filesystem::path data = std::string(CHAKRAFLOW_SHARED_DATA);
+  std::vector<std::pair<std::string, std::string>> pairs;  // host, device
+  for (const char* set : {"pairs", "pt211_h200"}) {
+    if (!std::filesystem::exists(data / set)) continue;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(data / set)) {
+      if (e.path().filename() != "host_et.json.gz") continue;
+      const std::filesystem::path dir = e.path().parent_path();
+      for (const char* device : {"kineto.modern.json.gz", "kineto.json.gz"}) {
+        if (std::filesystem::exists(dir / device)) {
+          pairs.emplace_back(e.path().string(), (dir / device).string());
+          break;
+        }
+      }
+    }
+  }
+  if (pairs.empty()) GTEST_SKIP() << "SKIPPED LOUDLY: " << data << " has no pairs (../shared/data)";
+  std::sort(pairs.begin(), pairs.end());
+  ASSERT_GE(pairs.size(), 20u);
+  testing::TempDir dir;
+  size_t shards_read = 0;  // pieces the traces were read in, past one each
+  // The ET+ and the .et of a pair, with their problems' counts, read in `shards` and written
+  // through `workers` (one thread: neither).
+  auto run = [&](const std::pair<std::string, std::string>& pair, Compat compat,
+                 const ParallelBatches* workers, const ParseShards& shards) {
+    auto host = load_host_trace(pair.first, nullptr, kHostWindowBytes, shards);
+    auto device = load_device_trace(pair.second, shards);
+    EXPECT_TRUE(host.ok() && device.ok()) << pair.first;
+    if (!host.ok() || !device.ok()) return std::string();
+    shards_read += host->parse_shards + device->parse_shards;
+    LinkOptions options;
+    options.compat = compat;
+    auto linked = link_traces(*host, *device, options);
+    EXPECT_TRUE(linked.ok()) << pair.first << ": " << linked.status().message();
+    if (!linked.ok()) return std::string();
+    options.mode = resolve_mode(*device, options.mode);
+    std::string out = write_with(*host, *device, *linked, options, workers) +
+                      fmt::format("/{}\n", linked->stats.entries().size());
+    testing::write_text(dir.file("et_plus.json"), out.substr(0, out.rfind('/')));
+    ConvertOptions convert;
+    convert.compat = compat;
+    auto input = load_et_plus(dir.file("et_plus.json"), convert, 4096, shards);
+    EXPECT_TRUE(input.ok()) << pair.first << ": " << input.status().message();
+    if (!input.ok()) return out;
+    shards_read += input->host->parse_shards;
+    DataProblems stats = input->trace.stats;
+    auto chakra = convert_et_plus(input->trace, convert, stats);
+    EXPECT_TRUE(chakra.ok()) << pair.first << ": " << chakra.status().message();
+    if (!chakra.ok()) return out;
+    ConvertReport report;
+    Status s = write_converted(input->trace, *chakra, stats, dir.file("trace.et"), convert, &report,
+                               workers);
+    EXPECT_TRUE(s.ok()) << pair.first << ": " << s.message();
+    return out + testing::read_text(dir.file("trace.et")) +
+           fmt::format("/{}", report.stats.entries().size());
+  };
+  for (Compat compat : {Compat::kDefault, Compat::kChakra}) {
+    for (const auto& pair : pairs) {
+      const size_t before = shards_read;
+      const std::string one = run(pair, compat, nullptr, ParseShards{});
+      ASSERT_FALSE(one.empty()) << pair.first;
+      ASSERT_EQ(shards_read, before) << pair.first << ": read in one piece";
+      for (int threads : {2, 16}) {
+        tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+        const ParallelBatches workers(2 * static_cast<size_t>(threads));
+        const ParseShards shards{&workers, 16, size_t{64} << 10};
+        EXPECT_TRUE(run(pair, compat, &workers, shards) == one)
+            << pair.first << " (" << (compat == Compat::kChakra ? "chakra" : "default") << "), "
+            << threads << " threads";
+      }
+    }
+  }
+  EXPECT_GT(shards_read, 4 * pairs.size());
 }
 
 // Launcher correlation on the workers (indexes concurrently, the GPU ops in ranges) links every
