@@ -458,7 +458,8 @@ size_t write_scalar(Writer& w, std::string_view s, size_t i, std::string& scratc
 // leading zero, whitespace, malformed text), the caller then rewinding `w` and leaving the value
 // to rewrite_value, whose output it is otherwise.
 bool rewrite_plain_array(Writer& w, std::string_view s) {
-  if (s.empty() || s[0] != '[') return false;
+  // A list ends with its ']': no run of digits or letters reads past it (no bounds to check).
+  if (s.size() < 2 || s[0] != '[' || s.back() != ']') return false;
   size_t depth = 0;
   enum { kValue, kValueOrClose, kCommaOrClose } expect = kValue;
   size_t i = 0;
@@ -490,7 +491,7 @@ bool rewrite_plain_array(Writer& w, std::string_view s) {
       if (expect == kCommaOrClose) return false;
       // As write_scalar: an integer as written ("-0" as 0), a float as Python prints it.
       size_t k = c == '-' ? i + 1 : i;
-      auto digit = [&](size_t at) { return at < s.size() && s[at] >= '0' && s[at] <= '9'; };
+      auto digit = [&](size_t at) { return s[at] >= '0' && s[at] <= '9'; };
       // "-" alone and "-Infinity" are left to rewrite_value, as a leading zero (an error).
       if (!digit(k) || (s[k] == '0' && digit(k + 1))) return false;
       while (digit(k)) ++k;
