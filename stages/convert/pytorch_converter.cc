@@ -909,6 +909,7 @@ Status encode_records(const EtPlusTrace& t, const ChakraTrace& chakra, size_t be
     __builtin_prefetch(n.op_schema.data());
   };
   const std::vector<ChakraNodeRecord>& records = chakra.nodes;
+  constexpr size_t kEtRoomStep = size_t{64} << 10;
   size_t used = out.size();
   for (size_t k = begin; k < end; ++k) {
     const ChakraNodeRecord& rec = records[k];
@@ -921,8 +922,10 @@ Status encode_records(const EtPlusTrace& t, const ChakraTrace& chakra, size_t be
     const CommAttrs* c = chakra.comm_of(rec);
     const size_t bound = node_size_bound(t, rec, c, io);
     const size_t guess = enc::varint_size(bound);
-    if (out.size() < used + guess + bound)
-      out.resize(std::max(out.size() * 2, used + guess + bound));
+    // Grown a stretch at a time (the string keeps the capacity of the batches before and
+    // doubles it itself): each byte of room is zeroed as it is made, so no more than the batch
+    // needs is made.
+    if (out.size() < used + guess + bound) out.resize(used + guess + bound + kEtRoomStep);
     char* start = out.data() + used;
     char* body = start + guess;
     const size_t size = static_cast<size_t>(encode_node_at(t, rec, c, io, body) - body);
