@@ -412,32 +412,17 @@ size_t write_string(Writer& w, std::string_view s, size_t i, std::string& scratc
   return end;
 }
 
-// A number or a word (true, false, null, NaN, Infinity, -Infinity) at s[i], as Python prints it;
-// returns the position after it, or npos when there is none.
-size_t write_scalar(Writer& w, std::string_view s, size_t i, std::string& scratch) {
-  const char c = s[i];
-  // Numbers first (most values of IOInfo lists are): no word starts with a digit, and only
-  // -Infinity with a '-'.
-  const bool number = (c >= '0' && c <= '9') || (c == '-' && !starts_with_at(s, i, "-I"));
-  if (number) {
-    bool is_int = true;
-    const size_t end = number_end(s, i, &is_int);
-    if (end == i) return std::string_view::npos;
-    std::string_view token = s.substr(i, end - i);
-    if (is_int) {
-      // Python ints print as written; "-0" is 0.
-      if (token.size() == 2 && token[0] == '-' && token[1] == '0') {
-        w.put('0');
-      } else {
-        w.put(token);
-      }
-    } else {
-      scratch.clear();
-      append_float(scratch, parse_double(token));
-      w.put_keeping_room(scratch, s.size() - end);
-    }
-    return end;
-  }
+// The float `token` as Python prints it (written to `scratch` first: up to 25 characters from as
+// few as 3), keeping room for the `rest` bytes of input after it.
+void put_float(Writer& w, std::string_view token, size_t rest, std::string& scratch) {
+  scratch.clear();
+  append_float(scratch, parse_double(token));
+  w.put_keeping_room(scratch, rest);
+}
+
+// A word (true, false, null, NaN, Infinity, -Infinity) at s[i] as Python prints it (no longer
+// than the word); returns the position after it, or npos when there is none.
+size_t write_word(Writer& w, std::string_view s, size_t i) {
   static constexpr std::pair<std::string_view, std::string_view> kWords[] = {
       {"true", "True"}, {"false", "False"},  {"null", "None"},
       {"NaN", "nan"},   {"Infinity", "inf"}, {"-Infinity", "-inf"},
@@ -449,6 +434,28 @@ size_t write_scalar(Writer& w, std::string_view s, size_t i, std::string& scratc
     }
   }
   return std::string_view::npos;
+}
+
+// A number or a word (true, false, null, NaN, Infinity, -Infinity) at s[i], as Python prints it;
+// returns the position after it, or npos when there is none.
+size_t write_scalar(Writer& w, std::string_view s, size_t i, std::string& scratch) {
+  const char c = s[i];
+  // Numbers first (most values of IOInfo lists are): no word starts with a digit, and only
+  // -Infinity with a '-'.
+  const bool number = (c >= '0' && c <= '9') || (c == '-' && !starts_with_at(s, i, "-I"));
+  if (!number) return write_word(w, s, i);
+  bool is_int = true;
+  const size_t end = number_end(s, i, &is_int);
+  if (end == i) return std::string_view::npos;
+  std::string_view token = s.substr(i, end - i);
+  if (!is_int) {
+    put_float(w, token, s.size() - end, scratch);
+  } else if (token.size() == 2 && token[0] == '-' && token[1] == '0') {
+    w.put('0');  // Python ints print as written; "-0" is 0
+  } else {
+    w.put(token);
+  }
+  return end;
 }
 
 // The common case of IOInfo lists in one pass with no token states: a minified array (no
@@ -489,7 +496,8 @@ bool rewrite_plain_array(Writer& w, std::string_view s) {
       expect = kCommaOrClose;
     } else if ((c >= '0' && c <= '9') || c == '-') {
       if (expect == kCommaOrClose) return false;
-      // As write_scalar: an integer as written ("-0" as 0), a float as Python prints it.
+      // As write_scalar (an integer as written, "-0" as 0, a float through put_float), its digits
+      // scanned without write_scalar's bounds checks: the list's ']' ends them.
       size_t k = c == '-' ? i + 1 : i;
       auto digit = [&](size_t at) { return s[at] >= '0' && s[at] <= '9'; };
       // "-" alone and "-Infinity" are left to rewrite_value, as a leading zero (an error).
@@ -499,9 +507,8 @@ bool rewrite_plain_array(Writer& w, std::string_view s) {
         bool is_int = true;
         k = number_end(s, i, &is_int);
         if (k == i) return false;  // "1." or "1e": an error
-        std::string repr;          // short: no allocation
-        append_float(repr, parse_double(s.substr(i, k - i)));
-        w.put_keeping_room(repr, s.size() - k);
+        std::string scratch;       // short: no allocation
+        put_float(w, s.substr(i, k - i), s.size() - k, scratch);
       } else if (k == i + 2 && c == '-' && s[i + 1] == '0') {
         w.put('0');
       } else {
@@ -511,19 +518,8 @@ bool rewrite_plain_array(Writer& w, std::string_view s) {
       expect = kCommaOrClose;
     } else if (c == 't' || c == 'f' || c == 'n') {
       if (expect == kCommaOrClose) return false;
-      // The words of Python's repr are as long as JSON's.
-      if (starts_with_at(s, i, "true")) {
-        w.put("True");
-        i += 4;
-      } else if (starts_with_at(s, i, "false")) {
-        w.put("False");
-        i += 5;
-      } else if (starts_with_at(s, i, "null")) {
-        w.put("None");
-        i += 4;
-      } else {
-        return false;
-      }
+      i = write_word(w, s, i);
+      if (i == std::string_view::npos) return false;
       expect = kCommaOrClose;
     } else {
       return false;
