@@ -54,9 +54,11 @@ class NodeFormatter {
   }
 
   // A value of a node's text replaced by `text`; a null `text` (no data) keeps the value's own.
+  // `value`: which of a cut node's values it is (CutValue, cut_node).
   struct Splice {
     Span span;
     std::string_view text;
+    int value = 0;
   };
 
   void append_minified(std::string_view s) { json::append_minified(buf_, s); }
@@ -105,32 +107,22 @@ class NodeFormatter {
   struct Cut {
     std::string text;                  // the minified pieces, one after another
     size_t piece_end[kCutValues + 1];  // each piece's end in `text`
-    CutValue value[kCutValues];        // the value after each piece, by position
-    Span span[kCutValues];
+    Splice after[kCutValues];          // the value after each piece (its span and CutValue)
     size_t values = 0;
   };
 
   void cut_node(const HostNode& n) {
-    const Span spans[kCutValues] = {n.id_value, n.name_value, n.parent_value};
     Cut& c = cut_;
-    c.values = 0;
-    for (int v = 0; v < kCutValues; ++v) {
-      const Span s = spans[v];
-      if (s.empty() && s.begin == 0) continue;
-      size_t k = c.values++;
-      for (; k > 0 && s.begin < c.span[k - 1].begin; --k) {  // insertion by position
-        c.span[k] = c.span[k - 1];
-        c.value[k] = c.value[k - 1];
-      }
-      c.span[k] = s;
-      c.value[k] = static_cast<CutValue>(v);
-    }
+    c.after[0] = {n.id_value, {}, kCutId};
+    c.after[1] = {n.name_value, {}, kCutName};
+    c.after[2] = {n.parent_value, {}, kCutParent};
+    c.values = sort_splices(c.after, kCutValues);
     c.text.clear();
     size_t pos = 0;
     for (size_t k = 0; k < c.values; ++k) {
-      json::append_minified(c.text, n.raw.substr(pos, c.span[k].begin - pos));
+      json::append_minified(c.text, n.raw.substr(pos, c.after[k].span.begin - pos));
       c.piece_end[k] = c.text.size();
-      pos = c.span[k].end;
+      pos = c.after[k].span.end;
     }
     json::append_minified(c.text, n.raw.substr(pos, n.raw.size() - 1 - pos));
     c.piece_end[c.values] = c.text.size();
@@ -143,7 +135,7 @@ class NodeFormatter {
     size_t from = 0;
     for (size_t k = 0; k < c.values; ++k) {
       buf_.append(c.text, from, c.piece_end[k] - from);
-      buf_.append(splice_text(n.raw, {c.span[k], texts[c.value[k]]}));
+      buf_.append(splice_text(n.raw, {c.after[k].span, texts[c.after[k].value]}));
       from = c.piece_end[k];
     }
     buf_.append(c.text, from, c.piece_end[c.values] - from);
