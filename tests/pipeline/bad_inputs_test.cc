@@ -12,10 +12,16 @@
 //   et            every record read raw (EtReader), then EtFeeder (ctrl_deps honoured): every
 //                 node issued, decoded and completed;
 //   yaml          load_run_config.
+// Every case of the formats a rank's traces come in (host_et, device_trace, link_pair, et_plus)
+// is also driven in pieces: its texts read in windows of a few hundred bytes and, where a text has
+// room for a cut, in shards, on 2 and 16 workers, its ET+ and .et written in batches on them. The
+// outcome must be the same: the same error (message and place) or the same results and warnings.
 // An `error` must name the file and a place in it (byte offset, event, record, node id or
 // line:column); an `ok` lists the results it must give and every warning counter that is not
 // zero; a `stalled` .et names the nodes that can never be issued.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <oneapi/tbb/global_control.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -29,8 +35,10 @@
 #include <string>
 #include <vector>
 
+#include "pipeline/parallel_batches.h"
 #include "pipeline/run_config.h"
 #include "proto/et_def.pb.h"
+#include "stages/common/json_util.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
 #include "stages/et/et_io.h"
@@ -79,6 +87,60 @@ void add_stats(const DataProblems& stats, Outcome& out) {
 // ---------------------------------------------------------------------------------------------
 // Drivers, one per format.
 
+// How the drivers read and write a rank's texts: in one piece on the calling thread (null), or
+// in windows of `window_bytes` and shards on `workers`, the ET+ and .et written in batches on them.
+struct Pieces {
+  size_t window_bytes = 0;
+  const OrderedBatches* workers = nullptr;
+  ParseShards shards;
+};
+const Pieces* g_pieces = nullptr;
+// Windows and shards the drivers' texts were read in, past one each (pieces of their own).
+size_t g_pieces_read = 0;
+
+template <typename Trace>
+void count_pieces(const Trace& t) {
+  g_pieces_read += t.parse_windows + t.parse_shards;
+}
+
+StatusOr<HostTrace> host_trace_of(const std::string& path) {
+  if (g_pieces == nullptr) return load_host_trace(path);
+  auto host = load_host_trace(path, nullptr, g_pieces->window_bytes, g_pieces->shards);
+  if (host.ok()) count_pieces(*host);
+  return host;
+}
+
+StatusOr<HostTrace> host_trace_in(std::string path, std::string text) {
+  if (g_pieces == nullptr) return parse_host_trace(std::move(path), std::move(text));
+  auto host =
+      parse_host_trace(std::move(path), std::move(text), g_pieces->window_bytes, g_pieces->shards);
+  if (host.ok()) count_pieces(*host);
+  return host;
+}
+
+StatusOr<DeviceTrace> device_trace_in(std::string path, std::string text) {
+  if (g_pieces == nullptr) return parse_device_trace(std::move(path), std::move(text));
+  auto device = parse_device_trace(std::move(path), std::move(text), g_pieces->window_bytes,
+                                   g_pieces->shards);
+  if (device.ok()) count_pieces(*device);
+  return device;
+}
+
+StatusOr<DeviceTrace> device_trace_of(const std::string& path) {
+  if (g_pieces == nullptr) return load_device_trace(path);
+  // The device loader takes no window size of its own: a plain text is read, then parsed.
+  if (path.ends_with(".gz")) {
+    auto device = load_device_trace(path, g_pieces->shards);
+    if (device.ok()) count_pieces(*device);
+    return device;
+  }
+  return device_trace_in(path, testing::read_text(path));
+}
+
+const OrderedBatches* workers() {
+  return g_pieces == nullptr ? nullptr : g_pieces->workers;
+}
+
 // Links the pair, writes the ET+, reads it back and converts it, as `chakraflow run` does.
 Outcome link_and_convert(const HostTrace& host, const DeviceTrace& device, Outcome out) {
   LinkOptions options;
@@ -86,16 +148,21 @@ Outcome link_and_convert(const HostTrace& host, const DeviceTrace& device, Outco
   auto linked = link_traces(host, device, options);
   if (!linked.ok()) return failed(linked.status());
   std::string et_plus;
-  Status written = write_et_plus(host, device, *linked, options,
-                                 [&et_plus](std::string_view bytes) { et_plus.append(bytes); });
+  Status written = write_et_plus(
+      host, device, *linked, options, [&et_plus](std::string_view bytes) { et_plus.append(bytes); },
+      workers());
   if (!written.ok()) return failed(written);
   out.values["et_plus_nodes"] = linked->node_count;
   out.values["gpu_ops_linked"] = linked->gpu_events.size();
   add_stats(linked->stats, out);
 
   const ConvertOptions convert_options;
-  auto reread = parse_et_plus(host.path + " (its ET+)", std::move(et_plus), convert_options);
+  auto reread = g_pieces == nullptr
+                    ? parse_et_plus(host.path + " (its ET+)", std::move(et_plus), convert_options)
+                    : parse_et_plus(host.path + " (its ET+)", std::move(et_plus), convert_options,
+                                    g_pieces->window_bytes);
   if (!reread.ok()) return failed(reread.status());
+  if (g_pieces != nullptr) count_pieces(*reread->host);
   const EtPlusTrace& nodes = reread->trace;
   DataProblems convert_stats = nodes.stats;
   auto chakra = convert_et_plus(nodes, convert_options, convert_stats);
@@ -108,9 +175,9 @@ Outcome link_and_convert(const HostTrace& host, const DeviceTrace& device, Outco
 // host_et/ and device_trace/ cases are linked with the other format's baseline: aten::add
 // (rf_id 10) and aten::mul (rf_id 11) on thread 1 of process 1, each launching one kernel.
 Outcome run_host_et(const std::string& path) {
-  auto host = load_host_trace(path);
+  auto host = host_trace_of(path);
   if (!host.ok()) return failed(host.status());
-  auto device = load_device_trace((corpus_dir() / "device_trace/baseline.json").string());
+  auto device = device_trace_of((corpus_dir() / "device_trace/baseline.json").string());
   if (!device.ok()) return failed(device.status());
   Outcome out;
   out.values["host_nodes"] = host->nodes.size();
@@ -118,9 +185,9 @@ Outcome run_host_et(const std::string& path) {
 }
 
 Outcome run_device_trace(const std::string& path) {
-  auto device = load_device_trace(path);
+  auto device = device_trace_of(path);
   if (!device.ok()) return failed(device.status());
-  auto host = load_host_trace((corpus_dir() / "host_et/baseline.json").string());
+  auto host = host_trace_of((corpus_dir() / "host_et/baseline.json").string());
   if (!host.ok()) return failed(host.status());
   Outcome out;
   out.values["device_events"] = device->events.size();
@@ -134,9 +201,9 @@ Outcome run_link_pair(const std::string& path) {
     ADD_FAILURE() << path << " has no NUL byte between the host ET and the device trace";
     return Outcome{};
   }
-  auto host = parse_host_trace(path + " (host ET part)", bytes.substr(0, nul));
+  auto host = host_trace_in(path + " (host ET part)", bytes.substr(0, nul));
   if (!host.ok()) return failed(host.status());
-  auto device = parse_device_trace(path + " (device trace part)", bytes.substr(nul + 1));
+  auto device = device_trace_in(path + " (device trace part)", bytes.substr(nul + 1));
   if (!device.ok()) return failed(device.status());
   Outcome out;
   out.values["host_nodes"] = host->nodes.size();
@@ -189,11 +256,26 @@ Outcome feed(const std::string& path) {
   return out;
 }
 
+// convert_file, its input read in g_pieces' windows and shards, the .et written in batches on its
+// workers.
+Status convert_in_pieces(const std::string& path, const std::string& output,
+                         ConvertReport* report) {
+  const ConvertOptions options;
+  CF_ASSIGN_OR_RETURN(EtPlusFile input,
+                      load_et_plus(path, options, g_pieces->window_bytes, g_pieces->shards));
+  count_pieces(*input.host);
+  DataProblems stats = input.trace.stats;
+  CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(input.trace, options, stats));
+  return write_converted(input.trace, chakra, std::move(stats), output, options, report,
+                         g_pieces->workers);
+}
+
 Outcome run_et_plus(const std::string& path) {
   testing::TempDir dir;
   const std::string output = dir.file("out.et");
   ConvertReport report;
-  Status converted = convert_file(path, output, ConvertOptions{}, &report);
+  Status converted = g_pieces == nullptr ? convert_file(path, output, ConvertOptions{}, &report)
+                                         : convert_in_pieces(path, output, &report);
   if (!converted.ok()) {
     // Outputs are written to a temporary name and renamed: a failure leaves nothing behind.
     EXPECT_TRUE(fs::is_empty(dir.path())) << path << ": a failed conversion left a file behind";
@@ -476,7 +558,51 @@ std::string case_name(const ::testing::TestParamInfo<Case>& info) {
   return name;
 }
 
+class BadRankText : public ::testing::TestWithParam<Case> {};
+
+// The cases of the formats a rank's texts come in (not .et records, not configurations).
+std::vector<Case> rank_text_cases() {
+  std::vector<Case> cases = load_manifest();
+  std::erase_if(cases, [](const Case& c) { return c.format == "et" || c.format == "yaml"; });
+  return cases;
+}
+
+// The same outcome when a rank's texts are read in windows of 64 and 300 bytes and in up to three
+// shards (where the text has room for a cut: the corpus's texts are small) on 2 and 16 workers, and
+// its outputs written in batches on them (g_pieces): the same error, or the same results and
+// warning counts.
+TEST_P(BadRankText, GivesTheSameOutcomeInWindowsAndShards) {
+  const Case& c = GetParam();
+  ASSERT_TRUE(c.problem.empty()) << "expected.tsv line " << c.line << ": " << c.problem;
+  const std::string path = (corpus_dir() / c.file).string();
+  const Outcome whole = drivers().at(c.format)(path);
+  // A text with bytes that are not UTF-8 is repaired and parsed whole, not in pieces.
+  std::ifstream file(path, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  const bool utf8 = !path.ends_with(".gz") && json::repair_utf8(bytes) == 0;
+  for (int threads : {2, 16}) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    const ParallelBatches batches(2 * static_cast<size_t>(threads));
+    for (size_t piece : {size_t{64}, size_t{300}}) {
+      const Pieces pieces{piece, &batches, ParseShards{&batches, 3, piece}};
+      g_pieces = &pieces;
+      g_pieces_read = 0;
+      const Outcome in_pieces = drivers().at(c.format)(path);
+      g_pieces = nullptr;
+      SCOPED_TRACE(fmt::format("{} threads, pieces of {} bytes", threads, piece));
+      EXPECT_EQ(to_string(in_pieces.kind), std::string(to_string(whole.kind)));
+      EXPECT_EQ(in_pieces.message, whole.message);
+      EXPECT_EQ(in_pieces.values, whole.values);
+      // Read in pieces indeed: a text that parses (small as it is) takes several.
+      if (whole.kind == Outcome::kOk && utf8) {
+        EXPECT_GT(g_pieces_read, 0u);
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Corpus, BadInput, ::testing::ValuesIn(load_manifest()), case_name);
+INSTANTIATE_TEST_SUITE_P(Corpus, BadRankText, ::testing::ValuesIn(rank_text_cases()), case_name);
 
 TEST(BadInputCorpus, ManifestListsEveryFileOnce) {
   const std::set<std::string> files = corpus_files();
