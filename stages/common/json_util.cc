@@ -1243,10 +1243,13 @@ size_t read_array_in_shards(char* data, size_t size, size_t capacity, std::strin
     const size_t target = std::max(open + k * (span / readers.size()), begin.back() + window_bytes);
     const size_t search_end = std::min(size, target + span / readers.size() / 2);
     size_t comma = kNone, next_comma = kNone;
+    // No cut near this target (an element larger than the search, or no clean separator): the
+    // shard before takes its share too, and the next target is tried.
     const size_t gap = find_separator(data, target, search_end, prefix, &comma);
-    if (gap == kNone) break;
+    if (gap == kNone) continue;
     const size_t next = find_separator(data, gap + 1, search_end, prefix, &next_comma);
-    if (next == kNone || next < comma + 8 || next + window_bytes >= size) break;
+    if (next == kNone || next < comma + 8) continue;
+    if (next + window_bytes >= size) break;
     end.push_back(comma);
     gap_end.push_back(next_comma);
     begin.push_back(next);

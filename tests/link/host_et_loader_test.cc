@@ -546,6 +546,22 @@ TEST(HostTraceShards, FalseCutsAndRootFieldsReadAsWhole) {
   expect_shards_read_as_whole(head + clean + "],\n\"pid\": 2}", "pid twice", {2, 4}, 512, 256);
 }
 
+// An element larger than a cut's search where the first cut would fall: the shard before takes
+// it, and the later cuts are made.
+TEST(HostTraceShards, ALargeElementWhereACutFallsLeavesTheOtherCuts) {
+  std::string nodes;
+  for (int i = 1; i <= 400; ++i) {
+    if (i > 1) nodes += ",\n";
+    // Node 100 (about a quarter into the text) holds a name of 12 KB.
+    const std::string name = i == 100 ? std::string(12000, 'x') : fmt::format("op{}", i);
+    nodes += fmt::format(R"({{"id": {}, "name": "{}", "ctrl_deps": 1, "attrs": []}})", i, name);
+  }
+  const std::string text = R"({"schema": "1.1.1-chakra.0.0.4", "nodes": [)" + nodes + "]}";
+  ASSERT_GT(text.find(std::string(12000, 'x')), text.size() / 4 - 6000);
+  ASSERT_LT(text.find(std::string(12000, 'x')), text.size() / 4);
+  EXPECT_EQ(expect_shards_read_as_whole(text, "a large element", {4}, 512, 256), 3u);
+}
+
 // A sink receives the nodes in file order, one at a time: no shards for it.
 TEST(HostTraceShards, NotWithASink) {
   const std::string text = synthetic_host_trace(1, 0.03, false);
