@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# bench/compare.sh on a small generated rank: two builds timed in alternating rounds print their
+# medians and paired differences; builds that write different .et bytes fail it; an argument that
+# is not an executable is a usage error; nothing is left in TMPDIR.
+# Usage: tests/scripts/compare_test.sh CHAKRAFLOW_BINARY
+set -euo pipefail
+bin=$1
+here=$(cd "$(dirname "$0")/../.." && pwd)
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+mkdir "$tmp/scratch"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+out=$(TMPDIR="$tmp/scratch" ROUNDS=2 "$here/bench/compare.sh" "$bin" "$bin" 0.3) ||
+  fail "two copies of the same build: exit $?"
+for want in "2 rounds" "link then convert" "MB/s" "paired B - A, link then convert: median" \
+  "paired B - A, run: median"; do
+  grep -qF "$want" <<<"$out" || fail "the report lacks '$want': $out"
+done
+[ "$(grep -c "^$bin: " <<<"$out")" = 2 ] || fail "not one line per build: $out"
+
+# A "build" whose convert renumbers the process groups writes other .et bytes.
+cat >"$tmp/other" <<WRAP
+#!/bin/sh
+if [ "\$1" = convert ]; then exec "$bin" "\$@" --renumber-groups; fi
+exec "$bin" "\$@"
+WRAP
+chmod +x "$tmp/other"
+if err=$(TMPDIR="$tmp/scratch" ROUNDS=2 "$here/bench/compare.sh" "$bin" "$tmp/other" 0.3 2>&1); then
+  fail "builds that write different .et passed: $err"
+fi
+grep -qF "different .et" <<<"$err" || fail "no word of the different .et: $err"
+
+set +e
+TMPDIR="$tmp/scratch" "$here/bench/compare.sh" "$bin" "$tmp/missing" 0.3 2>/dev/null
+rc=$?
+set -e
+[ "$rc" = 2 ] || fail "a missing build: exit $rc, not 2"
+[ -z "$(ls -A "$tmp/scratch")" ] || fail "left behind in TMPDIR: $(ls -A "$tmp/scratch")"
+echo "compare_test: ok"
