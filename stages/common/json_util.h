@@ -327,9 +327,11 @@ size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t
                              ArrayWindowReader& reader);
 
 // Reads the same array as read_array_in_windows in shards, concurrently: the text from the
-// array's first element on is cut into readers.size() byte ranges at commas between two elements
-// (found by the bytes that open the first element, up to its first key's colon: a comma followed
-// by them is taken for a separator), and shard k is read in windows by readers[k] (the root fields
+// array's first element on is cut into up to readers.size() byte ranges at commas between two
+// elements (found by the bytes that open the first element, up to its first key's colon: a comma
+// followed by them is taken for a separator), each cut looked for near its share of the text (a
+// share with none near it, inside one large element, is left to the range before), and shard k
+// is read in windows by readers[k] (the root fields
 // before the array by readers[0], those after it by the last), the shards run through `workers`
 // (produce(k) reads shard k; each has its own parser). Between two shards one element is left,
 // read after them, in order, by the reader of the shard before it: shard k's last window must end
