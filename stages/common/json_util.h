@@ -331,9 +331,9 @@ size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t
 // elements (found by the bytes that open the first element, up to its first key's colon: a comma
 // followed by them is taken for a separator), each cut looked for near its share of the text (a
 // share with none near it, inside one large element, is left to the range before), and shard k
-// is read in windows by readers[k] (the root fields
-// before the array by readers[0], those after it by the last), the shards run through `workers`
-// (produce(k) reads shard k; each has its own parser). Between two shards one element is left,
+// is read in windows by readers[k] (the root fields before the array by readers[0], those after
+// it by the last), the shards run through `workers` (produce(k) reads shard k; each has its own
+// parser). Between two shards one element is left,
 // read after them, in order, by the reader of the shard before it: shard k's last window must end
 // at its cut having read every element to it, which proves the cut (a comma inside a string or a
 // nested value fails so), and the element left proves the next shard's start. So each reader
