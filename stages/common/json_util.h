@@ -326,23 +326,22 @@ size_t read_array_in_windows(od::parser& parser, char* data, size_t size, size_t
                              std::string_view key_literal, size_t window_bytes,
                              ArrayWindowReader& reader);
 
-// Reads the same array as read_array_in_windows in shards, concurrently: the text from the
-// array's first element on is cut into up to readers.size() byte ranges at commas between two
-// elements (found by the bytes that open the first element, up to its first key's colon: a comma
-// followed by them is taken for a separator), each cut looked for near its share of the text (a
-// share with none near it, inside one large element, is left to the range before), and shard k
-// is read in windows by readers[k] (the root fields before the array by readers[0], those after
-// it by the last), the shards run through `workers` (produce(k) reads shard k; each has its own
-// parser). Between two shards one element is left,
-// read after them, in order, by the reader of the shard before it: shard k's last window must end
-// at its cut having read every element to it, which proves the cut (a comma inside a string or a
-// nested value fails so), and the element left proves the next shard's start. So each reader
-// receives exactly the elements a sequential read gives, in order, and together the readers
-// receive every element once. Returns the number of shards read (at least 2), or 0: no cut was
-// found (a small text, or elements that are not objects), or a shard or an element left did not
-// read (a wrong cut, a malformed or invalid text): the caller discards what every reader kept and
-// reads the text another way. The shards patch bytes of `data` as windows do, never the same ones
-// at once, and leave it as it was.
+// Reads the same array as read_array_in_windows in shards, concurrently: the text from the array's
+// first element on is cut into up to readers.size() byte ranges at commas between two elements
+// (found by the bytes that open the first element, up to its first key's colon: a comma followed by
+// them is taken for a separator), each cut looked for near its share of the text (a share with none
+// near it, inside one large element, is left to the range before), and shard k is read in windows
+// by readers[k] (the root fields before the array by readers[0], those after it by the last), the
+// shards run through `workers` (produce(k) reads shard k; each has its own parser). Between two
+// shards one element is left, read after them, in order, by the reader of the shard before it:
+// shard k's last window must end at its cut having read every element to it, which proves the cut
+// (a comma inside a string or a nested value fails so), and the element left proves the next
+// shard's start. So each reader receives exactly the elements a sequential read gives, in order,
+// and together the readers receive every element once. Returns the number of shards read (at least
+// 2), or 0: no cut was found (a small text, or elements that are not objects), or a shard or an
+// element left did not read (a wrong cut, a malformed or invalid text): the caller discards what
+// every reader kept and reads the text another way. The shards patch bytes of `data` as windows do,
+// never the same ones at once, and leave it as it was.
 size_t read_array_in_shards(char* data, size_t size, size_t capacity, std::string_view key_literal,
                             size_t window_bytes, const std::vector<ArrayWindowReader*>& readers,
                             const OrderedBatches& workers);
