@@ -98,6 +98,19 @@ const Pieces* g_pieces = nullptr;
 // Windows and shards the drivers' texts were read in, past one each (pieces of their own).
 size_t g_pieces_read = 0;
 
+// g_pieces set to `pieces` while in scope (also when a driver throws: a test after it reads
+// whole).
+class InPieces {
+ public:
+  explicit InPieces(const Pieces& pieces) {
+    g_pieces = &pieces;
+    g_pieces_read = 0;
+  }
+  ~InPieces() { g_pieces = nullptr; }
+  InPieces(const InPieces&) = delete;
+  InPieces& operator=(const InPieces&) = delete;
+};
+
 template <typename Trace>
 void count_pieces(const Trace& t) {
   g_pieces_read += t.parse_windows + t.parse_shards;
@@ -585,10 +598,11 @@ TEST_P(BadRankText, GivesTheSameOutcomeInWindowsAndShards) {
     const ParallelBatches batches(2 * static_cast<size_t>(threads));
     for (size_t piece : {size_t{64}, size_t{300}}) {
       const Pieces pieces{piece, &batches, ParseShards{&batches, 3, piece}};
-      g_pieces = &pieces;
-      g_pieces_read = 0;
-      const Outcome in_pieces = drivers().at(c.format)(path);
-      g_pieces = nullptr;
+      Outcome in_pieces;
+      {
+        const InPieces scope(pieces);
+        in_pieces = drivers().at(c.format)(path);
+      }
       SCOPED_TRACE(fmt::format("{} threads, pieces of {} bytes", threads, piece));
       EXPECT_EQ(to_string(in_pieces.kind), std::string(to_string(whole.kind)));
       EXPECT_EQ(in_pieces.message, whole.message);
