@@ -577,6 +577,11 @@ class RankGraph {
                                           job.linked->options, jobs_[job.seq].convert, &workers));
     job.device_facts.reset();
     job.nodes = std::move(nodes);
+    // What linking kept and the converter does not read (each host op's link results, the host
+    // nodes; the host text and its strings stay: the nodes view them), let go of before the
+    // converter's stages take fresh pages, which can then be theirs.
+    job.linked.reset();
+    std::vector<HostNode>().swap(job.host->trace.nodes);
     return Status();
   }
 
