@@ -26,7 +26,12 @@ std::shared_ptr<void> limit_threads(size_t threads) {
 }
 
 size_t ParallelBatches::workers() {
-  return static_cast<size_t>(tbb::this_task_arena::max_concurrency());
+  // The arena's concurrency does not know of a global limit (limit_threads): `--threads 1` on 16
+  // cores would cut the traces into 8 shards each, read one after another.
+  const size_t arena = static_cast<size_t>(tbb::this_task_arena::max_concurrency());
+  const size_t limit =
+      tbb::global_control::active_value(tbb::global_control::max_allowed_parallelism);
+  return std::max<size_t>(std::min(arena, limit), 1);
 }
 
 Status ParallelBatches::run(size_t batches,

@@ -22,8 +22,9 @@ std::shared_ptr<void> limit_threads(size_t threads);
 class ParallelBatches final : public OrderedBatches {
  public:
   explicit ParallelBatches(size_t in_flight) : in_flight_(in_flight < 2 ? 2 : in_flight) {}
-  // The workers of the calling thread's task arena, and batches over them, two per worker in
-  // flight at most (what every stage run on the rank graph's workers takes).
+  // The workers of the calling thread's task arena, at most the process's limit (limit_threads),
+  // and batches over them, two per worker in flight at most (what every stage run on the rank
+  // graph's workers takes).
   static size_t workers();
   static ParallelBatches two_per_worker() { return ParallelBatches(2 * workers()); }
   Status run(size_t batches, const std::function<Status(size_t, std::string&)>& produce,

@@ -139,6 +139,28 @@ TEST(ParallelBatches, ShardsPerTraceShareTheWorkersAmongRanks) {
   EXPECT_EQ(shards_per_trace(16, 0, 1), 16u);
 }
 
+// The workers a stage counts on (shards, batches in flight, whether a trace is freed beside the
+// stages) are at most the process's limit (`--threads`, limit_threads): with one thread a trace
+// is one piece, not read in as many shards as the machine has cores one after another.
+TEST(ParallelBatches, WorkersAreAtMostTheThreadLimit) {
+  const size_t all = ParallelBatches::workers();
+  ASSERT_GE(all, 1u);
+  {
+    const auto limit = limit_threads(1);
+    EXPECT_EQ(ParallelBatches::workers(), 1u);
+    EXPECT_EQ(shards_per_trace(ParallelBatches::workers(), 1, 1), 1u);
+  }
+  if (all >= 2) {
+    const auto limit = limit_threads(2);
+    EXPECT_EQ(ParallelBatches::workers(), 2u);
+  }
+  {
+    const auto limit = limit_threads(all + 8);  // more than there are: the arena's
+    EXPECT_EQ(ParallelBatches::workers(), all);
+  }
+  EXPECT_EQ(ParallelBatches::workers(), all);
+}
+
 // A generated rank of several thousand host nodes (several batches), with collectives and
 // sync dependencies: the same bytes with 1, 2 and 16 workers as without ParallelBatches.
 TEST(ParallelBatches, EtPlusIsTheSameBytesWhateverTheThreads) {
