@@ -57,8 +57,8 @@ for ((r = 0; r < rounds; ++r)); do
 done
 cmp -s "$work/a.et" "$work/b.et" || { echo "compare.sh: the two builds wrote different .et" >&2; exit 1; }
 
-# stat_of FILE EXPR Q: the Q-quantile (0.25, 0.5) over the rounds of EXPR, an awk expression of
-# a times file's columns ($2 link, $3 convert, $4 run).
+# stat_of FILE EXPR Q: the Q-quantile (0.25, 0.5; the lower of two middles) over the rounds of
+# EXPR, an awk expression of a file's columns (times: $2 link, $3 convert, $4 run; diff: $1, $2).
 stat_of() {
   local file=$1 expr=$2 q=$3
   awk "{print $expr}" "$file" | sort -g |
@@ -81,7 +81,7 @@ sort -n "$work/times.b" >"$work/sb"
 paste -d' ' "$work/sa" "$work/sb" | awk '{print ($6 + $7) - ($2 + $3), $8 - $4}' >"$work/diff"
 for col in 1 2; do
   [ "$col" = 1 ] && what="link then convert" || what="run"
-  med=$(awk "{print \$$col}" "$work/diff" | sort -g | awk '{x[NR] = $1} END {print x[int((NR + 1) / 2)]}')
+  med=$(stat_of "$work/diff" "\$$col" 0.5)
   won=$(awk "\$$col < 0" "$work/diff" | wc -l)
   printf 'paired B - A, %s: median %+.1f ms, B faster in %d of %d rounds\n' "$what" \
     "$(awk -v m="$med" 'BEGIN {print m * 1000}')" "$won" "$rounds"

@@ -1003,10 +1003,11 @@ Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, Data
 }
 
 Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
-                     const ConvertOptions& options, ConvertReport* report) {
+                     const ConvertOptions& options, ConvertReport* report,
+                     const OrderedBatches* batches) {
   DataProblems stats = trace.stats;
   CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(trace, options, stats));
-  return write_converted(trace, chakra, std::move(stats), output_path, options, report);
+  return write_converted(trace, chakra, std::move(stats), output_path, options, report, batches);
 }
 
 }  // namespace chakraflow

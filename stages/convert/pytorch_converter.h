@@ -139,8 +139,10 @@ Status convert_file(const std::string& input_path, const std::string& output_pat
                     const ConvertOptions& options, ConvertReport* report);
 
 // The converter after reading: converts `trace` (from load_et_plus, parse_et_plus or
-// read_linked_nodes) and writes `output_path` atomically.
+// read_linked_nodes) and writes `output_path` atomically, its records encoded through `batches`
+// (as write_converted).
 Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
-                     const ConvertOptions& options, ConvertReport* report);
+                     const ConvertOptions& options, ConvertReport* report,
+                     const OrderedBatches* batches = nullptr);
 
 }  // namespace chakraflow

@@ -277,10 +277,7 @@ Status convert_in_pieces(const std::string& path, const std::string& output,
   CF_ASSIGN_OR_RETURN(EtPlusFile input,
                       load_et_plus(path, options, g_pieces->window_bytes, g_pieces->shards));
   count_pieces(*input.host);
-  DataProblems stats = input.trace.stats;
-  CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(input.trace, options, stats));
-  return write_converted(input.trace, chakra, std::move(stats), output, options, report,
-                         g_pieces->workers);
+  return convert_trace(input.trace, output, options, report, g_pieces->workers);
 }
 
 Outcome run_et_plus(const std::string& path) {

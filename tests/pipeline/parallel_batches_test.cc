@@ -336,13 +336,8 @@ TEST(ParallelBatches, SharedPairsAreTheSameBytesInShardsAtAnyThreadCount) {
     EXPECT_TRUE(input.ok()) << pair.first << ": " << input.status().message();
     if (!input.ok()) return out;
     shards_read += input->host->parse_shards;
-    DataProblems stats = input->trace.stats;
-    auto chakra = convert_et_plus(input->trace, convert, stats);
-    EXPECT_TRUE(chakra.ok()) << pair.first << ": " << chakra.status().message();
-    if (!chakra.ok()) return out;
     ConvertReport report;
-    Status s = write_converted(input->trace, *chakra, stats, dir.file("trace.et"), convert, &report,
-                               workers);
+    Status s = convert_trace(input->trace, dir.file("trace.et"), convert, &report, workers);
     EXPECT_TRUE(s.ok()) << pair.first << ": " << s.message();
     return out + testing::read_text(dir.file("trace.et")) +
            fmt::format("/{}", report.stats.entries().size());
