@@ -7,12 +7,17 @@
 # CPU-second, and the median of the paired differences (B - A) with the rounds B won; fails when
 # the two builds write different .et bytes.
 # Usage: bench/compare.sh BIN_A BIN_B [SCALE]   (SCALE: `synth --scale`, default 15, the 147 MB
-# rank of #34; ROUNDS=12 and THREADS=1 by default). Outputs are new in every round.
+# rank of #34; ROUNDS=12 and THREADS=1 by default). Outputs are new in every round. PAUSE=S idles
+# S seconds before each command: on a VM whose host takes free memory back, a command after a
+# pause finds its fresh memory cold, one run back to back warm (docs/performance.md, fifteenth
+# steps); the default 0 measures the warm state.
 set -euo pipefail
-[ $# -ge 2 ] || { sed -n '2,10p' "$0" >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,13p' "$0" >&2; exit 2; }
 a=$1 b=$2 scale=${3:-15}
 rounds=${ROUNDS:-12}
 threads=${THREADS:-1}
+pause=${PAUSE:-0}
+[[ "$pause" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "compare.sh: PAUSE is not a number of seconds: $pause" >&2; exit 2; }
 for bin in "$a" "$b"; do
   [ -x "$bin" ] || { echo "compare.sh: not an executable: $bin" >&2; exit 2; }
 done
@@ -29,8 +34,9 @@ for v in a b; do
 done
 sync
 
-cpu() {  # cpu CMD...: runs CMD, prints its user + system seconds (the shell's `times`: ms)
+cpu() {  # cpu CMD...: runs CMD (after PAUSE), prints its user + system seconds (`times`: ms)
   local t
+  [ "$pause" = 0 ] || sleep "$pause"
   if ! t=$("$@" >/dev/null 2>"$work/err" && times); then
     cat "$work/err" >&2
     exit 1
@@ -66,7 +72,9 @@ stat_of() {
 }
 mbps() { awk -v b="$bytes" -v s="$1" 'BEGIN {printf "%.0f", b / 1e6 / s}'; }
 
-echo "rank: $((bytes / 1000000)) MB of JSON (synth --scale $scale), $rounds rounds, $threads thread(s), CPU s"
+idle="back to back"
+[ "$pause" = 0 ] || idle="$pause s of idle before each command"
+echo "rank: $((bytes / 1000000)) MB of JSON (synth --scale $scale), $rounds rounds, $threads thread(s), $idle, CPU s"
 for v in a b; do
   [ "$v" = a ] && name=$a || name=$b
   two=$(stat_of "$work/times.$v" '$2 + $3' 0.5)
