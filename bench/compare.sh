@@ -17,7 +17,10 @@ a=$1 b=$2 scale=${3:-15}
 rounds=${ROUNDS:-12}
 threads=${THREADS:-1}
 pause=${PAUSE:-0}
-[[ "$pause" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "compare.sh: PAUSE is not a number of seconds: $pause" >&2; exit 2; }
+if ! [[ "$pause" =~ ^[0-9]+([.][0-9]+)?$ ]]; then
+  echo "compare.sh: PAUSE is not a number of seconds: $pause" >&2
+  exit 2
+fi
 for bin in "$a" "$b"; do
   [ -x "$bin" ] || { echo "compare.sh: not an executable: $bin" >&2; exit 2; }
 done
