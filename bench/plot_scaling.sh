@@ -14,7 +14,6 @@ mkdir -p "$(dirname "$png")"
 # The throughput axis up to a multiple of 50 a third above the largest figure (the key's room).
 ymax=$(awk '!/^#/ && NF >= 10 {
     mb = $2 / 1e6
-    for (v in x) delete x[v]
     x[1] = $10; x[2] = mb / $3; x[3] = mb / $4; x[4] = $7
     for (v in x) if (x[v] > m) m = x[v]
   } END { y = int(m * 1.35 / 50 + 1) * 50; print (y < 400 ? 400 : y) }' "$tsv")

@@ -116,37 +116,34 @@ void count_pieces(const Trace& t) {
   g_pieces_read += t.parse_windows + t.parse_shards;
 }
 
+// `read`, its windows and shards counted when it read.
+template <typename Trace>
+StatusOr<Trace> counted(StatusOr<Trace> read) {
+  if (read.ok()) count_pieces(*read);
+  return read;
+}
+
 StatusOr<HostTrace> host_trace_of(const std::string& path) {
   if (g_pieces == nullptr) return load_host_trace(path);
-  auto host = load_host_trace(path, nullptr, g_pieces->window_bytes, g_pieces->shards);
-  if (host.ok()) count_pieces(*host);
-  return host;
+  return counted(load_host_trace(path, nullptr, g_pieces->window_bytes, g_pieces->shards));
 }
 
 StatusOr<HostTrace> host_trace_in(std::string path, std::string text) {
   if (g_pieces == nullptr) return parse_host_trace(std::move(path), std::move(text));
-  auto host =
-      parse_host_trace(std::move(path), std::move(text), g_pieces->window_bytes, g_pieces->shards);
-  if (host.ok()) count_pieces(*host);
-  return host;
+  return counted(
+      parse_host_trace(std::move(path), std::move(text), g_pieces->window_bytes, g_pieces->shards));
 }
 
 StatusOr<DeviceTrace> device_trace_in(std::string path, std::string text) {
   if (g_pieces == nullptr) return parse_device_trace(std::move(path), std::move(text));
-  auto device = parse_device_trace(std::move(path), std::move(text), g_pieces->window_bytes,
-                                   g_pieces->shards);
-  if (device.ok()) count_pieces(*device);
-  return device;
+  return counted(parse_device_trace(std::move(path), std::move(text), g_pieces->window_bytes,
+                                    g_pieces->shards));
 }
 
 StatusOr<DeviceTrace> device_trace_of(const std::string& path) {
   if (g_pieces == nullptr) return load_device_trace(path);
   // The device loader takes no window size of its own: a plain text is read, then parsed.
-  if (path.ends_with(".gz")) {
-    auto device = load_device_trace(path, g_pieces->shards);
-    if (device.ok()) count_pieces(*device);
-    return device;
-  }
+  if (path.ends_with(".gz")) return counted(load_device_trace(path, g_pieces->shards));
   return device_trace_in(path, testing::read_text(path));
 }
 
@@ -587,8 +584,7 @@ TEST_P(BadRankText, GivesTheSameOutcomeInWindowsAndShards) {
   const std::string path = (corpus_dir() / c.file).string();
   const Outcome whole = drivers().at(c.format)(path);
   // A text with bytes that are not UTF-8 is repaired and parsed whole, not in pieces.
-  std::ifstream file(path, std::ios::binary);
-  std::string bytes((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
+  std::string bytes = path.ends_with(".gz") ? std::string() : testing::read_text(path);
   const bool utf8 = !path.ends_with(".gz") && json::repair_utf8(bytes) == 0;
   for (int threads : {2, 16}) {
     tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
