@@ -15,15 +15,28 @@
 namespace chakraflow {
 namespace {
 
-void group_cpu_ops_by_thread(DeviceTrace& trace) {
-  std::vector<uint32_t> thread_of(trace.cpu_ops.size());
+// Events per range of the lists copied or read on the workers.
+constexpr uint32_t kClassifyRange = 65536;
+
+// cpu_ops_by_thread and thread_begin from cpu_ops (in (ts, file order)). The ops' threads are read
+// first, in ranges on `run` (the ops' events lie all over the trace, ordered by time), then given
+// slots in the order the threads first appear.
+void group_cpu_ops_by_thread(DeviceTrace& trace, const OrderedBatches& run) {
+  const size_t n = trace.cpu_ops.size();
+  std::vector<int64_t> tids(n);
+  run.for_each(range_count(n, kClassifyRange), [&](size_t r) {
+    for (size_t k = r * kClassifyRange, e = std::min(n, k + kClassifyRange); k < e; ++k) {
+      tids[k] = trace[trace.cpu_ops[k]].tid;
+    }
+  });
+  std::vector<uint32_t> thread_of(n);
   std::vector<uint32_t> count;
   std::unordered_map<int64_t, uint32_t> slot;
   // Ops come in runs of one thread: the last thread's slot saves most lookups.
   int64_t last_tid = 0;
   uint32_t last_slot = UINT32_MAX;
-  for (size_t k = 0; k < trace.cpu_ops.size(); ++k) {
-    const int64_t tid = trace[trace.cpu_ops[k]].tid;
+  for (size_t k = 0; k < n; ++k) {
+    const int64_t tid = tids[k];
     if (last_slot == UINT32_MAX || tid != last_tid) {
       auto [it, inserted] = slot.try_emplace(tid, static_cast<uint32_t>(count.size()));
       if (inserted) count.push_back(0);
@@ -84,17 +97,27 @@ void classify_events(const std::vector<DeviceEvent>& ev, uint32_t begin, uint32_
 }
 
 // `list` sorted by (ts, file order): the list is in file order and the sort by ts is stable. The
-// keys are copied out of the events, so that the sort does not wander over them.
-void sort_by_ts(const std::vector<DeviceEvent>& ev, std::vector<DeviceEventIdx>& list) {
-  std::vector<std::pair<TimeNs, uint32_t>> keys;
-  keys.reserve(list.size());
-  for (DeviceEventIdx i : list) keys.emplace_back(ev[i.value].ts, i.value);
-  stable_radix_sort(keys, [](const auto& k) { return k.first; });
-  for (size_t k = 0; k < keys.size(); ++k) list[k] = DeviceEventIdx{keys[k].second};
+// keys are copied out of the events, so that the sort does not wander over them; given
+// `workers`, in ranges on them, and sorted on them.
+void sort_by_ts(const std::vector<DeviceEvent>& ev, std::vector<DeviceEventIdx>& list,
+                const OrderedBatches* workers) {
+  const OrderedBatches& run = batches_or_in_turn(workers);
+  const size_t n = list.size();
+  std::vector<std::pair<TimeNs, uint32_t>> keys(n);
+  const size_t ranges = range_count(n, kClassifyRange);
+  run.for_each(ranges, [&](size_t r) {
+    for (size_t k = r * kClassifyRange, e = std::min(n, k + kClassifyRange); k < e; ++k) {
+      keys[k] = {ev[list[k].value].ts, list[k].value};
+    }
+  });
+  stable_radix_sort(
+      keys, [](const auto& k) { return k.first; }, workers);
+  run.for_each(ranges, [&](size_t r) {
+    for (size_t k = r * kClassifyRange, e = std::min(n, k + kClassifyRange); k < e; ++k) {
+      list[k] = DeviceEventIdx{keys[k].second};
+    }
+  });
 }
-
-// Events classified per range of this many on the workers.
-constexpr uint32_t kClassifyRange = 65536;
 
 }  // namespace
 
@@ -124,13 +147,16 @@ void build_device_indices(DeviceTrace& trace, const OrderedBatches* workers) {
   trace.gpu_ops = std::move(all.gpu_ops);
   trace.other_with_args = std::move(all.other_with_args);
   trace.has_rf_ids = all.has_rf_ids;
-  // The three sorts side by side, the grouping by thread after its sort.
+  // The three sorts side by side, the grouping by thread after its sort; each on the workers too
+  // when the trace was read in shards (the rank has workers of its own, not only a share of a
+  // batch's).
+  const OrderedBatches* sort_workers = trace.parse_shards > 1 ? workers : nullptr;
   run.for_each(3, [&](size_t task) {
     if (task == 0) {
-      sort_by_ts(ev, trace.cpu_ops);
-      group_cpu_ops_by_thread(trace);
+      sort_by_ts(ev, trace.cpu_ops, sort_workers);
+      group_cpu_ops_by_thread(trace, batches_or_in_turn(sort_workers));
     } else {
-      sort_by_ts(ev, task == 1 ? trace.launches : trace.gpu_ops);
+      sort_by_ts(ev, task == 1 ? trace.launches : trace.gpu_ops, sort_workers);
     }
   });
 }

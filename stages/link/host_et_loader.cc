@@ -113,17 +113,25 @@ class HostParser {
     const size_t read =
         json::read_array_in_shards(t_.text.mutable_data(), t_.text.size(), t_.text.capacity(),
                                    kNodesKey, window, shards.readers(), *shards_.workers);
-    if (read == 0 || !merge_shards(shards)) {
+    if (read == 0) {
       forget_nodes();
       return false;
     }
-    if (sink_ != nullptr) {
-      size_t more = 0;
-      for (size_t k = 1; k < shards.count(); ++k) more += shards.elements(k);
-      sink_->reserve_more(more, *shards_.workers);
-    }
-    for (auto& sink : sinks) {
-      if (sink) sink_->append(std::move(*sink));
+    // The shards' nodes and their sinks' appended side by side: the two touch nothing in common.
+    bool merged = true;
+    shards_.workers->for_each(2, [&](size_t task) {
+      if (task == 0) {
+        merged = merge_shards(shards);
+      } else if (sink_ != nullptr) {
+        size_t more = 0;
+        for (size_t k = 1; k < shards.count(); ++k) more += shards.elements(k);
+        sink_->reserve_more(more, *shards_.workers);
+        for (auto& sink : sinks) sink_->append(std::move(*sink));
+      }
+    });
+    if (!merged) {
+      forget_nodes();
+      return false;
     }
     t_.parse_shards = read;
     return true;
@@ -176,9 +184,19 @@ class HostParser {
     std::vector<HostNode>& nodes = t_.nodes;
     auto by_id = [](const HostNode& a, const HostNode& b) { return a.id < b.id; };
     if (std::is_sorted(nodes.begin(), nodes.end(), by_id)) return;
-    std::vector<std::pair<uint64_t, uint32_t>> keys(nodes.size());
-    for (size_t i = 0; i < nodes.size(); ++i) keys[i] = {nodes[i].id, static_cast<uint32_t>(i)};
-    stable_radix_sort(keys, [](const auto& k) { return k.first; });  // ties in file order
+    // On the trace's workers when it was read in shards: the keys copied out in ranges, sorted
+    // (ties in file order).
+    const OrderedBatches* workers = shards_.own_workers();
+    const size_t n = nodes.size();
+    constexpr size_t kRange = 65536;
+    std::vector<std::pair<uint64_t, uint32_t>> keys(n);
+    batches_or_in_turn(workers).for_each(range_count(n, kRange), [&](size_t r) {
+      for (size_t i = r * kRange, e = std::min(n, i + kRange); i < e; ++i) {
+        keys[i] = {nodes[i].id, static_cast<uint32_t>(i)};
+      }
+    });
+    stable_radix_sort(
+        keys, [](const auto& k) { return k.first; }, workers);
     std::vector<uint32_t> target(nodes.size());
     for (uint32_t k = 0; k < keys.size(); ++k) target[keys[k].second] = k;
     move_to_targets(nodes, target, nodes.size());

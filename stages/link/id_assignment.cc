@@ -223,15 +223,17 @@ struct GpuOpsByHost {
 };
 
 // rf_id -> host op paired with it (the first by id), for inter-thread dependencies: (rf_id, host
-// op) pairs sorted by rf_id, each rf_id's first host op first.
+// op) pairs sorted by rf_id, each rf_id's first host op first (added in host op order, the sort
+// stable), on `workers` when given.
 class HostByRfId {
  public:
-  explicit HostByRfId(const LinkInputs& in) {
+  HostByRfId(const LinkInputs& in, const OrderedBatches* workers) {
     for (uint32_t i = 0; i < in.host.nodes.size(); ++i) {
       DeviceEventIdx e = in.mapping.device_of[i];
       if (e.valid() && in.device[e].rf_id != 0) pairs_.emplace_back(in.device[e].rf_id, i);
     }
-    std::sort(pairs_.begin(), pairs_.end());
+    stable_radix_sort(
+        pairs_, [](const auto& p) { return p.first; }, workers);
   }
   HostNodeIdx find(uint64_t rf) const {
     auto it = std::lower_bound(pairs_.begin(), pairs_.end(), std::pair<uint64_t, uint32_t>(rf, 0));
@@ -285,7 +287,7 @@ uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrac
     if (task == 0) {
       gpu_index.emplace(in, in.host.nodes.size());
     } else {
-      rf_index.emplace(in);
+      rf_index.emplace(in, &workers);
     }
   });
   const GpuOpsByHost& gpu = *gpu_index;
@@ -348,51 +350,85 @@ uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrac
   return uint64_t{n} + gpu_before[ranges];
 }
 
+// Host op i (`n`) whose parent is not a host op: in Chakra mode a fresh dangling id per missing
+// parent (from `*next_id`, in the order the ops come), else reattached to its thread's root, or
+// the process root, or itself, and counted.
+void reattach(const HostNode& n, uint32_t i, int64_t process_root,
+              const std::unordered_map<uint64_t, uint64_t>& thread_root_by_tid,
+              const LinkOptions& options, std::unordered_map<uint64_t, uint64_t>& dangling,
+              uint64_t* next_id, LinkedTrace& out) {
+  LinkedHostOp& op = out.ops[i];
+  if (options.compat == Compat::kChakra) {
+    auto [it, inserted] = dangling.try_emplace(n.parent, 0);
+    if (inserted) it->second = (*next_id)++;
+    op.new_parent = it->second;
+    op.parent_state = ParentState::kDangling;
+    return;
+  }
+  auto root = thread_root_by_tid.find(n.tid);
+  if (root != thread_root_by_tid.end() && root->second != op.new_id) {
+    op.new_parent = root->second;
+  } else if (process_root >= 0) {
+    op.new_parent = out.ops[static_cast<size_t>(process_root)].new_id;
+  } else {
+    op.new_parent = op.new_id;
+  }
+  op.parent_state = ParentState::kReattached;
+  out.stats.add(StatKind::kHostParentMissingReattached,
+                fmt::format("node {} (parent {}) at byte {}", n.id, n.parent, n.byte_offset));
+}
+
 // Parents remapped to new ids. The ids are copied out (a binary search over the whole nodes
 // missed the cache at every step), and a parent is looked for from its child outwards: it usually
-// lies shortly before it. A missing parent gets a fresh dangling id (Chakra mode, from
-// `*next_id`) or is reattached to its thread's root, else the process root (default).
+// lies shortly before it. Both in ranges of host ops on `workers` (the thread roots found beside
+// the copying); then the ops whose parent is missing, in order (reattach): what one pass in order
+// gives.
 void assign_parents(const LinkInputs& in, const LinkOptions& options, LinkedTrace& out,
-                    uint64_t* next_id) {
+                    uint64_t* next_id, const OrderedBatches& workers) {
   const auto& nodes = in.host.nodes;
+  const auto n_ops = static_cast<uint32_t>(nodes.size());
+  const size_t ranges = range_count(n_ops, kNumberRange);
+  auto range_of = [&](size_t r) {
+    const auto begin = static_cast<uint32_t>(r * kNumberRange);
+    return std::pair<uint32_t, uint32_t>(begin, std::min(n_ops, begin + kNumberRange));
+  };
   std::vector<uint64_t> ids(nodes.size());
-  std::unordered_map<uint64_t, uint64_t> thread_root_by_tid;  // tid -> new id
-  for (uint32_t i = 0; i < nodes.size(); ++i) {
-    ids[i] = nodes[i].id;
-    if (nodes[i].name == kThreadRoot || nodes[i].name == kThreadRootLegacy) {
-      thread_root_by_tid.try_emplace(nodes[i].tid, out.ops[i].new_id);
+  std::vector<std::vector<uint32_t>> roots(ranges);  // the thread roots of each range, in order
+  workers.for_each(ranges, [&](size_t r) {
+    const auto [begin, end] = range_of(r);
+    for (uint32_t i = begin; i < end; ++i) {
+      ids[i] = nodes[i].id;
+      if (nodes[i].name == kThreadRoot || nodes[i].name == kThreadRootLegacy) {
+        roots[r].push_back(i);
+      }
     }
+  });
+  std::unordered_map<uint64_t, uint64_t> thread_root_by_tid;  // tid -> new id (the first root)
+  for (const std::vector<uint32_t>& range_roots : roots) {
+    for (uint32_t i : range_roots) thread_root_by_tid.try_emplace(nodes[i].tid, out.ops[i].new_id);
   }
-  const int64_t process_root = find_id_near(ids, 1, 0);
-  std::unordered_map<uint64_t, uint64_t> dangling;  // Chakra mode: missing parent -> fresh id
-  for (uint32_t i = 0; i < nodes.size(); ++i) {
-    const HostNode& n = nodes[i];
-    LinkedHostOp& op = out.ops[i];
-    if (n.parent_key == ParentKey::kNone) continue;
-    const int64_t p = find_id_near(ids, n.parent, i);
-    if (p >= 0) {
+  std::vector<std::vector<uint32_t>> missing(ranges);  // ops whose parent is not a host op
+  workers.for_each(ranges, [&](size_t r) {
+    const auto [begin, end] = range_of(r);
+    for (uint32_t i = begin; i < end; ++i) {
+      const HostNode& n = nodes[i];
+      if (n.parent_key == ParentKey::kNone) continue;
+      const int64_t p = find_id_near(ids, n.parent, i);
+      if (p < 0) {
+        missing[r].push_back(i);
+        continue;
+      }
+      LinkedHostOp& op = out.ops[i];
       op.new_parent = out.ops[static_cast<size_t>(p)].new_id;
       op.parent_state = static_cast<uint32_t>(p) == i ? ParentState::kSelf : ParentState::kFound;
-      continue;
     }
-    if (options.compat == Compat::kChakra) {
-      auto [it, inserted] = dangling.try_emplace(n.parent, 0);
-      if (inserted) it->second = (*next_id)++;
-      op.new_parent = it->second;
-      op.parent_state = ParentState::kDangling;
-      continue;
+  });
+  const int64_t process_root = find_id_near(ids, 1, 0);
+  std::unordered_map<uint64_t, uint64_t> dangling;  // Chakra mode: missing parent -> fresh id
+  for (const std::vector<uint32_t>& range_missing : missing) {
+    for (uint32_t i : range_missing) {
+      reattach(nodes[i], i, process_root, thread_root_by_tid, options, dangling, next_id, out);
     }
-    auto root = thread_root_by_tid.find(n.tid);
-    if (root != thread_root_by_tid.end() && root->second != op.new_id) {
-      op.new_parent = root->second;
-    } else if (process_root >= 0) {
-      op.new_parent = out.ops[static_cast<size_t>(process_root)].new_id;
-    } else {
-      op.new_parent = op.new_id;
-    }
-    op.parent_state = ParentState::kReattached;
-    out.stats.add(StatKind::kHostParentMissingReattached,
-                  fmt::format("node {} (parent {}) at byte {}", n.id, n.parent, n.byte_offset));
   }
 }
 
@@ -479,7 +515,7 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataPro
   // ops' device events, set above).
   run.for_each(2, [&](size_t task) {
     if (task == 0) {
-      assign_parents(in, options, out, &next_id);
+      assign_parents(in, options, out, &next_id, run);
       add_sync_ids(in, options, out);
     } else if (options.compat == Compat::kDefault) {
       out.exec_tids = exec_tids(in, out.ops);

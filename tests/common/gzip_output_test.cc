@@ -13,16 +13,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "stages/common/file_io.h"
 #include "stages/common/ordered_batches.h"
+#include "tests/testing/threaded_batches.h"
 
 #ifndef CHAKRAFLOW_GZIP_SUITE
 #define CHAKRAFLOW_GZIP_SUITE GzipOutput
@@ -181,38 +180,13 @@ TEST(CHAKRAFLOW_GZIP_SUITE, SameContentSameBytesWhateverThePieces) {
   }
 }
 
-// Batches produced on four threads at once, out of order, then consumed in order: what a pool of
-// workers may do (pipeline/parallel_batches.h).
-class ThreadedBatches final : public OrderedBatches {
- public:
-  Status run(size_t batches, const std::function<Status(size_t, std::string&)>& produce,
-             const std::function<Status(std::string&)>& consume) const override {
-    std::vector<std::string> outs(batches);
-    std::vector<Status> produced(batches);
-    std::vector<std::thread> threads;
-    for (size_t t = 0; t < 4; ++t) {
-      threads.emplace_back([&, t] {
-        for (size_t i = batches; i-- > 0;) {
-          if (i % 4 == t) produced[i] = produce(i, outs[i]);
-        }
-      });
-    }
-    for (std::thread& th : threads) th.join();
-    for (size_t i = 0; i < batches; ++i) {
-      CF_RETURN_IF_ERROR(produced[i]);
-      CF_RETURN_IF_ERROR(consume(outs[i]));
-    }
-    return Status();
-  }
-};
-
 // Compressed several blocks at once: the same bytes as on the writing thread.
 TEST(CHAKRAFLOW_GZIP_SUITE, SameBytesWhenBlocksAreCompressedConcurrently) {
   Scratch dir;
   ASSERT_TRUE(dir.ok());
   const std::string text = sample_text(4u << 20);
   ASSERT_TRUE(write_in_pieces(dir.file("alone.gz"), text, 1).ok());
-  const ThreadedBatches workers;
+  const testing::ThreadedBatches workers(4);
   for (uint64_t seed : {0, 2}) {
     const std::string path = dir.file("workers" + std::to_string(seed) + ".gz");
     {
@@ -299,7 +273,7 @@ TEST(CHAKRAFLOW_GZIP_SUITE, ReadBackInBlocksThroughWorkers) {
   }
   EXPECT_EQ(input_text_size(path), text.size());  // not the index member's ISIZE (0)
   EXPECT_TRUE(gzread_all(path) == text);
-  const ThreadedBatches workers;
+  const testing::ThreadedBatches workers(4);
   auto in_blocks = InputText::read(path, &workers);
   ASSERT_TRUE(in_blocks.ok()) << in_blocks.status().message();
   EXPECT_TRUE(std::string_view(*in_blocks) == text);
@@ -466,7 +440,7 @@ TEST(CHAKRAFLOW_GZIP_SUITE, OtherGzipFilesAreReadInOnePass) {
   ASSERT_EQ(gzclose(f), Z_OK);
   EXPECT_EQ(indexed_gzip_text_size(path), std::nullopt);
   EXPECT_EQ(input_text_size(path), text.size());  // its ISIZE
-  const ThreadedBatches workers;
+  const testing::ThreadedBatches workers(4);
   auto read = InputText::read(path, &workers);
   ASSERT_TRUE(read.ok()) << read.status().message();
   EXPECT_TRUE(std::string_view(*read) == text);
@@ -486,7 +460,7 @@ TEST(CHAKRAFLOW_GZIP_SUITE, AnIndexThatDoesNotHoldIsNotTrusted) {
   std::memcpy(&member, gz.data() + gz.size() - 14, 4);
   const size_t index_at = gz.size() - member;  // the index member's header
   const size_t sizes_at = index_at + 12 + 4 + 1 + 4 + 8 + 4;
-  const ThreadedBatches workers;
+  const testing::ThreadedBatches workers(4);
   // The text read through workers, when it was read in one pass (the index not trusted).
   auto read_back = [&](const std::string& bytes) -> StatusOr<std::string> {
     const std::string p = dir.file("tampered.json.gz");

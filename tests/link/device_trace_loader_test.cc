@@ -10,6 +10,7 @@
 #include "stages/common/ordered_batches.h"
 #include "stages/generate/synthetic_trace.h"
 #include "tests/testing/test_util.h"
+#include "tests/testing/threaded_batches.h"
 #include "tests/testing/trace_builder.h"
 #include "tests/testing/window_test_util.h"
 
@@ -62,10 +63,11 @@ TEST(DeviceTraceLoader, ClassifiesEventsAndSortsRoles) {
 
 // The role indices of a trace larger than one classification range, built in ranges, equal the
 // straightforward ones: each role's events in (ts, file order), ProfilerStep left out, the CPU
-// ops grouped by thread in order of first appearance, rf_ids seen only in the last range.
-TEST(DeviceTraceLoader, RoleIndicesInRangesEqualOnePass) {
+// ops grouped by thread in order of first appearance, rf_ids seen only in the last range. Given
+// `workers` and read in shards, the sorts and the grouping run on them too.
+void expect_role_indices_as_one_pass(const OrderedBatches* workers) {
   DeviceTrace t;
-  constexpr uint32_t kEvents = 200000;
+  constexpr uint32_t kEvents = 600000;
   const DeviceCategory cats[] = {DeviceCategory::kCpuOp,       DeviceCategory::kUserAnnotation,
                                  DeviceCategory::kCudaRuntime, DeviceCategory::kCudaDriver,
                                  DeviceCategory::kKernel,      DeviceCategory::kGpuMemcpy,
@@ -88,7 +90,10 @@ TEST(DeviceTraceLoader, RoleIndicesInRangesEqualOnePass) {
   }
   ASSERT_GE(last_cpu_op, 3 * 65536u);
   t.events[last_cpu_op].flags |= kHasRfId;
-  build_device_indices(t);
+  if (workers != nullptr) t.parse_shards = 4;
+  build_device_indices(t, workers);
+  // Enough CPU ops for the sort in chunks (stages/common/radix_sort.h).
+  ASSERT_GT(t.cpu_ops.size(), size_t{1} << 17);
 
   auto role = [&](auto keep) {
     std::vector<uint32_t> ids;
@@ -141,6 +146,15 @@ TEST(DeviceTraceLoader, RoleIndicesInRangesEqualOnePass) {
     }
   }
   EXPECT_EQ(values(t.cpu_ops_by_thread), grouped);
+}
+
+TEST(DeviceTraceLoader, RoleIndicesInRangesEqualOnePass) {
+  expect_role_indices_as_one_pass(nullptr);
+}
+
+TEST(DeviceTraceLoader, RoleIndicesOnWorkersEqualOnePass) {
+  const testing::ThreadedBatches workers(3);
+  expect_role_indices_as_one_pass(&workers);
 }
 
 TEST(DeviceTraceLoader, Accepts2021CapitalisedCategories) {

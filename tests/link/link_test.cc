@@ -10,6 +10,7 @@
 #include "stages/link/host_et_loader.h"
 #include "stages/link/launcher_correlation.h"
 #include "tests/testing/generated_ranks.h"
+#include "tests/testing/threaded_batches.h"
 #include "tests/testing/trace_builder.h"
 
 namespace chakraflow {
@@ -160,6 +161,66 @@ TEST(Link, IdsAndGpuGroupsOverSeveralRanges) {
   std::vector<DeviceEventIdx> sorted = linked->gpu_events;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
+}
+
+// Parents looked up in ranges on workers (three threads, each range's ops from last to first):
+// the same parents, states, fresh dangling ids (Chakra mode) and messages, in the same order, as
+// one pass in order, with missing parents in both numbering ranges (32,768 host ops each).
+TEST(Link, ParentsOnWorkersEqualOnePassOverTwoRanges) {
+  const SynthRankText text = testing::generated_rank_text(5.0);
+  auto host = parse_host_trace("host.json", text.host);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  auto device = parse_device_trace("kineto.json", text.device);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  ASSERT_GT(host->nodes.size(), 32768u);
+  size_t orphaned = 0;
+  for (size_t i = 5; i < host->nodes.size(); i += 3001) {
+    if (host->nodes[i].parent_key == ParentKey::kNone) continue;
+    host->nodes[i].parent = uint64_t{1} << 40 | (i % 3);  // three missing parents, repeated
+    ++orphaned;
+  }
+  ASSERT_GT(orphaned, 8u);
+  const testing::ThreadedBatches workers(3);
+  for (Compat compat : {Compat::kDefault, Compat::kChakra}) {
+    LinkOptions options;
+    options.compat = compat;
+    DataProblems stats;
+    const ExclusiveDurations exclusive = compute_exclusive_durations(*device, compat);
+    const GapDependencies gaps = compute_gap_dependencies(*device, options.gap_threshold);
+    const LauncherLinks launchers = correlate_launchers(*device, compat, stats);
+    const SyncDependencies sync = compute_sync_dependencies(*device, launchers, compat, stats);
+    auto mapping = map_host_to_device(*host, *device, options, stats);
+    ASSERT_TRUE(mapping.ok()) << mapping.status().message();
+    const DeviceFindings found{exclusive, gaps, launchers, &sync};
+    const LinkedRank one = assign_linked_ids(*host, *device, found, *mapping, options, stats);
+    const LinkedRank many =
+        assign_linked_ids(*host, *device, found, *mapping, options, stats, &workers);
+    ASSERT_EQ(one.trace.ops.size(), many.trace.ops.size());
+    size_t missing = 0;
+    std::vector<uint64_t> fresh;  // Chakra mode: the dangling parents' ids, in op order
+    for (size_t i = 0; i < one.trace.ops.size(); ++i) {
+      const LinkedHostOp& a = one.trace.ops[i];
+      const LinkedHostOp& b = many.trace.ops[i];
+      ASSERT_EQ(a.new_parent, b.new_parent) << "host op " << i;
+      ASSERT_EQ(a.parent_state, b.parent_state) << "host op " << i;
+      missing +=
+          a.parent_state == ParentState::kDangling || a.parent_state == ParentState::kReattached;
+      if (a.parent_state == ParentState::kDangling) fresh.push_back(a.new_parent);
+    }
+    EXPECT_EQ(missing, orphaned);
+    EXPECT_EQ(format_link_report(one.summary, one.trace.stats),
+              format_link_report(many.summary, many.trace.stats));
+    if (compat == Compat::kChakra) {
+      // One fresh id per missing parent past the numbered nodes, given in the order the ops come.
+      ASSERT_EQ(fresh.size(), orphaned);
+      const uint64_t first = one.trace.node_count;
+      for (size_t k = 0; k < fresh.size(); ++k) {
+        EXPECT_EQ(fresh[k], k < 3 ? first + k : fresh[k - 3]) << "orphan " << k;
+      }
+    } else {
+      EXPECT_EQ(one.trace.stats.count(StatKind::kHostParentMissingReattached), orphaned);
+    }
+  }
 }
 
 TEST(Link, ChakraModeKeepsChakrasNumberingDefects) {
