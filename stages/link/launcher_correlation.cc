@@ -82,29 +82,61 @@ struct ThreadIndex {
 };
 
 // One thread's index over its CPU ops `ops` (as cpu_ops_by_thread gives them), with the nesting
-// forest for the default rule.
-ThreadIndex index_thread(const DeviceTrace& trace, Compat compat,
-                         std::vector<DeviceEventIdx>&& ops) {
+// forest for the default rule. What it reads of each op's event (which lie all over the trace)
+// is copied out once, in ranges on `workers` when given; the passes after read the copies.
+ThreadIndex index_thread(const DeviceTrace& trace, Compat compat, std::vector<DeviceEventIdx>&& ops,
+                         const OrderedBatches* workers) {
+  struct Facts {
+    TimeNs ts, end;
+    int64_t external_id;
+  };
+  constexpr size_t kRange = 65536;
+  const OrderedBatches& run = batches_or_in_turn(workers);
   ThreadIndex t;
   t.ops = std::move(ops);
-  // Nesting order (parents before the ops they contain); Chakra's rule keeps file order.
-  if (compat == Compat::kDefault) sort_in_nesting_order(trace, t.ops);
-  t.ts.reserve(t.ops.size());
-  for (DeviceEventIdx i : t.ops) t.ts.push_back(trace[i].ts);
-  t.by_external_id.reserve(t.ops.size());
-  for (uint32_t p = 0; p < t.ops.size(); ++p)
-    t.by_external_id.emplace_back(trace[t.ops[p]].external_id, p);
+  const size_t n = t.ops.size();
+  std::vector<Facts> facts(n);
+  auto copy_facts = [&] {
+    run.for_each(range_count(n, kRange), [&](size_t r) {
+      for (size_t p = r * kRange, e = std::min(n, p + kRange); p < e; ++p) {
+        const DeviceEvent& ev = trace[t.ops[p]];
+        facts[p] = {ev.ts, ev.end(), ev.external_id};
+      }
+    });
+  };
+  copy_facts();
+  // Nesting order (parents before the ops they contain); Chakra's rule keeps file order. The ops
+  // come in ts order: only a run of ops starting together can be out of nesting order, and a
+  // thread rarely has one; sorted (and the facts copied again) only if so.
+  if (compat == Compat::kDefault) {
+    for (size_t p = 1; p < n; ++p) {
+      const Facts& a = facts[p - 1];
+      const Facts& b = facts[p];
+      if (b.ts < a.ts || (b.ts == a.ts && b.end > a.end)) {
+        sort_in_nesting_order(trace, t.ops);
+        copy_facts();
+        break;
+      }
+    }
+  }
+  t.ts.resize(n);
+  t.by_external_id.resize(n);
+  for (uint32_t p = 0; p < n; ++p) {
+    t.ts[p] = facts[p].ts;
+    t.by_external_id[p] = {facts[p].external_id, p};
+  }
   // External ids count up with time: usually sorted already. Stable by id: the positions, added
   // in order, break ties.
-  stable_radix_sort(t.by_external_id, [](const auto& e) { return e.first; });
-  t.parent.assign(t.ops.size(), -1);
+  stable_radix_sort(
+      t.by_external_id, [](const auto& e) { return e.first; }, workers);
+  t.parent.assign(n, -1);
   // Ops are in ts order; an op's enclosing op is the innermost open op that contains it.
   std::vector<uint32_t> open;
-  for (uint32_t p = 0; p < t.ops.size(); ++p) {
-    const DeviceEvent& e = trace[t.ops[p]];
+  for (uint32_t p = 0; p < n; ++p) {
+    const Facts& e = facts[p];
     while (!open.empty()) {
-      const DeviceEvent& top = trace[t.ops[open.back()]];
-      if (e.ts >= top.ts && e.end() <= top.end()) break;
+      const Facts& top = facts[open.back()];
+      if (e.ts >= top.ts && e.end <= top.end) break;
       open.pop_back();
     }
     if (!open.empty()) t.parent[p] = static_cast<int32_t>(open.back());
@@ -324,7 +356,7 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataP
     if (task == 0) {
       launch_by_correlation = index_launches(trace, compat, out, launch_stats);
     } else {
-      indexed[task - 1] = index_thread(trace, compat, std::move(by_thread[task - 1]));
+      indexed[task - 1] = index_thread(trace, compat, std::move(by_thread[task - 1]), workers);
     }
   });
   stats.merge(launch_stats);

@@ -143,6 +143,20 @@ TEST(LauncherCorrelation, NcclKernelsSkipCoalescedOps) {
   }
 }
 
+TEST(LauncherCorrelation, OpsStartingTogetherTakeNestingOrder) {
+  // inner [10,15) comes before outer [10,100) in the file, both starting at 10: in nesting order
+  // outer encloses inner, and the launch at 12 is inner's (the innermost enclosing op).
+  DeviceTrace t = parse(KinetoBuilder()
+                            .cpu_op("inner", 1, 10, 5)
+                            .cpu_op("outer", 1, 10, 90)
+                            .runtime("cudaLaunchKernel", 1, 12, 1, 41)
+                            .gpu("k", 30, 1, 41)
+                            .json());
+  DataProblems stats;
+  auto r = correlate_launchers(t, Compat::kDefault, stats);
+  EXPECT_EQ(r.cpu_op_of[index_of(t, "k")].value, index_of(t, "inner"));
+}
+
 TEST(LauncherCorrelation, ExternalIdMatchPreferredWhenItEnclosesTheLaunch) {
   // Modern Kineto gives the kernel the External id of the op that launched it.
   DeviceTrace t = parse(KinetoBuilder()
