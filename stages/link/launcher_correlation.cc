@@ -82,48 +82,41 @@ struct ThreadIndex {
 };
 
 // One thread's index over its CPU ops `ops` (as cpu_ops_by_thread gives them), with the nesting
-// forest for the default rule. What it reads of each op's event (which lie all over the trace)
-// is copied out once, in ranges on `workers` when given; the passes after read the copies.
+// forest for the default rule. What it reads of each op's event (which lie all over the trace:
+// start, end, External id) is copied out once, in ranges on `workers` when given, into the
+// index's own vectors and the ends beside them; the passes after read the copies.
 ThreadIndex index_thread(const DeviceTrace& trace, Compat compat, std::vector<DeviceEventIdx>&& ops,
                          const OrderedBatches* workers) {
-  struct Facts {
-    TimeNs ts, end;
-    int64_t external_id;
-  };
   constexpr size_t kRange = 65536;
   const OrderedBatches& run = batches_or_in_turn(workers);
   ThreadIndex t;
   t.ops = std::move(ops);
   const size_t n = t.ops.size();
-  std::vector<Facts> facts(n);
-  auto copy_facts = [&] {
+  std::vector<TimeNs> end(n);
+  t.ts.resize(n);
+  t.by_external_id.resize(n);
+  auto copy_out = [&] {
     run.for_each(range_count(n, kRange), [&](size_t r) {
       for (size_t p = r * kRange, e = std::min(n, p + kRange); p < e; ++p) {
         const DeviceEvent& ev = trace[t.ops[p]];
-        facts[p] = {ev.ts, ev.end(), ev.external_id};
+        t.ts[p] = ev.ts;
+        end[p] = ev.end();
+        t.by_external_id[p] = {ev.external_id, static_cast<uint32_t>(p)};
       }
     });
   };
-  copy_facts();
+  copy_out();
   // Nesting order (parents before the ops they contain); Chakra's rule keeps file order. The ops
   // come in ts order: only a run of ops starting together can be out of nesting order, and a
-  // thread rarely has one; sorted (and the facts copied again) only if so.
+  // thread rarely has one; sorted (and copied out again) only if so.
   if (compat == Compat::kDefault) {
     for (size_t p = 1; p < n; ++p) {
-      const Facts& a = facts[p - 1];
-      const Facts& b = facts[p];
-      if (b.ts < a.ts || (b.ts == a.ts && b.end > a.end)) {
+      if (t.ts[p] < t.ts[p - 1] || (t.ts[p] == t.ts[p - 1] && end[p] > end[p - 1])) {
         sort_in_nesting_order(trace, t.ops);
-        copy_facts();
+        copy_out();
         break;
       }
     }
-  }
-  t.ts.resize(n);
-  t.by_external_id.resize(n);
-  for (uint32_t p = 0; p < n; ++p) {
-    t.ts[p] = facts[p].ts;
-    t.by_external_id[p] = {facts[p].external_id, p};
   }
   // External ids count up with time: usually sorted already. Stable by id: the positions, added
   // in order, break ties.
@@ -133,10 +126,9 @@ ThreadIndex index_thread(const DeviceTrace& trace, Compat compat, std::vector<De
   // Ops are in ts order; an op's enclosing op is the innermost open op that contains it.
   std::vector<uint32_t> open;
   for (uint32_t p = 0; p < n; ++p) {
-    const Facts& e = facts[p];
     while (!open.empty()) {
-      const Facts& top = facts[open.back()];
-      if (e.ts >= top.ts && e.end <= top.end) break;
+      const uint32_t top = open.back();
+      if (t.ts[p] >= t.ts[top] && end[p] <= end[top]) break;
       open.pop_back();
     }
     if (!open.empty()) t.parent[p] = static_cast<int32_t>(open.back());
