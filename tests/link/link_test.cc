@@ -4,11 +4,13 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "stages/link/device_trace_loader.h"
 #include "stages/link/et_plus_writer.h"
 #include "stages/link/host_et_loader.h"
 #include "stages/link/launcher_correlation.h"
+#include "tests/testing/device_findings.h"
 #include "tests/testing/generated_ranks.h"
 #include "tests/testing/threaded_batches.h"
 #include "tests/testing/trace_builder.h"
@@ -120,15 +122,25 @@ TEST(Link, AssignsIdsAndWritesGpuNodesAfterTheirLauncher) {
   EXPECT_EQ(mm["attrs"].get_array().size(), 7u);
 }
 
+// The generated rank of `scale` (testing::generated_rank_text), parsed.
+void parse_generated_rank(double scale, std::optional<HostTrace>& host,
+                          std::optional<DeviceTrace>& device) {
+  const SynthRankText text = testing::generated_rank_text(scale);
+  auto h = parse_host_trace("host.json", text.host);
+  ASSERT_TRUE(h.ok()) << h.status().message();
+  auto d = parse_device_trace("kineto.json", text.device);
+  ASSERT_TRUE(d.ok()) << d.status().message();
+  host = std::move(h).value();
+  device = std::move(d).value();
+}
+
 // A rank of more host ops than one numbering range: ids dense in host order, each host op's GPU
 // ops right after it (contiguous groups in gpu_events, in (ts, file order)), each launched from
 // the host op's own CPU event, every attached GPU op once.
 TEST(Link, IdsAndGpuGroupsOverSeveralRanges) {
-  const SynthRankText text = testing::generated_rank_text(5.0);
-  auto host = parse_host_trace("host.json", text.host);
-  ASSERT_TRUE(host.ok()) << host.status().message();
-  auto device = parse_device_trace("kineto.json", text.device);
-  ASSERT_TRUE(device.ok()) << device.status().message();
+  std::optional<HostTrace> host;
+  std::optional<DeviceTrace> device;
+  ASSERT_NO_FATAL_FAILURE(parse_generated_rank(5.0, host, device));
   ASSERT_GT(host->nodes.size(), 32768u);
   auto linked = link_traces(*host, *device, LinkOptions{});
   ASSERT_TRUE(linked.ok()) << linked.status().message();
@@ -167,11 +179,9 @@ TEST(Link, IdsAndGpuGroupsOverSeveralRanges) {
 // the same parents, states, fresh dangling ids (Chakra mode) and messages, in the same order, as
 // one pass in order, with missing parents in both numbering ranges (32,768 host ops each).
 TEST(Link, ParentsOnWorkersEqualOnePassOverTwoRanges) {
-  const SynthRankText text = testing::generated_rank_text(5.0);
-  auto host = parse_host_trace("host.json", text.host);
-  ASSERT_TRUE(host.ok()) << host.status().message();
-  auto device = parse_device_trace("kineto.json", text.device);
-  ASSERT_TRUE(device.ok()) << device.status().message();
+  std::optional<HostTrace> host;
+  std::optional<DeviceTrace> device;
+  ASSERT_NO_FATAL_FAILURE(parse_generated_rank(5.0, host, device));
   ASSERT_GT(host->nodes.size(), 32768u);
   size_t orphaned = 0;
   for (size_t i = 5; i < host->nodes.size(); i += 3001) {
@@ -185,16 +195,13 @@ TEST(Link, ParentsOnWorkersEqualOnePassOverTwoRanges) {
     LinkOptions options;
     options.compat = compat;
     DataProblems stats;
-    const ExclusiveDurations exclusive = compute_exclusive_durations(*device, compat);
-    const GapDependencies gaps = compute_gap_dependencies(*device, options.gap_threshold);
-    const LauncherLinks launchers = correlate_launchers(*device, compat, stats);
-    const SyncDependencies sync = compute_sync_dependencies(*device, launchers, compat, stats);
+    const testing::Findings found = testing::device_findings(*device, options, stats);
     auto mapping = map_host_to_device(*host, *device, options, stats);
     ASSERT_TRUE(mapping.ok()) << mapping.status().message();
-    const DeviceFindings found{exclusive, gaps, launchers, &sync};
-    const LinkedRank one = assign_linked_ids(*host, *device, found, *mapping, options, stats);
+    const LinkedRank one =
+        assign_linked_ids(*host, *device, found.view(), *mapping, options, stats);
     const LinkedRank many =
-        assign_linked_ids(*host, *device, found, *mapping, options, stats, &workers);
+        assign_linked_ids(*host, *device, found.view(), *mapping, options, stats, &workers);
     ASSERT_EQ(one.trace.ops.size(), many.trace.ops.size());
     size_t missing = 0;
     std::vector<uint64_t> fresh;  // Chakra mode: the dangling parents' ids, in op order

@@ -29,6 +29,7 @@
 #include "stages/link/launcher_correlation.h"
 #include "stages/link/link.h"
 #include "stages/link/sync_dependencies.h"
+#include "tests/testing/device_findings.h"
 #include "tests/testing/generated_ranks.h"
 #include "tests/testing/test_util.h"
 
@@ -419,15 +420,15 @@ TEST(ParallelBatches, SyncAndIdsOnTheWorkersAsOnOneThread) {
       LinkOptions options;
       options.compat = compat;
       DataProblems stats;
-      const ExclusiveDurations exclusive = compute_exclusive_durations(*device, compat);
-      const GapDependencies gaps = compute_gap_dependencies(*device, options.gap_threshold);
-      const LauncherLinks launchers = correlate_launchers(*device, compat, stats);
-      const SyncDependencies sync = compute_sync_dependencies(*device, launchers, compat, stats);
+      const testing::Findings f = testing::device_findings(*device, options, stats);
+      const ExclusiveDurations& exclusive = f.exclusive;
+      const GapDependencies& gaps = f.gaps;
+      const LauncherLinks& launchers = f.launchers;
+      const SyncDependencies& sync = f.sync;
       auto mapping = map_host_to_device(*host, *device, options, stats);
       ASSERT_TRUE(mapping.ok()) << mapping.status().message();
-      const DeviceFindings found{exclusive, gaps, launchers, &sync};
       const chakraflow::LinkedRank one =
-          assign_linked_ids(*host, *device, found, *mapping, options, stats);
+          assign_linked_ids(*host, *device, f.view(), *mapping, options, stats);
       const std::string sequential = write_with(*host, *device, one.trace, one.options, nullptr);
       for (int threads : {2, 16}) {
         tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
