@@ -19,7 +19,7 @@ namespace chakraflow {
 // Sorts `v` by key(v[i]) (an integer, signed or not), stable: records with equal keys keep their
 // order. Passes of 11 bits over the bits that (key - smallest key) spans, through one scratch
 // vector; a short vector goes to std::stable_sort (the same order). Given `workers`, a long
-// vector is sorted in chunks on them (parallel_stable_radix_sort below): the same order.
+// vector is sorted in chunks on them (radix_detail::parallel_sort below): the same order.
 template <typename T, typename KeyFn>
 void stable_radix_sort(std::vector<T>& v, KeyFn key, const OrderedBatches* workers = nullptr);
 

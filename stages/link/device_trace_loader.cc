@@ -15,7 +15,7 @@
 namespace chakraflow {
 namespace {
 
-// Events per range of the lists copied or read on the workers.
+// Events classified, or entries of their lists copied, per range on the workers.
 constexpr uint32_t kClassifyRange = 65536;
 
 // cpu_ops_by_thread and thread_begin from cpu_ops (in (ts, file order)). The ops' threads are read
