@@ -105,6 +105,7 @@ uint64_t chakra_exact_micros(const EtPlusTrace& t, const ConversionGraph& graph,
 // pass per question cost more than the questions), in ranges on the workers, joined in id order.
 struct TreeScan {
   std::vector<uint32_t> parent;        // each node's parent as resolved (EtPlusNode::parent)
+  std::vector<uint8_t> gpu;            // 1 for a GPU node: what the passes after ask of its kind
   std::vector<uint32_t> self_parents;  // nodes that name themselves their parent
   std::vector<uint32_t> thread_roots;  // nodes named as a thread root
   // CPU nodes named c10d::* or as a CPU-side collective (parent_cpu_collectives' candidates).
@@ -117,6 +118,7 @@ TreeScan scan_tree(const EtPlusTrace& t, const OrderedBatches* workers) {
   const size_t n = t.nodes.size();
   TreeScan scan;
   scan.parent.resize(n);
+  scan.gpu.resize(n);
   const size_t ranges = workers != nullptr ? range_count(n, kScanNodesPerRange) : 1;
   std::vector<TreeScan> parts(ranges);
   batches_or_in_turn(workers).for_each(parts.size(), [&](size_t r) {
@@ -125,6 +127,7 @@ TreeScan scan_tree(const EtPlusTrace& t, const OrderedBatches* workers) {
       const EtPlusNode& node = t.nodes[i];
       const auto index = static_cast<uint32_t>(i);
       scan.parent[i] = node.parent;
+      scan.gpu[i] = node.kind == OpKind::kGpu ? 1 : 0;
       if (node.parent == kNoNode && node.has_parent_id && node.parent_id == node.id) {
         part.self_parents.push_back(index);
       }
@@ -343,18 +346,20 @@ void build_children(const std::vector<uint32_t>& parent, ConversionGraph& graph)
 }
 
 // The nodes converted, in Chakra's order (CPU and METADATA nodes in input order, each followed by
-// its GPU children): each one's slot in the graph set, and the order returned.
-std::vector<uint32_t> conversion_order(const EtPlusTrace& t, ConversionGraph& graph) {
+// its GPU children): each one's slot in the graph set, and the order returned. `gpu` (the scan's)
+// tells the GPU nodes without a read of the nodes themselves.
+std::vector<uint32_t> conversion_order(const EtPlusTrace& t, const std::vector<uint8_t>& gpu,
+                                       ConversionGraph& graph) {
   std::vector<uint32_t> order;
   order.reserve(t.nodes.size());
   graph.slot.assign(t.nodes.size(), kNoNode);
   for (uint32_t i : t.file_order) {
-    if (t.nodes[i].kind == OpKind::kGpu) continue;
+    if (gpu[i]) continue;
     graph.slot[i] = static_cast<uint32_t>(order.size());
     order.push_back(i);
     for (uint32_t k = graph.child_begin[i]; k < graph.child_begin[i + 1]; ++k) {
       const uint32_t c = graph.children[k];
-      if (t.nodes[c].kind == OpKind::kGpu && graph.slot[c] == kNoNode) {
+      if (gpu[c] && graph.slot[c] == kNoNode) {
         graph.slot[c] = static_cast<uint32_t>(order.size());
         order.push_back(c);
       }
@@ -414,14 +419,16 @@ constexpr size_t kNodesPerRange = 16384;
 // Default mode: ctrl_deps = [parent] whenever the parent is converted; a GPU node whose launcher
 // is not converted is counted.
 void set_default_parents(const EtPlusTrace& t, const std::vector<uint32_t>& parent,
-                         ConversionGraph& graph, DataProblems& stats) {
+                         const std::vector<uint8_t>& gpu, ConversionGraph& graph,
+                         DataProblems& stats) {
   for (ChakraNodeRecord& rec : graph.records) {
     const uint32_t p = parent[rec.source];
     if (p != kNoNode && graph.slot[p] != kNoNode) rec.ctrl_dep = p;
   }
   for (uint32_t i = 0; i < t.nodes.size(); ++i) {
+    if (!gpu[i] || graph.slot[i] != kNoNode) continue;
     const EtPlusNode& node = t.nodes[i];
-    if (node.kind == OpKind::kGpu && graph.slot[i] == kNoNode && node.parent != kNoNode) {
+    if (node.parent != kNoNode) {
       stats.add(StatKind::kConvertGpuLauncherNotConverted,
                 fmt::format("node {} (launcher {})", node.id, t.nodes[node.parent].id));
     }
@@ -444,7 +451,7 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   // children. The order first; then the nodes converted in ranges of it (concurrently, given
   // workers), each range's communication attributes, lists and problems joined in order: the
   // same records whatever the ranges.
-  const std::vector<uint32_t> order = conversion_order(t, graph);
+  const std::vector<uint32_t> order = conversion_order(t, scan.gpu, graph);
   const OrderedBatches& run = batches_or_in_turn(workers);
   grow_prefaulted(graph.records, order.size(), run);
   prepare_walk_facts(options, n, graph);
@@ -482,7 +489,7 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
     graph.walk.append(p.walk);
     stats.merge(p.stats);
   }
-  if (!chakra) set_default_parents(t, parent, graph, stats);
+  if (!chakra) set_default_parents(t, parent, scan.gpu, graph, stats);
   conversion.pg_names = cpu_group.take_names();
   return conversion;
 }

@@ -556,6 +556,26 @@ TEST(pytorch_converter, DependenciesOnMissingOrSelfAreDropped) {
   }
 }
 
+TEST(pytorch_converter, GpuNodesUnderAGpuNodeAreNotConvertedAndCounted) {
+  // Kernel 4 names kernel 3 its parent: no CPU node is followed by it in the conversion order,
+  // so it is not converted; the default mode counts it (kernel 3, under aten::a, converts).
+  const std::string kGpu = R"(, "cat": "kernel", "stream": 1)";
+  const std::string text = trace({
+      node(1, "[pytorch|profiler|execution_trace|thread]", 1, 1),
+      node(2, "aten::a", 1, 1, R"(, "ts": 10)"),
+      node(3, "kernel_a", 2, 1, R"(, "ts": 20)" + kGpu),
+      node(4, "kernel_b", 3, 1, R"(, "ts": 30)" + kGpu),
+  });
+  for (Compat mode : {Compat::kChakra, Compat::kDefault}) {
+    auto c = convert_text(text, mode);
+    ASSERT_TRUE(c.ok()) << c.status().message();
+    EXPECT_EQ(c->nodes.count(3), 1u);
+    EXPECT_EQ(c->nodes.count(4), 0u);
+    EXPECT_EQ(c->stats.count(StatKind::kConvertGpuLauncherNotConverted),
+              mode == Compat::kDefault ? 1u : 0u);
+  }
+}
+
 TEST(pytorch_converter, ForwardSyncDependenciesAreSkipped) {
   // Node 3 claims to wait for a kernel (5) that starts after it: following it could close a
   // cycle (5 runs after its launcher 4, which follows 3), so it is skipped and counted.
