@@ -10,6 +10,7 @@
 // bounded number of batches at once. Either way the consumed bytes are the same.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -50,6 +51,16 @@ class OrderedBatches {
 // at least, so that the stage's one-range path also covers no items.
 inline size_t range_count(size_t n, size_t per_range) {
   return n == 0 ? 1 : (n + per_range - 1) / per_range;
+}
+
+// fn(r, begin, end) for each range r of `per_range` items [begin, end) of [0, n) (range_count of
+// them; one empty range when n is 0), through `batches`: possibly concurrently.
+template <typename Fn>
+void for_each_range(const OrderedBatches& batches, size_t n, size_t per_range, Fn&& fn) {
+  batches.for_each(range_count(n, per_range), [&](size_t r) {
+    const size_t begin = std::min(n, r * per_range);
+    fn(r, begin, std::min(n, begin + per_range));
+  });
 }
 
 // `batches`, or when null the base class (one after another on the calling thread): what a stage

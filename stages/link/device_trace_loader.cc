@@ -24,10 +24,8 @@ constexpr uint32_t kClassifyRange = 65536;
 void group_cpu_ops_by_thread(DeviceTrace& trace, const OrderedBatches& run) {
   const size_t n = trace.cpu_ops.size();
   std::vector<int64_t> tids(n);
-  run.for_each(range_count(n, kClassifyRange), [&](size_t r) {
-    for (size_t k = r * kClassifyRange, e = std::min(n, k + kClassifyRange); k < e; ++k) {
-      tids[k] = trace[trace.cpu_ops[k]].tid;
-    }
+  for_each_range(run, n, kClassifyRange, [&](size_t, size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) tids[k] = trace[trace.cpu_ops[k]].tid;
   });
   std::vector<uint32_t> thread_of(n);
   std::vector<uint32_t> count;
@@ -104,18 +102,13 @@ void sort_by_ts(const std::vector<DeviceEvent>& ev, std::vector<DeviceEventIdx>&
   const OrderedBatches& run = batches_or_in_turn(workers);
   const size_t n = list.size();
   std::vector<std::pair<TimeNs, uint32_t>> keys(n);
-  const size_t ranges = range_count(n, kClassifyRange);
-  run.for_each(ranges, [&](size_t r) {
-    for (size_t k = r * kClassifyRange, e = std::min(n, k + kClassifyRange); k < e; ++k) {
-      keys[k] = {ev[list[k].value].ts, list[k].value};
-    }
+  for_each_range(run, n, kClassifyRange, [&](size_t, size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) keys[k] = {ev[list[k].value].ts, list[k].value};
   });
   stable_radix_sort(
       keys, [](const auto& k) { return k.first; }, workers);
-  run.for_each(ranges, [&](size_t r) {
-    for (size_t k = r * kClassifyRange, e = std::min(n, k + kClassifyRange); k < e; ++k) {
-      list[k] = DeviceEventIdx{keys[k].second};
-    }
+  for_each_range(run, n, kClassifyRange, [&](size_t, size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) list[k] = DeviceEventIdx{keys[k].second};
   });
 }
 

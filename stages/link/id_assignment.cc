@@ -297,20 +297,15 @@ uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrac
   // place in gpu_events (the same as one pass in order).
   const auto n = static_cast<uint32_t>(in.host.nodes.size());
   const size_t ranges = range_count(n, kNumberRange);
-  auto range_of = [&](size_t r) {
-    const auto begin = static_cast<uint32_t>(r * kNumberRange);
-    return std::pair<uint32_t, uint32_t>(begin, std::min(n, begin + kNumberRange));
-  };
   // Pass 1 keeps each op's GPU ops' place in GpuOpsByHost in gpu_begin and their count in
   // gpu_end (Chakra attaches a CPU event's GPU ops to every host op paired with it, the owner's
   // group; in default mode only one host op is paired with an event: see map_by_rf_id), and each
   // range's count of them.
   std::vector<DataProblems> problems(ranges);
   std::vector<uint32_t> gpu_before(ranges + 1, 0);  // GPU ops of the ranges before each
-  workers.for_each(ranges, [&](size_t r) {
-    const auto [begin, end] = range_of(r);
+  for_each_range(workers, n, kNumberRange, [&](size_t r, size_t begin, size_t end) {
     uint32_t count = 0;
-    for (uint32_t i = begin; i < end; ++i) {
+    for (auto i = static_cast<uint32_t>(begin); i < end; ++i) {
       LinkedHostOp& op = out.ops[i];
       op.device_event = in.mapping.device_of[i];
       if (!op.device_event.valid()) continue;
@@ -332,10 +327,9 @@ uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrac
     out.stats.merge(problems[r]);
   }
   grow_prefaulted(out.gpu_events, gpu_before[ranges], workers);
-  workers.for_each(ranges, [&](size_t r) {
-    const auto [begin, end] = range_of(r);
+  for_each_range(workers, n, kNumberRange, [&](size_t r, size_t begin, size_t end) {
     uint32_t at = gpu_before[r];
-    for (uint32_t i = begin; i < end; ++i) {
+    for (auto i = static_cast<uint32_t>(begin); i < end; ++i) {
       LinkedHostOp& op = out.ops[i];
       const uint32_t first = op.gpu_begin, count = op.gpu_end;
       op.new_id = uint64_t{i} + at;  // each host op after the ones before and their GPU ops
@@ -386,17 +380,11 @@ void reattach(const HostNode& n, uint32_t i, int64_t process_root,
 void assign_parents(const LinkInputs& in, const LinkOptions& options, LinkedTrace& out,
                     uint64_t* next_id, const OrderedBatches& workers) {
   const auto& nodes = in.host.nodes;
-  const auto n_ops = static_cast<uint32_t>(nodes.size());
-  const size_t ranges = range_count(n_ops, kNumberRange);
-  auto range_of = [&](size_t r) {
-    const auto begin = static_cast<uint32_t>(r * kNumberRange);
-    return std::pair<uint32_t, uint32_t>(begin, std::min(n_ops, begin + kNumberRange));
-  };
+  const size_t ranges = range_count(nodes.size(), kNumberRange);
   std::vector<uint64_t> ids(nodes.size());
   std::vector<std::vector<uint32_t>> roots(ranges);  // the thread roots of each range, in order
-  workers.for_each(ranges, [&](size_t r) {
-    const auto [begin, end] = range_of(r);
-    for (uint32_t i = begin; i < end; ++i) {
+  for_each_range(workers, nodes.size(), kNumberRange, [&](size_t r, size_t begin, size_t end) {
+    for (auto i = static_cast<uint32_t>(begin); i < end; ++i) {
       ids[i] = nodes[i].id;
       if (nodes[i].name == kThreadRoot || nodes[i].name == kThreadRootLegacy) {
         roots[r].push_back(i);
@@ -408,9 +396,8 @@ void assign_parents(const LinkInputs& in, const LinkOptions& options, LinkedTrac
     for (uint32_t i : range_roots) thread_root_by_tid.try_emplace(nodes[i].tid, out.ops[i].new_id);
   }
   std::vector<std::vector<uint32_t>> missing(ranges);  // ops whose parent is not a host op
-  workers.for_each(ranges, [&](size_t r) {
-    const auto [begin, end] = range_of(r);
-    for (uint32_t i = begin; i < end; ++i) {
+  for_each_range(workers, nodes.size(), kNumberRange, [&](size_t r, size_t begin, size_t end) {
+    for (auto i = static_cast<uint32_t>(begin); i < end; ++i) {
       const HostNode& n = nodes[i];
       if (n.parent_key == ParentKey::kNone) continue;
       const int64_t p = find_id_near(ids, n.parent, i);

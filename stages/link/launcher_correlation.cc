@@ -96,8 +96,8 @@ ThreadIndex index_thread(const DeviceTrace& trace, Compat compat, std::vector<De
   t.ts.resize(n);
   t.by_external_id.resize(n);
   auto copy_out = [&] {
-    run.for_each(range_count(n, kRange), [&](size_t r) {
-      for (size_t p = r * kRange, e = std::min(n, p + kRange); p < e; ++p) {
+    for_each_range(run, n, kRange, [&](size_t, size_t from, size_t to) {
+      for (size_t p = from; p < to; ++p) {
         const DeviceEvent& ev = trace[t.ops[p]];
         t.ts[p] = ev.ts;
         end[p] = ev.end();
