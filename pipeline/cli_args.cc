@@ -5,9 +5,14 @@
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+
+#include "pipeline/parallel_batches.h"
+#include "stages/common/file_io.h"
+#include "stages/common/profile.h"
 
 namespace chakraflow::cli {
 
@@ -122,11 +127,49 @@ std::optional<int> Verb::parse(int argc, char** argv, int first) {
     return parse_errors_ == ParseErrors::kWithUsage ? usage_error(why) : value_error(why);
   }
   args_ = std::move(parsed).value();
+  command_line_ = "chakraflow " + name_;
+  for (int i = first; i < argc; ++i) command_line_ += std::string(" ") + argv[i];
   if (args_.has("help")) {
     std::fputs(usage("chakraflow", synopsis_, specs_).c_str(), stdout);
     return 0;
   }
   return std::nullopt;
+}
+
+std::optional<int> Verb::start_profile(const std::vector<std::string>& paths) {
+  const std::optional<std::string> path = args_.get("profile");
+  if (!path) return std::nullopt;
+  if (path->empty()) return value_error("--profile: the path is empty");
+  if (Status s = check_output_is_not_input(*path, paths); !s.ok()) {
+    return value_error("--profile: " + s.message());
+  }
+  // An output not written yet is the same file when its path is.
+  std::error_code ec;
+  const std::filesystem::path mine = std::filesystem::weakly_canonical(*path, ec);
+  for (const std::string& other : paths) {
+    std::error_code other_ec;
+    if (!ec && std::filesystem::weakly_canonical(other, other_ec) == mine && !other_ec) {
+      return value_error(
+          fmt::format("--profile: {} is also an input or output of the command", *path));
+    }
+  }
+  profile::start();
+  profile_started_ = true;
+  return std::nullopt;
+}
+
+int Verb::finish_profile(int exit, const std::string& suffix, size_t threads) {
+  if (!profile_started_) return exit;
+  profile_started_ = false;
+  const Status written = profile::write(
+      *args_.get("profile") + suffix,
+      {{"command", command_line_},
+       {"threads", std::to_string(threads > 0 ? threads : ParallelBatches::workers())},
+       {"exit_code", std::to_string(exit)}});
+  if (written.ok()) return exit;
+  if (exit == 0) return failure(written);
+  note("profile not written: " + written.message());
+  return exit;
 }
 
 std::optional<int> Verb::print_graph(const std::function<StatusOr<std::string>()>& dot) const {

@@ -78,6 +78,15 @@ class Verb {
   // Usage error unless there is no positional argument.
   std::optional<int> no_positionals() const;
 
+  // --profile FILE (link, convert, run): a Chrome trace of where the command's time went
+  // (stages/common/profile.h), recorded from start_profile() to finish_profile(). Usage error
+  // (2) when FILE is one of `paths` (the command's inputs and outputs); nothing without the flag.
+  std::optional<int> start_profile(const std::vector<std::string>& paths);
+  // Writes the profile, if one was started, to FILE followed by `suffix`, noting `threads` workers
+  // (0: the process's workers now); returns `exit`, or 1 when the command succeeded (`exit` 0) and
+  // the profile could not be written (the message printed).
+  int finish_profile(int exit, const std::string& suffix = {}, size_t threads = 0);
+
   // Prints the error and the usage; returns 2.
   int usage_error(const std::string& why) const;
   // Prints the error alone (a flag's value is wrong, the usage would not help); returns 2.
@@ -95,6 +104,8 @@ class Verb {
   const std::vector<FlagSpec>& specs_;
   ParseErrors parse_errors_;
   Args args_;
+  std::string command_line_;  // as parsed, for the profile
+  bool profile_started_ = false;
 };
 
 }  // namespace chakraflow::cli

@@ -15,6 +15,7 @@
 #include "pipeline/parallel_batches.h"
 #include "pipeline/rank_graph.h"
 #include "stages/common/file_io.h"
+#include "stages/common/profile.h"
 #include "stages/convert/convert_options.h"
 #include "stages/convert/jsonizer.h"
 #include "stages/convert/pytorch_converter.h"
@@ -62,6 +63,10 @@ const std::vector<cli::FlagSpec>& convert_flags() {
        {"log_filename"}},
       {"simulate", false, "accepted for Chakra compatibility (ignored)", {}},
       {"threads", true, "worker threads (default: all cores)", {}},
+      {"profile",
+       true,
+       "also write a Chrome trace of where the command's time went to FILE (docs/performance.md)",
+       {}},
       {"print-graph", false, "print the pipeline's flow graph (Graphviz dot) and exit", {}},
       {"quiet", false, "print nothing but errors", {"q"}},
       {"help", false, "show this help", {"h"}},
@@ -218,7 +223,7 @@ int run_convert_command(int argc, char** argv, int first) {
                  "convert [PyTorch] --input ET_PLUS.json[.gz] --output TRACE.et[.gz] "
                  "[--compat default|chakra] [--keep-optimizer-step-duration] "
                  "[--metadata-node keep|compute] [--renumber-groups] [--comm-groups FILE] "
-                 "[--threads N] [--print-graph]",
+                 "[--threads N] [--profile FILE] [--print-graph]",
                  convert_flags());
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
   if (auto exit = verb.print_graph([] { return rank_graph_dot(convert_plan()); })) return *exit;
@@ -240,16 +245,24 @@ int run_convert_command(int argc, char** argv, int first) {
   job.et_path = req->output;
   job.convert = req->options;
   const std::shared_ptr<void> limit = limit_threads(req->threads);
+  std::vector<std::string> paths = {req->input, req->output};
+  if (req->comm_groups) paths.push_back(*req->comm_groups);
+  if (auto exit = verb.start_profile(paths)) return *exit;
   const auto start = std::chrono::steady_clock::now();
-  RankJobResult result = std::move(run_rank_graph(convert_plan(), {job}, 1).front());
-  if (!result.status.ok()) return verb.failure(result.status);
+  RankJobResult result = [&] {
+    const profile::Span span("convert");
+    return std::move(run_rank_graph(convert_plan(), {job}, 1).front());
+  }();
+  if (!result.status.ok()) return verb.finish_profile(verb.failure(result.status));
   if (!req->quiet) {
     std::fputs(convert_summary(*req, result.convert, seconds_since(start)).c_str(), stderr);
   }
   if (req->comm_groups) {
-    if (Status s = write_groups(*req, result.convert.comm_groups); !s.ok()) return verb.failure(s);
+    if (Status s = write_groups(*req, result.convert.comm_groups); !s.ok()) {
+      return verb.finish_profile(verb.failure(s));
+    }
   }
-  return 0;
+  return verb.finish_profile(0);
 }
 
 int run_jsonize_command(int argc, char** argv, int first) {

@@ -10,6 +10,7 @@
 #include "pipeline/parallel_batches.h"
 #include "pipeline/rank_graph.h"
 #include "stages/common/file_io.h"
+#include "stages/common/profile.h"
 #include "stages/link/link_options.h"
 
 namespace chakraflow {
@@ -42,6 +43,10 @@ const std::vector<cli::FlagSpec>& link_flags() {
        {}},
       {"threads", true, "worker threads (default: all cores)", {}},
       {"log-level", true, "DEBUG, INFO (default), WARNING, ERROR, CRITICAL", {}},
+      {"profile",
+       true,
+       "also write a Chrome trace of where the command's time went to FILE (docs/performance.md)",
+       {}},
       {"print-graph", false, "print the pipeline's flow graph (Graphviz dot) and exit", {}},
       {"help", false, "show this help", {"h"}},
   };
@@ -152,7 +157,7 @@ int run_link_command(int argc, char** argv, int first) {
       "[--step-time step_time.json] [--profiler-overhead auto|off|default] [--rank N] "
       "[--gap-threshold-us 1000] [--mode auto|rf_id|sequence] [--compat default|chakra] "
       "[--format chakra|legacy] [--annotation NAME] [--min-match-rate PERCENT] [--log-level LEVEL] "
-      "[--print-graph]";
+      "[--profile FILE] [--print-graph]";
   cli::Verb verb("link", synopsis, link_flags(), cli::Verb::ParseErrors::kMessageOnly);
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
   const cli::Args& args = verb.args();
@@ -181,11 +186,17 @@ int run_link_command(int argc, char** argv, int first) {
   auto threads = args.get_int_in("threads", 0, 0, cli::kMaxThreads);
   if (!threads.ok()) return verb.value_error(threads.status().message());
   const std::shared_ptr<void> limit = limit_threads(static_cast<size_t>(*threads));
+  std::vector<std::string> paths = {job->host_path, job->device_path, job->et_plus_path};
+  if (!job->step_time_path.empty()) paths.push_back(job->step_time_path);
+  if (auto exit = verb.start_profile(paths)) return *exit;
 
-  const RankJobResult r = run_link_job(*job);
-  if (!r.status.ok()) return verb.failure(r.status);
+  const RankJobResult r = [&] {
+    const profile::Span span("link", job->link.rank);
+    return run_link_job(*job);
+  }();
+  if (!r.status.ok()) return verb.finish_profile(verb.failure(r.status));
   std::fputs(link_report(*job, r, *level).c_str(), stderr);
-  return 0;
+  return verb.finish_profile(0);
 }
 
 }  // namespace chakraflow

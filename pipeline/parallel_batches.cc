@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "stages/common/profile.h"
+
 namespace chakraflow {
 
 size_t shards_per_trace(size_t workers, size_t traces, size_t ranks_side_by_side) {
@@ -38,6 +40,10 @@ Status ParallelBatches::run(size_t batches,
                             const std::function<Status(size_t, std::string&)>& produce,
                             const std::function<Status(std::string&)>& consume) const {
   if (batches <= 1) return OrderedBatches::run(batches, produce, consume);
+  // On a profile, each batch and its in-order step are spans on the thread that ran them, named
+  // after the stage that handed them out.
+  const char* stage = profile::current_name();
+  const int64_t rank = profile::current_rank();
   struct Batch {
     size_t index = 0;
     Status produced;
@@ -79,13 +85,18 @@ Status ParallelBatches::run(size_t batches,
                                      }) &
           tbb::make_filter<Batch*, Batch*>(tbb::filter_mode::parallel,
                                            [&](Batch* b) {
+                                             const profile::Span span(stage, rank, -1,
+                                                                      profile::Kind::kBatch);
                                              b->produced = produce(b->index, b->out);
                                              return b;
                                            }) &
           tbb::make_filter<Batch*, void>(tbb::filter_mode::serial_in_order, [&](Batch* b) {
             std::unique_ptr<Batch> owned(b);
+            const profile::Span span(consume ? stage : nullptr, rank, -1, profile::Kind::kInOrder);
             if (failed.ok()) {
-              failed = owned->produced.ok() ? consume(owned->out) : std::move(owned->produced);
+              failed = !owned->produced.ok() ? std::move(owned->produced)
+                       : consume             ? consume(owned->out)
+                                             : Status();
               if (!failed.ok()) stopped.store(true, std::memory_order_release);
             }
             give_back(std::move(owned));

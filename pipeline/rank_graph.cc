@@ -14,6 +14,7 @@
 
 #include "pipeline/parallel_batches.h"
 #include "stages/common/file_io.h"
+#include "stages/common/profile.h"
 #include "stages/convert/cycle_check.h"
 #include "stages/convert/dependency_encoding.h"
 #include "stages/convert/et_plus_nodes.h"
@@ -102,9 +103,10 @@ struct Release {
 
 // A device-side stage: runs `compute` on a device trace unless the job already failed.
 template <typename T, typename Compute>
-Msg<const T> device_stage(const Msg<const DeviceTrace>& in, std::string_view stage, double& seconds,
-                          Compute&& compute) {
+Msg<const T> device_stage(const Msg<const DeviceTrace>& in, const char* stage, int64_t rank,
+                          double& seconds, Compute&& compute) {
   if (!in.value) return Msg<const T>{in.seq, nullptr, in.error};
+  const profile::Span span(stage, rank);
   std::shared_ptr<const T> value;
   auto t0 = Clock::now();
   Status s = guarded(stage, [&] {
@@ -198,6 +200,7 @@ class RankGraph {
         write_et_(graph_, flow::unlimited, convert_step("write .et", &RankGraph::write_et)),
         finish_(graph_, flow::unlimited, [this](const Job& job) { return finish(job); }),
         free_device_(graph_, flow::unlimited, [](const Release<const DeviceTrace>& r) {
+          const profile::Span span("free device trace");
           r.p.reset();
           return flow::continue_msg();
         }) {
@@ -316,6 +319,7 @@ class RankGraph {
   }
 
   HostMsg load_host(size_t seq) {
+    const profile::Span span("load host trace", rank_of(seq));
     auto t0 = Clock::now();
     auto host = std::make_shared<LoadedHost>();
     const std::string& path = jobs_[seq].host_path;
@@ -334,6 +338,7 @@ class RankGraph {
   }
 
   DeviceMsg load_device(size_t seq) {
+    const profile::Span span("load device trace", rank_of(seq));
     auto t0 = Clock::now();
     std::shared_ptr<const DeviceTrace> device;
     Status s = guarded("load device trace", [&]() -> Status {
@@ -357,21 +362,22 @@ class RankGraph {
   ExclusiveMsg exclusive(const DeviceMsg& m) {
     const LinkOptions& o = jobs_[m.seq].link;
     return device_stage<ExclusiveDurations>(
-        m, "exclusive durations", results_[m.seq].times.exclusive,
+        m, "exclusive durations", rank_of(m.seq), results_[m.seq].times.exclusive,
         [&](const DeviceTrace& d) { return compute_exclusive_durations(d, o.compat); });
   }
 
   GapsMsg gaps(const DeviceMsg& m) {
     const LinkOptions& o = jobs_[m.seq].link;
     return device_stage<GapDependencies>(
-        m, "gap dependencies", results_[m.seq].times.gaps,
+        m, "gap dependencies", rank_of(m.seq), results_[m.seq].times.gaps,
         [&](const DeviceTrace& d) { return compute_gap_dependencies(d, o.gap_threshold); });
   }
 
   LaunchersMsg launchers(const DeviceMsg& m) {
     const LinkOptions& o = jobs_[m.seq].link;
     return device_stage<std::pair<LauncherLinks, DataProblems>>(
-        m, "launcher correlation", results_[m.seq].times.launchers, [&](const DeviceTrace& d) {
+        m, "launcher correlation", rank_of(m.seq), results_[m.seq].times.launchers,
+        [&](const DeviceTrace& d) {
           DataProblems stats;
           const ParallelBatches workers = ParallelBatches::two_per_worker();
           LauncherLinks links = correlate_launchers(d, o.compat, stats, &workers);
@@ -386,7 +392,8 @@ class RankGraph {
     if (!l.value) return SyncMsg{d.seq, nullptr, d.error ? d.error : l.error};
     const LinkOptions& o = jobs_[d.seq].link;
     return device_stage<std::pair<SyncDependencies, DataProblems>>(
-        d, "sync dependencies", results_[d.seq].times.sync, [&](const DeviceTrace& device) {
+        d, "sync dependencies", rank_of(d.seq), results_[d.seq].times.sync,
+        [&](const DeviceTrace& device) {
           DataProblems stats;
           const ParallelBatches workers = ParallelBatches::two_per_worker();
           SyncDependencies deps =
@@ -400,6 +407,7 @@ class RankGraph {
     const HostMsg& h = std::get<0>(in);
     const DeviceMsg& d = std::get<1>(in);
     if (!h.value || !d.value) return MapMsg{h.seq, nullptr, h.error ? h.error : d.error};
+    const profile::Span span("map host to device", rank_of(h.seq));
     auto t0 = Clock::now();
     std::shared_ptr<const std::pair<HostDeviceMap, DataProblems>> value;
     Status s = guarded("link", [&]() -> Status {
@@ -442,6 +450,7 @@ class RankGraph {
     const HostDeviceMap& mapping = job->mapping->first;
     const DataProblems& map_stats = job->mapping->second;
     result.input_bytes = job->host->trace.text.size() + job->device->text.size();
+    const profile::Span span("assign ids", rank_of(job->seq));
     auto t0 = Clock::now();
     result.status = guarded("link", [&]() -> Status {
       // In the order the stages would count them one after another (the sync stage's, of kinds
@@ -470,6 +479,7 @@ class RankGraph {
     RankJobResult& result = results_[job->seq];
     if (result.status.ok() && sync.error) result.status = *sync.error;
     if (result.status.ok()) {
+      const profile::Span span("add sync dependencies", rank_of(job->seq));
       auto t0 = Clock::now();
       result.status = guarded("link", [&]() -> Status {
         LinkedRank& linked = *job->linked;
@@ -495,6 +505,7 @@ class RankGraph {
     return [this, stage, member](const Job& job) {
       RankJobResult& result = results_[job->seq];
       if (result.status.ok()) {
+        const profile::Span span(stage, rank_of(job->seq));
         result.status = guarded(stage, [&] { return (this->*member)(*job); });
       }
       return job;
@@ -507,6 +518,7 @@ class RankGraph {
     return [this, stage, member](const Job& job) {
       RankJobResult& result = results_[job->seq];
       if (result.status.ok()) {
+        const profile::Span span(stage, rank_of(job->seq));
         auto t0 = Clock::now();
         result.status = guarded(stage, [&] { return (this->*member)(*job); });
         result.times.convert += seconds_since(t0);
@@ -539,7 +551,11 @@ class RankGraph {
             ? write_et_plus_legacy(job.host->trace, *job.device, linked.trace, linked.options, sink)
             : chakraflow::write_et_plus(job.host->trace, *job.device, linked.trace, linked.options,
                                         sink, &batches);
-    Status committed = written.ok() ? out.commit() : written;
+    Status committed = written;
+    if (written.ok()) {
+      const profile::Span span("commit ET+");
+      committed = out.commit();
+    }
     result.output_bytes = out.bytes_written();
     result.times.write = seconds_since(t0);
     return committed;
@@ -632,6 +648,7 @@ class RankGraph {
   }
 
   flow::continue_msg finish(const Job& job) {
+    const profile::Span span("finish", rank_of(job->seq));
     RankJobResult& result = results_[job->seq];
     if (job->et_plus_is_temporary) {
       std::remove(job->et_plus_file.c_str());
@@ -642,6 +659,9 @@ class RankGraph {
     if (on_done_) on_done_(job->seq, result);
     return flow::continue_msg();
   }
+
+  // A job's rank, for its spans on a profile (-1: none given).
+  int64_t rank_of(size_t seq) const { return jobs_[seq].link.rank; }
 
   const RankPlan& plan_;
   const std::vector<RankJob>& jobs_;

@@ -24,6 +24,7 @@
 #include "pipeline/run_config.h"
 #include "pipeline/run_report.h"
 #include "stages/common/file_io.h"
+#include "stages/common/profile.h"
 #include "stages/simulate/sim_config.h"
 #include "stages/simulate/simulator.h"
 #include "stages/simulate/simulator_report.h"
@@ -546,6 +547,9 @@ RunOutcome run_batch(const RunRequest& request) {
   totals.malloc_one_arena = malloc_one_arena();
   if (world.process() == 0) out = summarize_and_simulate(*setup, blobs, totals, request.quiet);
   out.exit_code = world.broadcast(out.exit_code);
+  out.process = world.process();
+  out.processes = world.processes();
+  out.threads = ParallelBatches::workers();
   return out;
 }
 
@@ -560,6 +564,11 @@ const std::vector<cli::FlagSpec>& run_flags() {
   static const std::vector<cli::FlagSpec> specs = {
       {"resume", false, "skip ranks whose outputs are newer than their inputs", {}},
       {"quiet", false, "print only errors and the final summary", {"q"}},
+      {"profile",
+       true,
+       "also write a Chrome trace of where the run's time went to FILE (FILE.K for process K > 0 "
+       "under mpirun; docs/performance.md)",
+       {}},
       {"print-graph", false, "print the configuration's flow graph (Graphviz dot) and exit", {}},
       {"help", false, "show this help", {"h"}},
   };
@@ -578,7 +587,8 @@ std::optional<std::string> run_config_argument(int argc, char** argv, int first)
 
 int run_run_command(int argc, char** argv, int first) {
   const char* synopsis =
-      "run CONFIG.yaml [--resume] [--quiet] [--print-graph]   (configs/README.md documents "
+      "run CONFIG.yaml [--resume] [--quiet] [--profile FILE] [--print-graph]   "
+      "(configs/README.md documents "
       "CONFIG)";
   cli::Verb verb("run", synopsis, run_flags());
   if (auto exit = verb.parse(argc, argv, first)) return *exit;
@@ -591,9 +601,15 @@ int run_run_command(int argc, char** argv, int first) {
   request.config_path = args.positionals().front();
   request.resume = args.has("resume");
   request.quiet = args.has("quiet");
-  const RunOutcome outcome = run_batch(request);
+  if (auto exit = verb.start_profile({request.config_path})) return *exit;
+  const RunOutcome outcome = [&] {
+    const profile::Span span("run");
+    return run_batch(request);
+  }();
   if (!outcome.error.ok()) verb.message(outcome.error.message());
-  return outcome.exit_code;
+  return verb.finish_profile(
+      outcome.exit_code, outcome.process > 0 ? fmt::format(".{}", outcome.process) : std::string(),
+      outcome.threads);
 }
 
 }  // namespace chakraflow

@@ -25,6 +25,10 @@ struct RunOutcome {
   Status error;
   std::string summary_path;  // set once process 0 has written summary.json
   size_t ranks_failed = 0;
+  // This process among the run's (mpirun), and the worker threads it ran with (0: not run).
+  int process = 0;
+  int processes = 1;
+  size_t threads = 0;
 };
 
 RunOutcome run_batch(const RunRequest& request);

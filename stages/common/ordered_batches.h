@@ -1,9 +1,9 @@
 // OrderedBatches: how a stage asks for work split in batches to be done, possibly concurrently,
 // without knowing the threads: produce(i, out) for every batch i (any order, any thread), then
-// consume(out) for each in the order of i, one at a time. The first failure in the order of the
-// batches (of produce, then consume) ends the run and is returned: the same whatever the threads. A
-// stage that writes a long output in order formats its batches through it, and writes them as they
-// come.
+// consume(out) for each in the order of i, one at a time (an empty consume: nothing in order). The
+// first failure in the order of the batches (of produce, then consume) ends the run and is
+// returned: the same whatever the threads. A stage that writes a long output in order formats its
+// batches through it, and writes them as they come.
 //
 // The base class runs the batches one after another on the calling thread; pipeline/ gives the
 // stages one over the process's oneTBB workers (pipeline/parallel_batches.h), which holds a
@@ -29,7 +29,7 @@ class OrderedBatches {
     for (size_t i = 0; i < batches; ++i) {
       out.clear();
       CF_RETURN_IF_ERROR(produce(i, out));
-      CF_RETURN_IF_ERROR(consume(out));
+      if (consume) CF_RETURN_IF_ERROR(consume(out));
     }
     return Status();
   }
@@ -42,8 +42,8 @@ class OrderedBatches {
           task(i);
           return Status();
         },
-        [](std::string&) { return Status(); });
-    (void)done;  // the tasks do not fail
+        nullptr);  // nothing in order
+    (void)done;    // the tasks do not fail
   }
 };
 

@@ -13,6 +13,7 @@
 #include "stages/common/json_util.h"
 #include "stages/common/move_to_targets.h"
 #include "stages/common/prefault.h"
+#include "stages/common/profile.h"
 #include "stages/link/host_et_loader.h"
 
 namespace chakraflow {
@@ -148,6 +149,7 @@ void recover_renumbered_parents(EtPlusTrace& t, uint32_t process_root) {
 constexpr uint32_t kParentRange = 32768;
 
 void resolve_parents(EtPlusTrace& t, const OrderedBatches& workers) {
+  const profile::Span span("resolve parents");
   // Each node's parent index, in ranges: whether a range saw a flat-layout parent, and its first
   // process root.
   const auto n = static_cast<uint32_t>(t.nodes.size());
@@ -347,6 +349,7 @@ namespace {
 // pages faulted in through `workers` first.
 void place_nodes(const HostTrace& host, const std::vector<uint32_t>& slot, size_t total,
                  std::vector<EtPlusNode>& nodes, const OrderedBatches& workers) {
+  const profile::Span span("place nodes");
   reserve_prefaulted(nodes, total, workers);
   const size_t n = nodes.size();
   std::vector<uint32_t> target(n);  // by position as read

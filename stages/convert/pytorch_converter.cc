@@ -8,11 +8,13 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "proto/et_def.pb.h"
 #include "stages/common/json_util.h"
 #include "stages/common/prefault.h"
+#include "stages/common/profile.h"
 #include "stages/common/short_copy.h"
 #include "stages/convert/comm_attributes.h"
 #include "stages/convert/comm_groups.h"
@@ -443,15 +445,18 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   const bool chakra = options.compat == Compat::kChakra;
   Conversion conversion;
   ConversionGraph& graph = conversion.graph;
+  std::optional<profile::Span> span(std::in_place, "tree scan and parents");
   TreeScan scan = scan_tree(t, workers);
   std::vector<uint32_t> parent = walk_parents(t, options, scan, &graph.extra_roots, stats);
   if (!chakra) parent_cpu_collectives(t, scan, parent, stats);
   build_children(parent, graph);
+  span.emplace("conversion order");
   // Chakra's conversion loop: CPU and METADATA nodes in input order, each followed by its GPU
   // children. The order first; then the nodes converted in ranges of it (concurrently, given
   // workers), each range's communication attributes, lists and problems joined in order: the
   // same records whatever the ranges.
   const std::vector<uint32_t> order = conversion_order(t, scan.gpu, graph);
+  span.emplace("convert nodes");
   const OrderedBatches& run = batches_or_in_turn(workers);
   grow_prefaulted(graph.records, order.size(), run);
   prepare_walk_facts(options, n, graph);
@@ -470,6 +475,7 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
       convert_node(t, options, parent, order[k], typer, graph, graph.records[k], parts[r]);
     }
   });
+  span.emplace("join ranges and default parents");
   size_t comm_total = 0, keys_total = 0;
   for (const ConvertedRange& p : parts) {
     comm_total += p.comm.size();
@@ -986,16 +992,22 @@ Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, Data
   Status checked, written;
   batches_or_in_turn(batches).for_each(check_beside ? 2 : 1, [&](size_t task) {
     if (task == 0) {
+      const profile::Span span("encode and write");
       written = write_chakra_trace(trace, chakra, options, writer, batches);
     } else {
+      const profile::Span span("cycle check");
       checked = check_beside();
     }
   });
   // Nothing is committed unless both succeeded (the writer discards its temporary file).
   CF_RETURN_IF_ERROR(checked);
   CF_RETURN_IF_ERROR(written);
-  CF_RETURN_IF_ERROR(writer.commit());
+  {
+    const profile::Span span("commit .et");
+    CF_RETURN_IF_ERROR(writer.commit());
+  }
   if (report != nullptr) {
+    const profile::Span span("communicator groups");
     CF_ASSIGN_OR_RETURN(report->comm_groups,
                         comm_groups_of(trace, chakra, options.pg_name_offset, batches));
     report->input_nodes = trace.nodes.size();

@@ -9,6 +9,7 @@
 #include "stages/common/json_util.h"
 #include "stages/common/ordered_batches.h"
 #include "stages/common/prefault.h"
+#include "stages/common/profile.h"
 #include "stages/common/radix_sort.h"
 #include "stages/link/loader_shards.h"
 
@@ -268,6 +269,7 @@ class DeviceParser {
     }
     // In file order: each shard's events after the ones before, its names' indices moved by the
     // names before, its problems numbered from the elements before.
+    const profile::Span span("merge device shards");
     size_t more = 0;
     for (size_t k = 1; k < count; ++k) more += shards.part(k).events.size();
     reserve_prefaulted(t_.events, t_.events.size() + more, *shards_.workers);
@@ -678,7 +680,10 @@ class DeviceParser {
     return Status();
   }
 
-  void build_indices() { build_device_indices(t_, shards_.workers); }
+  void build_indices() {
+    const profile::Span span("device indices");
+    build_device_indices(t_, shards_.workers);
+  }
 
   DeviceTrace& t_;
   std::string_view text_;
@@ -743,7 +748,10 @@ StatusOr<DeviceTrace> parse_device_trace(std::string path, std::string text, siz
 }
 
 StatusOr<DeviceTrace> load_device_trace(const std::string& path, const ParseShards& shards) {
-  CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path, shards.own_workers()));
+  CF_ASSIGN_OR_RETURN(InputText text, [&] {
+    const profile::Span span("read device text");
+    return InputText::read(path, shards.own_workers());
+  }());
   return parse_device_text(path, std::move(text), kDeviceWindowBytes, shards);
 }
 

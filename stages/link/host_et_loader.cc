@@ -9,6 +9,7 @@
 #include "stages/common/move_to_targets.h"
 #include "stages/common/ordered_batches.h"
 #include "stages/common/prefault.h"
+#include "stages/common/profile.h"
 #include "stages/common/radix_sort.h"
 #include "stages/link/loader_shards.h"
 
@@ -118,6 +119,7 @@ class HostParser {
       return false;
     }
     // The shards' nodes and their sinks' appended side by side: the two touch nothing in common.
+    const profile::Span span("merge host shards");
     bool merged = true;
     shards_.workers->for_each(2, [&](size_t task) {
       if (task == 0) {
@@ -694,7 +696,11 @@ StatusOr<HostTrace> parse_host_text(std::string path, InputText text, size_t win
   trace.path = std::move(path);
   trace.text = std::move(text);
   HostParser parser(trace, sink, window_bytes, shards);
-  CF_RETURN_IF_ERROR(json::explain_truncation(parser.parse(), trace.path, trace.text));
+  {
+    const profile::Span span("parse host nodes");
+    CF_RETURN_IF_ERROR(json::explain_truncation(parser.parse(), trace.path, trace.text));
+  }
+  const profile::Span span("host nodes by id");
   CF_RETURN_IF_ERROR(parser.finish());
   return trace;
 }
@@ -712,7 +718,10 @@ StatusOr<HostTrace> parse_host_trace(std::string path, std::string text, size_t 
 
 StatusOr<HostTrace> load_host_trace(const std::string& path, HostNodeSink* sink,
                                     size_t window_bytes, const ParseShards& shards) {
-  CF_ASSIGN_OR_RETURN(InputText text, InputText::read(path, shards.own_workers()));
+  CF_ASSIGN_OR_RETURN(InputText text, [&] {
+    const profile::Span span("read host text");
+    return InputText::read(path, shards.own_workers());
+  }());
   return parse_host_text(path, std::move(text), window_bytes, sink, shards);
 }
 

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "stages/common/prefault.h"
+#include "stages/common/profile.h"
 #include "stages/common/radix_sort.h"
 
 namespace chakraflow {
@@ -485,10 +486,14 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataPro
   const OrderedBatches& run = batches_or_in_turn(workers);
   LinkedTrace out;
   out.stats = std::move(stats);
-  grow_prefaulted(out.ops, in.host.nodes.size(), run);
-  if (!in.exclusive.chakra.empty()) out.chakra_exclusive.resize(in.host.nodes.size());
   uint64_t attached_gpu = 0;
-  uint64_t next_id = number_ops(in, options, out, &attached_gpu, run);
+  uint64_t next_id = 0;
+  {
+    const profile::Span span("number ops");
+    grow_prefaulted(out.ops, in.host.nodes.size(), run);
+    if (!in.exclusive.chakra.empty()) out.chakra_exclusive.resize(in.host.nodes.size());
+    next_id = number_ops(in, options, out, &attached_gpu, run);
+  }
   out.node_count = next_id;
 
   // Unlinked GPU ops: their launching CPU op has no host op.
@@ -502,9 +507,11 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataPro
   // ops' device events, set above).
   run.for_each(2, [&](size_t task) {
     if (task == 0) {
+      const profile::Span span("assign parents");
       assign_parents(in, options, out, &next_id, run);
       add_sync_ids(in, options, out);
     } else if (options.compat == Compat::kDefault) {
+      const profile::Span span("exec tids");
       out.exec_tids = exec_tids(in, out.ops);
     }
   });

@@ -2,6 +2,7 @@
 // discovery, and whole batches: every rank converted, a failing rank isolated and reported,
 // --resume, summary.json.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
@@ -278,6 +279,145 @@ TEST(RunThreads, OutputsAreTheSameBytesAtAnyThreadCount) {
       EXPECT_TRUE(files[name] == bytes) << name << " differs at " << threads << " threads";
     }
   }
+}
+
+// --profile FILE: a Chrome trace with every stage of the rank graph for each rank (named, with
+// its rank, inside the command's span, the workers' batches named after their stage), the
+// outputs the same bytes as without it; link and convert write theirs; a profile that would be
+// one of the command's files is refused before anything runs.
+TEST(Profile, RunLinkAndConvertWriteWhereTheirTimeWent) {
+  TempDir dir;
+  testing::write_generated_ranks(
+      2, [&](int r) { return dir.file("t/rank" + std::to_string(r) + "/host_et.json"); },
+      [&](int r) { return dir.file("t/rank" + std::to_string(r) + "/kineto.json"); }, -1, 0.3);
+  for (const char* name : {"plain", "timed"}) {
+    testing::write_text(dir.file(std::string(name) + ".yaml"),
+                        "inputs:\n  host: t/rank{rank}/host_et.json\n  device: "
+                        "t/rank{rank}/kineto.json\nstages: [link, convert]\noutputs: {dir: " +
+                            std::string(name) + ", prefix: trace}\nrun: {threads: 4}\n");
+  }
+  std::string out;
+  ASSERT_EQ(run_command(kBin + " run --quiet " + dir.file("plain.yaml"), &out), 0) << out;
+  ASSERT_EQ(run_command(kBin + " run --quiet " + dir.file("timed.yaml") + " --profile " +
+                            dir.file("run_profile.json"),
+                        &out),
+            0)
+      << out;
+  for (int r = 0; r < 2; ++r) {
+    const std::string et = "/trace." + std::to_string(r) + ".et";
+    EXPECT_TRUE(testing::read_text(dir.file("plain" + et)) ==
+                testing::read_text(dir.file("timed" + et)))
+        << et;
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc = testing::load_json(parser, dir.file("run_profile.json"));
+  // The workers it ran with: the configuration's 4, or fewer cores.
+  const int threads = std::stoi(std::string(std::string_view(doc["otherData"]["threads"])));
+  EXPECT_TRUE(threads >= 1 && threads <= 4) << threads;
+  EXPECT_EQ(std::string_view(doc["otherData"]["exit_code"]), "0");
+  double run_begin = -1, run_end = -1;
+  std::map<std::pair<std::string, int64_t>, int> stages;
+  std::set<std::string> batches;
+  std::vector<std::pair<double, double>> spans;
+  for (simdjson::dom::element e : doc["traceEvents"].get_array()) {
+    if (std::string_view(e["ph"]) != "X") continue;
+    const std::string name{std::string_view(e["name"])};
+    const double ts = e["ts"], dur = e["dur"];
+    if (name == "run") {
+      run_begin = ts;
+      run_end = ts + dur;
+      continue;
+    }
+    spans.emplace_back(ts, ts + dur);
+    int64_t rank = -1;
+    if (simdjson::dom::element args;
+        e["args"].get(args) == simdjson::SUCCESS && args["rank"].get(rank) != simdjson::SUCCESS) {
+      rank = -1;  // no rank
+    }
+    if (std::string_view(e["cat"]) == "stage") {
+      ++stages[{name, rank}];
+    } else {
+      batches.insert(name);
+    }
+  }
+  ASSERT_GE(run_begin, 0);
+  for (const auto& [begin, end] : spans) {
+    EXPECT_GE(begin, run_begin);
+    EXPECT_LE(end, run_end);
+  }
+  for (int64_t r = 0; r < 2; ++r) {
+    for (const char* stage : {"load host trace",
+                              "load device trace",
+                              "exclusive durations",
+                              "gap dependencies",
+                              "launcher correlation",
+                              "sync dependencies",
+                              "map host to device",
+                              "assign ids",
+                              "add sync dependencies",
+                              "release device trace",
+                              "complete nodes",
+                              "select nodes",
+                              "encode dependencies",
+                              "drop dangling nodes",
+                              "write .et",
+                              "finish",
+                              "read host text",
+                              "parse host nodes",
+                              "device indices",
+                              "number ops",
+                              "place nodes",
+                              "encode and write"}) {
+      EXPECT_EQ((stages[{stage, r}]), 1) << stage << " of rank " << r;
+    }
+  }
+  // Work the stages handed to the workers, named after them.
+  EXPECT_TRUE(batches.count("write .et")) << fmt::format("{}", fmt::join(batches, ", "));
+
+  // link and convert, one rank.
+  const std::string host = dir.file("t/rank1/host_et.json");
+  const std::string device = dir.file("t/rank1/kineto.json");
+  ASSERT_EQ(
+      run_command(kBin + " link --host " + host + " --device " + device + " --output " +
+                      dir.file("et.json") + " --rank 1 --profile " + dir.file("link_profile.json"),
+                  &out),
+      0)
+      << out;
+  ASSERT_EQ(run_command(kBin + " convert --quiet --input " + dir.file("et.json") + " --output " +
+                            dir.file("et.et") + " --profile " + dir.file("convert_profile.json"),
+                        &out),
+            0)
+      << out;
+  for (const auto& [file, expected] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"link_profile.json", {"link", "load host trace", "write ET+", "commit ET+"}},
+           {"convert_profile.json", {"convert", "read ET+", "parse host nodes", "write .et"}}}) {
+    const std::string text = testing::read_text(dir.file(file));
+    for (const std::string& name : expected) {
+      EXPECT_NE(text.find("\"name\": \"" + name + "\""), std::string::npos) << file << ": " << name;
+    }
+  }
+  EXPECT_NE(testing::read_text(dir.file("link_profile.json")).find("\"rank\": 1"),
+            std::string::npos);
+
+  // The profile may not be an input or an output.
+  ASSERT_EQ(run_command(kBin + " link --host " + host + " --device " + device + " --output " +
+                            dir.file("et2.json") + " --profile " + dir.file("et2.json"),
+                        &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("--profile"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir.file("et2.json")));
+  ASSERT_EQ(run_command(kBin + " convert --input " + dir.file("et.json") + " --output " +
+                            dir.file("et3.et") + " --profile " + dir.file("et.json"),
+                        &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("--profile"), std::string::npos) << out;
+  ASSERT_EQ(run_command(kBin + " run --quiet " + dir.file("timed.yaml") + " --profile " +
+                            dir.file("timed.yaml"),
+                        &out),
+            2)
+      << out;
 }
 
 TEST_F(RunBatch, AFailingRankIsReportedAndTheOthersFinish) {
