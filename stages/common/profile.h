@@ -38,8 +38,8 @@ void start();
 
 // One span: from construction to destruction on the constructing thread. `name` must outlive the
 // profile (a string literal); a null name records nothing. `rank` -1: the rank of the span around
-// it on this thread, if any (a stage's pieces and batches take their stage's). `part` >= 0 tells pieces of one
-// name apart (a shard's number); -1 none.
+// it on this thread, if any (a stage's pieces and batches take their stage's). `part` >= 0 tells
+// pieces of one name apart (a shard's number); -1 none.
 enum class Kind : uint8_t {
   kStage,    // a stage or a piece of one (cat "stage")
   kBatch,    // a batch a worker ran for the span `name` of the thread that handed the work out
@@ -48,8 +48,7 @@ enum class Kind : uint8_t {
 };
 class Span {
  public:
-  explicit Span(const char* name, int64_t rank = -1, int64_t part = -1,
-                Kind kind = Kind::kStage) {
+  explicit Span(const char* name, int64_t rank = -1, int64_t part = -1, Kind kind = Kind::kStage) {
     if (name != nullptr && on()) begin(name, rank, part, kind);
   }
   ~Span() {
@@ -77,9 +76,9 @@ struct Event {
   int64_t rank = -1;
   int64_t part = -1;
   Kind kind = Kind::kStage;
-  uint32_t thread = 0;    // 0: the thread that started the profile, then in order of first span
-  int64_t begin_ns = 0;   // from start()
-  int64_t end_ns = -1;    // -1: still open
+  uint32_t thread = 0;   // 0: the thread that started the profile, then in order of first span
+  int64_t begin_ns = 0;  // from start()
+  int64_t end_ns = -1;   // -1: still open
 };
 
 // What was recorded so far, every thread's, spans still open left out: by thread, then begin.

@@ -32,9 +32,7 @@ struct ProfileOff {
 
 TEST(Profile, RecordsOnlyWhileOn) {
   const ProfileOff off;
-  {
-    const profile::Span before("before start");
-  }
+  { const profile::Span before("before start"); }
   EXPECT_FALSE(profile::on());
   EXPECT_EQ(profile::current_name(), nullptr);
   profile::start();
@@ -120,14 +118,10 @@ TEST(Profile, OtherThreadsRecordOnRowsOfTheirOwnNamedAfterTheStage) {
 TEST(Profile, AStartForgetsWhatCameBeforeAndOpenSpansAreLeftOut) {
   const ProfileOff off;
   profile::start();
-  {
-    const profile::Span old("old");
-  }
+  { const profile::Span old("old"); }
   profile::start();
   const profile::Span open("still open");
-  {
-    const profile::Span fresh("fresh");
-  }
+  { const profile::Span fresh("fresh"); }
   const auto events = profile::events();
   ASSERT_EQ(events.size(), 1u);
   EXPECT_STREQ(events[0].name, "fresh");
@@ -143,9 +137,7 @@ TEST(Profile, WritesAChromeTrace) {
   }
   ASSERT_TRUE(profile::write(dir.file("t.json"), {{"command", "chakraflow run x.yaml"}}).ok());
   EXPECT_FALSE(profile::on());
-  {
-    const profile::Span after("after write");
-  }
+  { const profile::Span after("after write"); }
   EXPECT_TRUE(profile::events().size() == 2);  // nothing recorded once written
 
   simdjson::dom::parser parser;
