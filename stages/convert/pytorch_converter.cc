@@ -989,14 +989,30 @@ Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, Data
                        const std::function<Status()>& check_beside) {
   CF_ASSIGN_OR_RETURN(EtWriter writer, EtWriter::open(output_path));
   writer.compress_on(batches);
-  Status checked, written;
-  batches_or_in_turn(batches).for_each(check_beside ? 2 : 1, [&](size_t task) {
+  // Beside the encoding: the cycle check, then (for the report) the communicator groups, which
+  // read only the trace: the same results as one after the other, without the wait.
+  Status checked, written, grouped;
+  RankCommGroups groups;
+  const bool beside = check_beside || report != nullptr;
+  batches_or_in_turn(batches).for_each(beside ? 2 : 1, [&](size_t task) {
     if (task == 0) {
       const profile::Span span("encode and write");
       written = write_chakra_trace(trace, chakra, options, writer, batches);
-    } else {
+      return;
+    }
+    if (check_beside) {
       const profile::Span span("cycle check");
       checked = check_beside();
+    }
+    if (report != nullptr && checked.ok()) {
+      const profile::Span span("communicator groups");
+      StatusOr<RankCommGroups> found =
+          comm_groups_of(trace, chakra, options.pg_name_offset, batches);
+      if (found.ok()) {
+        groups = std::move(found).value();
+      } else {
+        grouped = found.status();
+      }
     }
   });
   // Nothing is committed unless both succeeded (the writer discards its temporary file).
@@ -1007,9 +1023,8 @@ Status write_converted(const EtPlusTrace& trace, const ChakraTrace& chakra, Data
     CF_RETURN_IF_ERROR(writer.commit());
   }
   if (report != nullptr) {
-    const profile::Span span("communicator groups");
-    CF_ASSIGN_OR_RETURN(report->comm_groups,
-                        comm_groups_of(trace, chakra, options.pg_name_offset, batches));
+    CF_RETURN_IF_ERROR(grouped);
+    report->comm_groups = std::move(groups);
     report->input_nodes = trace.nodes.size();
     report->output_nodes = chakra.nodes.size();
     report->removed_dangling = chakra.removed_dangling;
