@@ -143,8 +143,14 @@ std::optional<int> Verb::start_profile(const std::vector<std::string>& paths) {
   if (Status s = check_output_is_not_input(*path, paths); !s.ok()) {
     return value_error("--profile: " + s.message());
   }
-  // An output not written yet is the same file when its path is.
+  // A profile that could not be written is reported before the command runs: its folder must be
+  // one (a stream, "-" or a device, is written as any output is).
   std::error_code ec;
+  const std::filesystem::path folder = std::filesystem::path(*path).parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder, ec)) {
+    return value_error(fmt::format("--profile: {}: no such folder", folder.string()));
+  }
+  // An output not written yet is the same file when its path is.
   const std::filesystem::path mine = std::filesystem::weakly_canonical(*path, ec);
   for (const std::string& other : paths) {
     std::error_code other_ec;

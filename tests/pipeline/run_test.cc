@@ -418,6 +418,14 @@ TEST(Profile, RunLinkAndConvertWriteWhereTheirTimeWent) {
                         &out),
             2)
       << out;
+  // Nor in a folder that does not exist: said before anything runs.
+  ASSERT_EQ(run_command(kBin + " link --host " + host + " --device " + device + " --output " +
+                            dir.file("et4.json") + " --profile " + dir.file("no/such/p.json"),
+                        &out),
+            2)
+      << out;
+  EXPECT_NE(out.find("no such folder"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir.file("et4.json")));
 }
 
 TEST_F(RunBatch, AFailingRankIsReportedAndTheOthersFinish) {
@@ -604,7 +612,24 @@ TEST(RunMpi, TwoProcessesWriteTheSameBytesAsOne) {
   std::string out;
   ASSERT_EQ(run_command(kBin + " run --quiet " + dir.file("run.yaml"), &out), 0) << out;
   fs::rename(dir.file("out"), dir.file("single"));
-  ASSERT_EQ(run_command(mpirun(2) + kBin + " run " + dir.file("run.yaml"), &out), 0) << out;
+  ASSERT_EQ(run_command(mpirun(2) + kBin + " run " + dir.file("run.yaml") + " --profile " +
+                            dir.file("profile.json"),
+                        &out),
+            0)
+      << out;
+  // Each process's profile in a file of its own, with the ranks it loaded: every rank once.
+  std::vector<int> profiled;
+  for (const char* file : {"profile.json", "profile.json.1"}) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc = testing::load_json(parser, dir.file(file));
+    for (simdjson::dom::element e : doc["traceEvents"].get_array()) {
+      if (std::string_view(e["name"]) == "load host trace") {
+        profiled.push_back(static_cast<int>(int64_t(e["args"]["rank"])));
+      }
+    }
+  }
+  std::sort(profiled.begin(), profiled.end());
+  EXPECT_EQ(profiled, (std::vector<int>{0, 1, 2, 3}));
   // Both processes did work, and process 0 gathered everything.
   EXPECT_NE(out.find("[process 0/2] rank "), std::string::npos) << out;
   EXPECT_NE(out.find("[process 1/2] rank "), std::string::npos) << out;
