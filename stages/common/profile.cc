@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <utility>
 
 #include "stages/common/file_io.h"
 #include "stages/common/json_writer.h"
@@ -112,16 +113,29 @@ void Span::end() {
   if (!log_->open.empty() && log_->open.back() == index_) log_->open.pop_back();
 }
 
-const char* current_name() {
-  if (!on() || tls_log == nullptr) return nullptr;
+namespace {
+
+// The name and rank of the calling thread's innermost open span of the current profile (null and
+// -1 when none).
+std::pair<const char*, int64_t> innermost_open() {
+  if (!on() || tls_log == nullptr) return {nullptr, -1};
   std::lock_guard<std::mutex> lock(tls_log->mutex);
-  return tls_log->open.empty() ? nullptr : tls_log->events[tls_log->open.back()].name;
+  if (tls_log->open.empty() ||
+      tls_log->generation != g_generation.load(std::memory_order_acquire)) {
+    return {nullptr, -1};
+  }
+  const Event& e = tls_log->events[tls_log->open.back()];
+  return {e.name, e.rank};
+}
+
+}  // namespace
+
+const char* current_name() {
+  return innermost_open().first;
 }
 
 int64_t current_rank() {
-  if (!on() || tls_log == nullptr) return -1;
-  std::lock_guard<std::mutex> lock(tls_log->mutex);
-  return tls_log->open.empty() ? -1 : tls_log->events[tls_log->open.back()].rank;
+  return innermost_open().second;
 }
 
 std::vector<Event> events() {

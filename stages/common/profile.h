@@ -4,7 +4,7 @@
 // thread in chrome://tracing or ui.perfetto.dev, each span a complete event ("ph":"X").
 //
 // Off (the default) a span costs one relaxed atomic load. On, a span takes a lock of its own
-// thread's (uncontended) twice and 40 bytes: spans are stages and batches, hundreds to a few
+// thread's (uncontended) twice and 48 bytes: spans are stages and batches, hundreds to a few
 // thousand per rank, not per node. The times are the run's: a profile is a measurement, not an
 // output of the run (two runs give two profiles; the run's outputs are the same bytes with or
 // without one).

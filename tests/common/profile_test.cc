@@ -118,8 +118,13 @@ TEST(Profile, OtherThreadsRecordOnRowsOfTheirOwnNamedAfterTheStage) {
 TEST(Profile, AStartForgetsWhatCameBeforeAndOpenSpansAreLeftOut) {
   const ProfileOff off;
   profile::start();
-  { const profile::Span old("old"); }
-  profile::start();
+  { const profile::Span done("done before"); }
+  {
+    const profile::Span across("open across the start");
+    profile::start();
+    // The new profile has no span open on this thread: work handed out is not named after it.
+    EXPECT_EQ(profile::current_name(), nullptr);
+  }
   const profile::Span open("still open");
   { const profile::Span fresh("fresh"); }
   const auto events = profile::events();
