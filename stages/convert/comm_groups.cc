@@ -153,13 +153,14 @@ StatusOr<RankCommGroups> comm_groups_of(const EtPlusTrace& trace, const ChakraTr
   const size_t n = chakra.nodes.size();
   const size_t ranges = range_count(n, kGroupSearchRange);
   std::vector<std::vector<uint32_t>> found(ranges);
-  batches_or_in_turn(workers).for_each(ranges, [&](size_t r) {
-    for (size_t i = r * kGroupSearchRange; i < std::min(n, (r + 1) * kGroupSearchRange); ++i) {
-      if (declares_or_uses_groups(trace, chakra.nodes[i])) {
-        found[r].push_back(static_cast<uint32_t>(i));
-      }
-    }
-  });
+  for_each_range(batches_or_in_turn(workers), n, kGroupSearchRange,
+                 [&](size_t r, size_t begin, size_t end) {
+                   for (size_t i = begin; i < end; ++i) {
+                     if (declares_or_uses_groups(trace, chakra.nodes[i])) {
+                       found[r].push_back(static_cast<uint32_t>(i));
+                     }
+                   }
+                 });
   RankCommGroups out;
   RenderedIo io;
   for (const std::vector<uint32_t>& range : found) {

@@ -159,11 +159,9 @@ void resolve_parents(EtPlusTrace& t, const OrderedBatches& workers) {
     bool any_flat_parent = false;
   };
   std::vector<Found> found(ranges);
-  workers.for_each(ranges, [&](size_t r) {
-    const auto begin = static_cast<uint32_t>(r * kParentRange);
-    const uint32_t end = std::min(n, begin + kParentRange);
+  for_each_range(workers, n, kParentRange, [&](size_t r, size_t begin, size_t end) {
     Found& f = found[r];
-    for (uint32_t i = begin; i < end; ++i) {
+    for (auto i = static_cast<uint32_t>(begin); i < end; ++i) {
       EtPlusNode& node = t.nodes[i];
       if (node.has_parent_id) {
         uint32_t p = t.index_of(node.parent_id);
@@ -552,12 +550,11 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
   const uint32_t per_range = std::max<uint32_t>(range_nodes, 1);
   const size_t ranges = range_count(hosts, per_range);
   std::vector<LinkedRange> parts(ranges);
-  workers.for_each(ranges, [&](size_t r) {
-    const auto begin = static_cast<uint32_t>(r * per_range);
-    const uint32_t end = std::min(hosts, begin + per_range);
+  for_each_range(workers, hosts, per_range, [&](size_t r, size_t begin, size_t end) {
     if (begin >= end) return;
-    NodeLinker linker(host, t, device, linked, link_options, begin, slot[begin], parts[r]);
-    for (uint32_t i = begin; i < end; ++i) linker.link(i, slot[i]);
+    const auto first = static_cast<uint32_t>(begin);
+    NodeLinker linker(host, t, device, linked, link_options, first, slot[first], parts[r]);
+    for (uint32_t i = first; i < end; ++i) linker.link(i, slot[i]);
   });
   // Ids are dense in the writer's order (stages/link/id_assignment.h): checked as they were set
   // (no pass over the nodes for it); sorted if not.

@@ -623,9 +623,8 @@ std::optional<MeasuredStep> measured_step(const EtPlusTrace& t, const OrderedBat
   const size_t n = t.nodes.size();
   const size_t ranges = range_count(n, kStepRange);
   std::vector<std::optional<MeasuredStep>> parts(ranges);
-  batches_or_in_turn(workers).for_each(ranges, [&](size_t r) {
-    parts[r] = step_of(t, r * kStepRange, std::min(n, (r + 1) * kStepRange));
-  });
+  for_each_range(batches_or_in_turn(workers), n, kStepRange,
+                 [&](size_t r, size_t begin, size_t end) { parts[r] = step_of(t, begin, end); });
   // The earliest start and the latest end of the ranges' (times are finite: JSON has no NaN).
   std::optional<MeasuredStep> step;
   for (const auto& part : parts) {

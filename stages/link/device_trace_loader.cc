@@ -121,9 +121,8 @@ void build_device_indices(DeviceTrace& trace, const OrderedBatches* workers) {
   const auto n = static_cast<uint32_t>(ev.size());
   const size_t ranges = range_count(n, kClassifyRange);
   std::vector<RoleLists> parts(ranges);
-  run.for_each(ranges, [&](size_t r) {
-    const auto begin = static_cast<uint32_t>(r * kClassifyRange);
-    classify_events(ev, begin, std::min(n, begin + kClassifyRange), parts[r]);
+  for_each_range(run, n, kClassifyRange, [&](size_t r, size_t begin, size_t end) {
+    classify_events(ev, static_cast<uint32_t>(begin), static_cast<uint32_t>(end), parts[r]);
   });
   // The ranges' lists joined in order: each list in file order.
   RoleLists all = std::move(parts[0]);
