@@ -731,6 +731,7 @@ StatusOr<DeviceTrace> parse_device_text(std::string path, InputText text, size_t
   DeviceTrace trace;
   trace.path = std::move(path);
   trace.text = std::move(text);
+  const profile::Span span("parse device events");  // and their indices
   CF_RETURN_IF_ERROR(json::explain_truncation(DeviceParser(trace, window_bytes, shards).parse(),
                                               trace.path, trace.text));
   return trace;

@@ -364,6 +364,8 @@ TEST(Profile, RunLinkAndConvertWriteWhereTheirTimeWent) {
                               "finish",
                               "read host text",
                               "parse host nodes",
+                              "read device text",
+                              "parse device events",
                               "device indices",
                               "number ops",
                               "place nodes",
