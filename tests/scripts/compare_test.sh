@@ -4,13 +4,7 @@
 # is not an executable, or a PAUSE that is not a number, is a usage error; PAUSE idles before each
 # command; nothing is left in TMPDIR.
 # Usage: tests/scripts/compare_test.sh CHAKRAFLOW_BINARY
-set -euo pipefail
-bin=$1
-here=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir "$tmp/scratch"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/script_test_setup.sh"
 
 out=$(TMPDIR="$tmp/scratch" ROUNDS=2 "$here/bench/compare.sh" "$bin" "$bin" 0.3) ||
   fail "two copies of the same build: exit $?"

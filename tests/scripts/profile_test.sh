@@ -4,12 +4,7 @@
 # figure where a stage handed batches to the workers; --min-ms leaves out short spans; a file
 # that is not a profile fails.
 # Usage: tests/scripts/profile_test.sh CHAKRAFLOW_BINARY
-set -euo pipefail
-bin=$1
-here=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/script_test_setup.sh"
 
 "$bin" synth --ranks 1 --scale 0.3 --out "$tmp/t" 2>/dev/null
 printf 'inputs:\n  host: t/rank{rank}/host_et.json\n  device: t/rank{rank}/kineto.json\nstages: [link, convert]\noutputs: {dir: out}\nrun: {threads: 2}\n' >"$tmp/run.yaml"

@@ -5,13 +5,7 @@
 # a positive number, or a BIN that is not an executable, is a usage error; nothing is left in
 # TMPDIR.
 # Usage: tests/scripts/threads_test.sh CHAKRAFLOW_BINARY
-set -euo pipefail
-bin=$1
-here=$(cd "$(dirname "$0")/../.." && pwd)
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-mkdir "$tmp/scratch"
-fail() { echo "FAIL: $*" >&2; exit 1; }
+source "$(dirname "$0")/script_test_setup.sh"
 
 out=$(TMPDIR="$tmp/scratch" THREADS="1 2" ROUNDS=2 RANKS=2 RANKS_SCALE=0.2 PROFILE="$tmp/profiles" \
   "$here/bench/threads.sh" "$bin" 0.3) || fail "exit $?"
