@@ -50,7 +50,7 @@ class OrderedBatches {
 // How many ranges of `per_range` items (the last one shorter) a stage splits `n` items into: one
 // at least, so that the stage's one-range path also covers no items.
 inline size_t range_count(size_t n, size_t per_range) {
-  return n == 0 ? 1 : (n + per_range - 1) / per_range;
+  return n == 0 ? 1 : (n - 1) / per_range + 1;  // (no overflow for a per_range near SIZE_MAX)
 }
 
 // fn(r, begin, end) for each range r of `per_range` items [begin, end) of [0, n) (range_count of
