@@ -412,8 +412,10 @@ class RankGraph {
     std::shared_ptr<const std::pair<HostDeviceMap, DataProblems>> value;
     Status s = guarded("link", [&]() -> Status {
       DataProblems stats;
-      CF_ASSIGN_OR_RETURN(HostDeviceMap mapping,
-                          map_host_to_device(h.value->trace, *d.value, jobs_[h.seq].link, stats));
+      const ParallelBatches workers = ParallelBatches::two_per_worker();
+      CF_ASSIGN_OR_RETURN(
+          HostDeviceMap mapping,
+          map_host_to_device(h.value->trace, *d.value, jobs_[h.seq].link, stats, &workers));
       value = std::make_shared<const std::pair<HostDeviceMap, DataProblems>>(std::move(mapping),
                                                                              std::move(stats));
       return Status();
@@ -623,14 +625,16 @@ class RankGraph {
   }
 
   Status encode_dependencies(RankInFlight& job) {
+    const ParallelBatches workers = ParallelBatches::two_per_worker();
     chakraflow::encode_dependencies(*job.nodes, jobs_[job.seq].convert, job.conversion->graph,
-                                    job.convert_stats, &job.conversion->dependencies);
+                                    job.convert_stats, &job.conversion->dependencies, &workers);
     return Status();
   }
 
   Status drop_dangling(RankInFlight& job) {
+    const ParallelBatches workers = ParallelBatches::two_per_worker();
     job.chakra = drop_dangling_nodes(*job.nodes, jobs_[job.seq].convert, std::move(*job.conversion),
-                                     job.convert_stats);
+                                     job.convert_stats, &workers);
     job.conversion.reset();
     return Status();
   }

@@ -1,6 +1,7 @@
 #include "stages/convert/dependency_encoding.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -220,6 +221,18 @@ uint64_t add_sync_deps(const EtPlusTrace& t, ConversionGraph& graph,
   return edges;
 }
 
+// The GPU ops' keys in (device, stream, start time, index) order: a total order (one key per
+// node), so that the keys the walks did not reach can be dropped after.
+void sort_stream_keys(std::vector<WalkLists::StreamKey>& keys) {
+  using GpuKey = WalkLists::StreamKey;
+  std::stable_sort(keys.begin(), keys.end(), [](const GpuKey& x, const GpuKey& y) {
+    if (x.device != y.device) return x.device < y.device;
+    if (x.stream != y.stream) return x.stream < y.stream;
+    if (x.ts != y.ts) return x.ts < y.ts;
+    return x.index < y.index;
+  });
+}
+
 // GPU ops chained per (device, stream) in start-time order. The keys were copied out of the
 // nodes as they were converted, so that the sort does not wander over them. Returns the edges
 // added.
@@ -228,14 +241,8 @@ uint64_t chain_gpu_streams(const EtPlusTrace& t, ConversionGraph& graph,
                            const std::vector<uint8_t>& reached, const CanDepend& can_depend,
                            DataProblems& stats) {
   using GpuKey = WalkLists::StreamKey;
-  std::vector<GpuKey>& keys = graph.walk.stream_keys;
+  std::vector<GpuKey>& keys = graph.walk.stream_keys;  // sorted (sort_stream_keys)
   std::erase_if(keys, [&reached](const GpuKey& k) { return !reached[k.index]; });
-  std::stable_sort(keys.begin(), keys.end(), [](const GpuKey& x, const GpuKey& y) {
-    if (x.device != y.device) return x.device < y.device;
-    if (x.stream != y.stream) return x.stream < y.stream;
-    if (x.ts != y.ts) return x.ts < y.ts;
-    return x.index < y.index;
-  });
   uint64_t edges = 0;
   for (size_t k = 1; k < keys.size(); ++k) {
     const GpuKey& prev_key = keys[k - 1];
@@ -287,8 +294,17 @@ void note_walk_facts(const EtPlusTrace& t, const ConvertOptions& options, uint32
 }
 
 void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
-                         ConversionGraph& graph, DataProblems& stats, DependencyStats* out) {
-  const std::vector<uint8_t> reached = walk_from_roots(t, graph, stats);
+                         ConversionGraph& graph, DataProblems& stats, DependencyStats* out,
+                         const OrderedBatches* workers) {
+  // The walks beside the GPU ops' sort (which touches only the stream keys).
+  std::vector<uint8_t> reached;
+  batches_or_in_turn(workers).for_each(2, [&](size_t task) {
+    if (task == 0) {
+      reached = walk_from_roots(t, graph, stats);
+    } else if (options.compat == Compat::kDefault) {
+      sort_stream_keys(graph.walk.stream_keys);
+    }
+  });
   DependencyStats result;
   if (options.compat == Compat::kChakra) {
     // Chakra keeps a sync dependency only if the target's start_time_micros is below the node's;
@@ -308,45 +324,76 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
 }
 
 ChakraTrace remove_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& options,
-                                  ConversionGraph&& graph, DataProblems& stats) {
+                                  ConversionGraph&& graph, DataProblems& stats,
+                                  const OrderedBatches* workers, size_t range) {
+  const OrderedBatches& run = batches_or_in_turn(workers);
   const size_t n = t.nodes.size();
-  std::vector<uint8_t> referenced(n, 0);
-  for (const ChakraNodeRecord& r : graph.records) {
-    for (uint32_t d : r.data_deps) referenced[d] = 1;
-  }
-  ChakraTrace out;
-  // The kept records go to the front in id order (EtPlusTrace order: each node has at most one
-  // record, found through its slot), the removed ones after them; moved in place.
   const size_t m = graph.records.size();
-  std::vector<uint32_t> target(m, kNoNode);
-  uint32_t kept = 0;
-  for (uint32_t i = 0; i < n; ++i) {
-    if (graph.slot[i] == kNoNode) continue;
-    const ChakraNodeRecord& r = graph.records[graph.slot[i]];
-    if (r.data_deps.empty() && !referenced[r.source]) {
-      ++out.removed_dangling;
-      continue;
+  // The nodes some record depends on, marked in ranges of records on the workers (every mark
+  // stores the same 1).
+  std::vector<uint8_t> referenced(n, 0);
+  for_each_range(run, m, range, [&](size_t, size_t begin, size_t end) {
+    for (size_t k = begin; k < end; ++k) {
+      for (uint32_t d : graph.records[k].data_deps) {
+        std::atomic_ref<uint8_t>(referenced[d]).store(1, std::memory_order_relaxed);
+      }
     }
-    target[graph.slot[i]] = kept++;
-  }
+  });
+  // The kept records go to the front in id order (EtPlusTrace order: each node has at most one
+  // record, found through its slot), the removed ones after them; moved in place. The kept ones
+  // are marked and counted in ranges of nodes, then numbered in the same ranges from their counts'
+  // sums.
+  const size_t ranges = range_count(n, range);
+  std::vector<uint8_t> kept_node(n, 0);  // by node: it has a record, which is kept
+  std::vector<uint32_t> kept_before(ranges + 1, 0);
+  std::vector<uint32_t> with_record(ranges, 0);
+  for_each_range(run, n, range, [&](size_t r, size_t begin, size_t end) {
+    uint32_t kept = 0;
+    for (size_t i = begin; i < end; ++i) {
+      if (graph.slot[i] == kNoNode) continue;
+      ++with_record[r];
+      const ChakraNodeRecord& rec = graph.records[graph.slot[i]];
+      if (rec.data_deps.empty() && referenced[rec.source] == 0) continue;
+      kept_node[i] = 1;
+      ++kept;
+    }
+    kept_before[r + 1] = kept;
+  });
+  for (size_t r = 0; r < ranges; ++r) kept_before[r + 1] += kept_before[r];
+  const uint32_t kept = kept_before[ranges];
+  std::vector<uint32_t> target(m, kNoNode);
+  for_each_range(run, n, range, [&](size_t r, size_t begin, size_t end) {
+    uint32_t at = kept_before[r];
+    for (size_t i = begin; i < end; ++i) {
+      if (kept_node[i] != 0) target[graph.slot[i]] = at++;
+    }
+  });
+  ChakraTrace out;
+  for (uint32_t records : with_record) out.removed_dangling += records;
+  out.removed_dangling -= kept;
   uint32_t removed = kept;
-  for (uint32_t& t : target) {
-    if (t == kNoNode) t = removed++;
+  for (uint32_t& to : target) {
+    if (to == kNoNode) to = removed++;
   }
   move_to_targets(graph.records, target, m);
   graph.records.resize(kept);
   out.nodes = std::move(graph.records);
   out.comm = std::move(graph.comm);
   if (options.compat == Compat::kDefault) {
-    std::vector<uint8_t> kept(n, 0);
-    for (const ChakraNodeRecord& r : out.nodes) kept[r.source] = 1;
-    for (ChakraNodeRecord& r : out.nodes) {
-      if (r.ctrl_dep != kNoNode && !kept[r.ctrl_dep]) {
-        stats.add(StatKind::kConvertCtrlDepOnRemoved,
-                  fmt::format("node {} -> {}", t.nodes[r.source].id, t.nodes[r.ctrl_dep].id));
-        r.ctrl_dep = kNoNode;
+    // ctrl_deps on a removed node dropped, in ranges of records (problems joined in order).
+    std::vector<DataProblems> problems(range_count(kept, range));
+    for_each_range(run, kept, range, [&](size_t r, size_t begin, size_t end) {
+      for (size_t k = begin; k < end; ++k) {
+        ChakraNodeRecord& rec = out.nodes[k];
+        if (rec.ctrl_dep != kNoNode && kept_node[rec.ctrl_dep] == 0) {
+          problems[r].add(
+              StatKind::kConvertCtrlDepOnRemoved,
+              fmt::format("node {} -> {}", t.nodes[rec.source].id, t.nodes[rec.ctrl_dep].id));
+          rec.ctrl_dep = kNoNode;
+        }
       }
-    }
+    });
+    for (const DataProblems& p : problems) stats.merge(p);
   }
   return out;
 }

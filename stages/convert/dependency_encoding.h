@@ -24,6 +24,7 @@
 
 #include <vector>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/convert/convert_model.h"
 
 namespace chakraflow {
@@ -81,11 +82,18 @@ struct DependencyStats {
   uint64_t sync_edges = 0;
 };
 
+// `workers` (may be null): the walks run beside the sort of the GPU ops' keys.
 void encode_dependencies(const EtPlusTrace& trace, const ConvertOptions& options,
-                         ConversionGraph& graph, DataProblems& stats, DependencyStats* out);
+                         ConversionGraph& graph, DataProblems& stats, DependencyStats* out,
+                         const OrderedBatches* workers = nullptr);
 
-// Moves the nodes that survive dangling removal into a ChakraTrace, sorted by id.
+// Moves the nodes that survive dangling removal into a ChakraTrace, sorted by id. `workers` (may
+// be null): the passes over the records and nodes in ranges of `range` of them, concurrently (the
+// same trace and problems whatever the workers and range).
+inline constexpr size_t kDanglingRange = 32768;
 ChakraTrace remove_dangling_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
-                                  ConversionGraph&& graph, DataProblems& stats);
+                                  ConversionGraph&& graph, DataProblems& stats,
+                                  const OrderedBatches* workers = nullptr,
+                                  size_t range = kDanglingRange);
 
 }  // namespace chakraflow

@@ -501,8 +501,9 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
 }
 
 ChakraTrace drop_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& options,
-                                Conversion&& conversion, DataProblems& stats) {
-  ChakraTrace out = remove_dangling_nodes(t, options, std::move(conversion.graph), stats);
+                                Conversion&& conversion, DataProblems& stats,
+                                const OrderedBatches* workers) {
+  ChakraTrace out = remove_dangling_nodes(t, options, std::move(conversion.graph), stats, workers);
   // The group names the typer chose (CommAttrs point into them) live as long as the trace.
   out.renamed_pg_names = std::move(conversion.pg_names);
   if (options.pg_name_offset != 0) {

@@ -77,9 +77,10 @@ struct Conversion {
 Conversion select_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
                         DataProblems& stats, const OrderedBatches* workers = nullptr);
 // The nodes that are written: the dangling ones removed, sorted by id, their groups renamed by
-// ConvertOptions::pg_name_offset.
+// ConvertOptions::pg_name_offset. `workers`: remove_dangling_nodes' passes through it.
 ChakraTrace drop_dangling_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
-                                Conversion&& conversion, DataProblems& stats);
+                                Conversion&& conversion, DataProblems& stats,
+                                const OrderedBatches* workers = nullptr);
 // Writes `output_path` atomically (write_chakra_trace, through `batches`) and fills `report`
 // (optional; its stats: `stats`). `check_beside` (optional): a check run beside the encoding (the
 // rank graph's cycle check); the file is committed only when it passed, else its error is returned.

@@ -1,6 +1,8 @@
 #include "stages/link/host_device_mapping.h"
 
 #include <algorithm>
+#include <atomic>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -50,47 +52,131 @@ std::vector<bool> reachable_from_root(const HostTrace& host) {
   return reach;
 }
 
+namespace {
+
+// Device CPU ops, and host ops, per range of map_by_rf_id's passes on the workers.
+constexpr size_t kMapRange = 32768;
+
+}  // namespace
+
 HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Compat compat,
-                           DataProblems& stats) {
+                           DataProblems& stats, const OrderedBatches* workers) {
+  const OrderedBatches& run = batches_or_in_turn(workers);
   HostDeviceMap map;
   map.device_of.assign(host.nodes.size(), DeviceEventIdx{});
   map.host_of.assign(device.events.size(), HostNodeIdx{});
-  // rf_id -> CPU event; the last in ts order wins, as in Chakra's dict comprehension.
-  KeyIndex by_rf_id(device.cpu_ops.size());
-  constexpr size_t kAhead = 8;  // how many keys ahead a lookup's table line is prefetched
-  for (size_t k = 0; k < device.cpu_ops.size(); ++k) {
-    if (k + kAhead < device.cpu_ops.size()) {
-      by_rf_id.prefetch(device[device.cpu_ops[k + kAhead]].rf_id);
+  // rf_id -> CPU event; the last in ts order wins, as in Chakra's dict comprehension. The rf_ids
+  // are a counter of the process's record functions: dense over their range and rising with
+  // time, so that a direct table (DenseKeyIndex) is filled and read nearly in order; their range
+  // is found in ranges on the workers.
+  struct Extent {
+    uint64_t least = UINT64_MAX, most = 0;
+    size_t count = 0;
+  };
+  const size_t ops = device.cpu_ops.size();
+  std::vector<Extent> extents(range_count(ops, kMapRange));
+  for_each_range(run, ops, kMapRange, [&](size_t r, size_t begin, size_t end) {
+    Extent& x = extents[r];
+    for (size_t k = begin; k < end; ++k) {
+      const DeviceEvent& e = device[device.cpu_ops[k]];
+      if (!e.has(kHasRfId)) continue;
+      x.least = std::min(x.least, e.rf_id);
+      x.most = std::max(x.most, e.rf_id);
+      ++x.count;
     }
+  });
+  Extent all;
+  for (const Extent& x : extents) {
+    all.least = std::min(all.least, x.least);
+    all.most = std::max(all.most, x.most);
+    all.count += x.count;
+  }
+  DenseKeyIndex by_rf_id(all.least, all.most, all.count);
+  constexpr size_t kAhead = 8;  // how many keys ahead a lookup's table line is prefetched
+  for (size_t k = 0; k < ops; ++k) {
+    if (k + kAhead < ops) by_rf_id.prefetch(device[device.cpu_ops[k + kAhead]].rf_id);
     const DeviceEventIdx idx = device.cpu_ops[k];
     if (device[idx].has(kHasRfId)) by_rf_id.assign(device[idx].rf_id, idx.value);
   }
   std::vector<bool> reach;
   if (compat == Compat::kChakra) reach = reachable_from_root(host);
-  for (uint32_t i = 0; i < host.nodes.size(); ++i) {
-    if (i + kAhead < host.nodes.size()) by_rf_id.prefetch(host.nodes[i + kAhead].rf_id);
-    const HostNode& n = host.nodes[i];
-    if (n.rf_id == 0) continue;
-    ++map.host_ops_with_rf_id;
-    if (compat == Compat::kChakra && !reach[i]) {
-      ++map.unreachable;
-      continue;
+  // In ranges of host ops on the workers: each op's event, and the op stored as the event's
+  // owner (host_of) by whichever range stores last; then, in ranges again, the ops that did not
+  // end up as their event's owner, whose events are shared. Sharing is rare (in default mode it is
+  // a data problem), and is settled in order after: an event's owner is its first op in host
+  // order, and in default mode the other ops are not paired (counted, with both ops named), as
+  // one pass in order decides.
+  const size_t n = host.nodes.size();
+  struct Counts {
+    uint64_t with_rf_id = 0, unreachable = 0, unmatched = 0, matched = 0;
+    std::vector<uint32_t> not_owner;  // ops whose event another op was stored for
+  };
+  std::vector<Counts> counts(range_count(n, kMapRange));
+  for_each_range(run, n, kMapRange, [&](size_t r, size_t begin, size_t end) {
+    Counts& c = counts[r];
+    for (size_t i = begin; i < end; ++i) {
+      if (i + kAhead < end) by_rf_id.prefetch(host.nodes[i + kAhead].rf_id);
+      const uint64_t rf_id = host.nodes[i].rf_id;
+      if (rf_id == 0) continue;
+      ++c.with_rf_id;
+      if (compat == Compat::kChakra && !reach[i]) {
+        ++c.unreachable;
+        continue;
+      }
+      const DeviceEventIdx event{by_rf_id.find(rf_id)};
+      if (!event.valid()) {
+        ++c.unmatched;
+        continue;
+      }
+      ++c.matched;
+      map.device_of[i] = event;
+      std::atomic_ref<uint32_t>(map.host_of[event.value].value)
+          .store(static_cast<uint32_t>(i), std::memory_order_relaxed);
     }
-    const DeviceEventIdx event{by_rf_id.find(n.rf_id)};
-    if (!event.valid()) {
-      ++map.unmatched_with_rf_id;
-      continue;
+  });
+  for_each_range(run, n, kMapRange, [&](size_t r, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      const DeviceEventIdx event = map.device_of[i];
+      if (event.valid() && map.host_of[event.value].value != i) {
+        counts[r].not_owner.push_back(static_cast<uint32_t>(i));
+      }
     }
-    HostNodeIdx& owner = map.host_of[event.value];
-    if (owner.valid() && compat == Compat::kDefault) {
-      stats.add(
-          StatKind::kHostOpsSharingRfId,
-          fmt::format("node {} and node {} (rf_id {})", host.nodes[owner.value].id, n.id, n.rf_id));
-      continue;
+  });
+  // Each shared event's ops: the one stored last, then the others (in host order).
+  std::map<uint32_t, std::vector<uint32_t>> shared;  // by event
+  for (const Counts& c : counts) {
+    for (uint32_t i : c.not_owner) {
+      const uint32_t event = map.device_of[i].value;
+      std::vector<uint32_t>& ops_of = shared[event];
+      if (ops_of.empty()) ops_of.push_back(map.host_of[event].value);
+      ops_of.push_back(i);
     }
-    map.device_of[i] = event;
-    if (!owner.valid()) owner = HostNodeIdx{i};
-    ++map.matched;
+  }
+  std::vector<uint32_t> paired_elsewhere;  // ops whose event an earlier op owns, in host order
+  for (auto& [event, ops_of] : shared) {
+    const uint32_t owner = *std::min_element(ops_of.begin(), ops_of.end());
+    map.host_of[event] = HostNodeIdx{owner};
+    for (uint32_t i : ops_of) {
+      if (i != owner) paired_elsewhere.push_back(i);
+    }
+  }
+  std::sort(paired_elsewhere.begin(), paired_elsewhere.end());
+  for (const Counts& c : counts) {
+    map.host_ops_with_rf_id += c.with_rf_id;
+    map.unreachable += c.unreachable;
+    map.unmatched_with_rf_id += c.unmatched;
+    map.matched += c.matched;
+  }
+  if (compat == Compat::kDefault) {
+    for (uint32_t i : paired_elsewhere) {
+      const HostNode& node = host.nodes[i];
+      const HostNodeIdx owner = map.host_of[map.device_of[i].value];
+      stats.add(StatKind::kHostOpsSharingRfId,
+                fmt::format("node {} and node {} (rf_id {})", host.nodes[owner.value].id, node.id,
+                            node.rf_id));
+      map.device_of[i] = DeviceEventIdx{};
+      --map.matched;
+    }
   }
   map.candidates = map.host_ops_with_rf_id;
   if (map.unmatched_with_rf_id > 0) {

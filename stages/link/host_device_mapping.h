@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "stages/common/ordered_batches.h"
 #include "stages/common/status.h"
 #include "stages/link/link_options.h"
 #include "stages/link/trace_model.h"
@@ -50,7 +51,8 @@ struct HostDeviceMap {
 // these. Indexed by HostNodeIdx.
 std::vector<bool> reachable_from_root(const HostTrace& host);
 
+// `workers` (may be null): the lookups in ranges of host ops, concurrently (the same map).
 HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Compat compat,
-                           DataProblems& stats);
+                           DataProblems& stats, const OrderedBatches* workers = nullptr);
 
 }  // namespace chakraflow

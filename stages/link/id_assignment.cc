@@ -427,29 +427,38 @@ void assign_parents(const LinkInputs& in, const LinkOptions& options, LinkedTrac
 // with more ops there, then the lower). An op whose event ran off its tid's home ran on the
 // host tid of its event's thread, else on the device tid itself.
 std::vector<std::pair<uint32_t, int64_t>> exec_tids(const LinkInputs& in,
-                                                    const std::vector<LinkedHostOp>& ops) {
-  // (host tid, device tid) -> ops. Ops come in long runs of one pair: the last pair's counter
-  // saves most lookups.
-  std::map<std::pair<uint64_t, int64_t>, uint64_t> count;
-  std::pair<uint64_t, int64_t> last_key;
-  uint64_t* last_count = nullptr;
+                                                    const std::vector<LinkedHostOp>& ops,
+                                                    const OrderedBatches& workers) {
+  using Pair = std::pair<uint64_t, int64_t>;  // (host tid, device tid)
   // The ops' events lie all over the device trace: each one's thread is asked for a few ops ahead.
   constexpr uint32_t kAhead = 16;
-  auto prefetch_ahead = [&](uint32_t i) {
-    if (i + kAhead < ops.size() && ops[i + kAhead].device_event.valid()) {
+  auto prefetch_ahead = [&](size_t i, size_t end) {
+    if (i + kAhead < end && ops[i + kAhead].device_event.valid()) {
       __builtin_prefetch(&in.device[ops[i + kAhead].device_event].tid);
     }
   };
-  for (uint32_t i = 0; i < ops.size(); ++i) {
-    prefetch_ahead(i);
-    if (!ops[i].device_event.valid()) continue;
-    const std::pair<uint64_t, int64_t> key{in.host.nodes[i].tid,
-                                           in.device[ops[i].device_event].tid};
-    if (last_count == nullptr || key != last_key) {
-      last_count = &count[key];
-      last_key = key;
+  // Ops per (host tid, device tid), counted in ranges of ops on the workers and summed. Ops come
+  // in long runs of one pair: the last pair's counter saves most lookups.
+  const size_t ranges = range_count(ops.size(), kNumberRange);
+  std::vector<std::map<Pair, uint64_t>> range_counts(ranges);
+  for_each_range(workers, ops.size(), kNumberRange, [&](size_t r, size_t begin, size_t end) {
+    std::map<Pair, uint64_t>& count = range_counts[r];
+    Pair last_key;
+    uint64_t* last_count = nullptr;
+    for (size_t i = begin; i < end; ++i) {
+      prefetch_ahead(i, end);
+      if (!ops[i].device_event.valid()) continue;
+      const Pair key{in.host.nodes[i].tid, in.device[ops[i].device_event].tid};
+      if (last_count == nullptr || key != last_key) {
+        last_count = &count[key];
+        last_key = key;
+      }
+      ++*last_count;
     }
-    ++*last_count;
+  });
+  std::map<Pair, uint64_t> count;
+  for (const std::map<Pair, uint64_t>& part : range_counts) {
+    for (const auto& [key, n] : part) count[key] += n;
   }
   std::map<uint64_t, std::pair<uint64_t, int64_t>> home;  // host tid -> (ops, device tid)
   for (const auto& [key, n] : count) {
@@ -461,23 +470,30 @@ std::vector<std::pair<uint32_t, int64_t>> exec_tids(const LinkInputs& in,
     auto [it, inserted] = host_of.try_emplace(h.second, h.first, host_tid);
     if (!inserted && h.first > it->second.first) it->second = {h.first, host_tid};
   }
-  std::vector<std::pair<uint32_t, int64_t>> out;
-  uint64_t last_tid = 0;
-  int64_t last_home = 0;
-  bool cached = false;
-  for (uint32_t i = 0; i < ops.size(); ++i) {
-    prefetch_ahead(i);
-    if (!ops[i].device_event.valid()) continue;
-    const int64_t ran_on = in.device[ops[i].device_event].tid;
-    if (!cached || in.host.nodes[i].tid != last_tid) {
-      last_tid = in.host.nodes[i].tid;
-      last_home = home.at(last_tid).second;
-      cached = true;
+  // The ops off their home, in ranges again, joined in order.
+  std::vector<std::vector<std::pair<uint32_t, int64_t>>> parts(ranges);
+  for_each_range(workers, ops.size(), kNumberRange, [&](size_t r, size_t begin, size_t end) {
+    std::vector<std::pair<uint32_t, int64_t>>& out = parts[r];
+    uint64_t last_tid = 0;
+    int64_t last_home = 0;
+    bool cached = false;
+    for (size_t i = begin; i < end; ++i) {
+      prefetch_ahead(i, end);
+      if (!ops[i].device_event.valid()) continue;
+      const int64_t ran_on = in.device[ops[i].device_event].tid;
+      if (!cached || in.host.nodes[i].tid != last_tid) {
+        last_tid = in.host.nodes[i].tid;
+        last_home = home.at(last_tid).second;
+        cached = true;
+      }
+      if (last_home == ran_on) continue;
+      auto it = host_of.find(ran_on);
+      out.emplace_back(static_cast<uint32_t>(i),
+                       it != host_of.end() ? static_cast<int64_t>(it->second.second) : ran_on);
     }
-    if (last_home == ran_on) continue;
-    auto it = host_of.find(ran_on);
-    out.emplace_back(i, it != host_of.end() ? static_cast<int64_t>(it->second.second) : ran_on);
-  }
+  });
+  std::vector<std::pair<uint32_t, int64_t>> out;
+  for (const auto& part : parts) out.insert(out.end(), part.begin(), part.end());
   return out;
 }
 
@@ -512,7 +528,7 @@ LinkedTrace assign_ids(const LinkInputs& in, const LinkOptions& options, DataPro
       add_sync_ids(in, options, out);
     } else if (options.compat == Compat::kDefault) {
       const profile::Span span("exec tids");
-      out.exec_tids = exec_tids(in, out.ops);
+      out.exec_tids = exec_tids(in, out.ops, run);
     }
   });
   // What the loaders repaired is reported with the link's data problems.

@@ -53,7 +53,8 @@ MatchMode resolve_mode(const DeviceTrace& device, MatchMode requested) {
 }
 
 StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTrace& device,
-                                           const LinkOptions& options, DataProblems& stats) {
+                                           const LinkOptions& options, DataProblems& stats,
+                                           const OrderedBatches* workers) {
   MatchMode mode = resolve_mode(device, options.mode);
   if (mode == MatchMode::kSequence) return map_by_sequence(host, device, options, stats);
   if (!device.has_rf_ids) {
@@ -61,7 +62,7 @@ StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTr
                           device.path);
   }
   CF_RETURN_IF_ERROR(check_same_process(host, device, options, stats));
-  return map_by_rf_id(host, device, options.compat, stats);
+  return map_by_rf_id(host, device, options.compat, stats, workers);
 }
 
 StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace& device,

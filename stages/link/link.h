@@ -37,9 +37,11 @@ struct LinkSummary {
 // Resolves MatchMode::kAuto from the device trace.
 MatchMode resolve_mode(const DeviceTrace& device, MatchMode requested);
 
-// Stage 6 dispatch: the host-device map for the resolved mode.
+// Stage 6 dispatch: the host-device map for the resolved mode. `workers` (may be null): rf_id
+// mode's lookups run through it.
 StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTrace& device,
-                                           const LinkOptions& options, DataProblems& stats);
+                                           const LinkOptions& options, DataProblems& stats,
+                                           const OrderedBatches* workers = nullptr);
 
 // What the device-side stages found (exclusive durations, gaps, launchers, sync), which the
 // last link stage combines with the host trace.

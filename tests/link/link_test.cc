@@ -4,6 +4,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 
 #include "stages/link/device_trace_loader.h"
@@ -227,6 +228,185 @@ TEST(Link, ParentsOnWorkersEqualOnePassOverTwoRanges) {
     } else {
       EXPECT_EQ(one.trace.stats.count(StatKind::kHostParentMissingReattached), orphaned);
     }
+  }
+}
+
+// LinkedTrace::exec_tids as one pass in order decides them: each host tid's home is the device
+// thread most of its ops ran on (ties: the lower), each device thread the host tid whose home it
+// is (several: more ops there, then the lower tid); an op off its home ran on its device
+// thread's host tid, else on the device tid.
+std::vector<std::pair<uint32_t, int64_t>> exec_tids_in_order(const HostTrace& host,
+                                                             const DeviceTrace& device,
+                                                             const std::vector<LinkedHostOp>& ops) {
+  std::map<std::pair<uint64_t, int64_t>, uint64_t> count;
+  for (size_t i = 0; i < ops.size(); ++i) {
+    if (ops[i].device_event.valid()) ++count[{host.nodes[i].tid, device[ops[i].device_event].tid}];
+  }
+  std::map<uint64_t, std::pair<uint64_t, int64_t>> home;
+  for (const auto& [key, n] : count) {
+    auto [it, inserted] = home.try_emplace(key.first, n, key.second);
+    if (!inserted && n > it->second.first) it->second = {n, key.second};
+  }
+  std::map<int64_t, std::pair<uint64_t, uint64_t>> host_of;
+  for (const auto& [host_tid, h] : home) {
+    auto [it, inserted] = host_of.try_emplace(h.second, h.first, host_tid);
+    if (!inserted && h.first > it->second.first) it->second = {h.first, host_tid};
+  }
+  std::vector<std::pair<uint32_t, int64_t>> out;
+  for (uint32_t i = 0; i < ops.size(); ++i) {
+    if (!ops[i].device_event.valid()) continue;
+    const int64_t ran_on = device[ops[i].device_event].tid;
+    if (home.at(host.nodes[i].tid).second == ran_on) continue;
+    auto it = host_of.find(ran_on);
+    out.emplace_back(i, it != host_of.end() ? static_cast<int64_t>(it->second.second) : ran_on);
+  }
+  return out;
+}
+
+// The threads the ops ran on, counted in ranges of host ops on workers (three threads, ranges
+// from last to first): the same as one pass in order. Three quarters of the busiest host thread's
+// ops in the second range (32,768 host ops each) ran on another device thread: the most of that
+// range, not of the whole trace, so the home holds only if the ranges' counts are summed.
+TEST(Link, ExecTidsOnWorkersCountOverAllRanges) {
+  std::optional<HostTrace> host;
+  std::optional<DeviceTrace> device;
+  ASSERT_NO_FATAL_FAILURE(parse_generated_rank(5.0, host, device));
+  ASSERT_GT(host->nodes.size(), 32768u);
+  LinkOptions options;
+  DataProblems stats;
+  auto mapping = map_host_to_device(*host, *device, options, stats);
+  ASSERT_TRUE(mapping.ok()) << mapping.status().message();
+  std::map<uint64_t, size_t> ops_of_tid;
+  for (size_t i = 0; i < host->nodes.size(); ++i) {
+    if (mapping->device_of[i].valid()) ++ops_of_tid[host->nodes[i].tid];
+  }
+  const uint64_t busiest =
+      std::max_element(ops_of_tid.begin(), ops_of_tid.end(), [](auto& a, auto& b) {
+        return a.second < b.second;
+      })->first;
+  std::vector<size_t> late;  // the busiest thread's ops in the second range
+  for (size_t i = 32768; i < host->nodes.size(); ++i) {
+    if (host->nodes[i].tid == busiest && mapping->device_of[i].valid()) late.push_back(i);
+  }
+  ASSERT_GT(late.size(), 100u);
+  constexpr int64_t kElsewhere = 987654;
+  for (size_t k = 0; k < late.size() * 3 / 4; ++k) {
+    device->events[mapping->device_of[late[k]].value].tid = kElsewhere;
+  }
+  const testing::Findings found = testing::device_findings(*device, options, stats);
+  const testing::ThreadedBatches workers(3);
+  const LinkedRank many =
+      assign_linked_ids(*host, *device, found.view(), *mapping, options, stats, &workers);
+  const auto expected = exec_tids_in_order(*host, *device, many.trace.ops);
+  EXPECT_TRUE(many.trace.exec_tids == expected);
+  EXPECT_GE(expected.size(), late.size() * 3 / 4);
+  EXPECT_EQ(std::count_if(expected.begin(), expected.end(),
+                          [](const auto& e) { return e.second == kElsewhere; }),
+            static_cast<std::ptrdiff_t>(late.size() * 3 / 4));
+  const LinkedRank one = assign_linked_ids(*host, *device, found.view(), *mapping, options, stats);
+  EXPECT_TRUE(one.trace.exec_tids == expected);
+}
+
+// The rf_id mapping as one pass in host order decides it: the last CPU op of an rf_id (in ts
+// order) is its event, an event's owner is its first host op, and in default mode a later op of
+// the same event is not paired (counted, with both ops named, in host order).
+HostDeviceMap rf_id_map_in_order(const HostTrace& host, const DeviceTrace& device, Compat compat,
+                                 DataProblems& stats) {
+  std::map<uint64_t, uint32_t> event_of;
+  for (DeviceEventIdx e : device.cpu_ops) {
+    if (device[e].has(kHasRfId)) event_of[device[e].rf_id] = e.value;
+  }
+  const std::vector<bool> reach =
+      compat == Compat::kChakra ? reachable_from_root(host) : std::vector<bool>();
+  HostDeviceMap map;
+  map.device_of.assign(host.nodes.size(), DeviceEventIdx{});
+  map.host_of.assign(device.events.size(), HostNodeIdx{});
+  for (uint32_t i = 0; i < host.nodes.size(); ++i) {
+    const HostNode& n = host.nodes[i];
+    if (n.rf_id == 0) continue;
+    ++map.host_ops_with_rf_id;
+    if (compat == Compat::kChakra && !reach[i]) {
+      ++map.unreachable;
+      continue;
+    }
+    auto it = event_of.find(n.rf_id);
+    if (it == event_of.end()) {
+      ++map.unmatched_with_rf_id;
+      continue;
+    }
+    HostNodeIdx& owner = map.host_of[it->second];
+    if (owner.valid() && compat == Compat::kDefault) {
+      stats.add(
+          StatKind::kHostOpsSharingRfId,
+          fmt::format("node {} and node {} (rf_id {})", host.nodes[owner.value].id, n.id, n.rf_id));
+      continue;
+    }
+    map.device_of[i] = DeviceEventIdx{it->second};
+    if (!owner.valid()) owner = HostNodeIdx{i};
+    ++map.matched;
+  }
+  map.candidates = map.host_ops_with_rf_id;
+  if (map.unmatched_with_rf_id > 0) {
+    stats.add_count(StatKind::kHostRfIdNotInDevice, map.unmatched_with_rf_id);
+  }
+  return map;
+}
+
+// rf_id lookups in ranges on workers (three threads, each taking its ranges from last to first,
+// so that a later op is often the event's owner stored last): the same pairs, owners, counts and
+// messages as one pass in order, with rf_ids shared within a range and across ranges (32,768 host
+// ops each), three ops of one rf_id, and rf_ids no CPU op has.
+TEST(Link, RfIdMapOnWorkersEqualsOnePassInOrder) {
+  std::optional<HostTrace> host;
+  std::optional<DeviceTrace> device;
+  ASSERT_NO_FATAL_FAILURE(parse_generated_rank(5.0, host, device));
+  const size_t n = host->nodes.size();
+  ASSERT_GT(n, 32768u);
+  std::vector<uint32_t> with_rf_id;
+  for (uint32_t i = 0; i < n; ++i) {
+    if (host->nodes[i].rf_id != 0) with_rf_id.push_back(i);
+  }
+  ASSERT_GT(with_rf_id.size(), 1000u);
+  // Ops late in the trace take the rf_id of early ones (shared across ranges), neighbours take
+  // each other's (shared within a range), one rf_id goes to three ops, some get unknown ones.
+  size_t changed = 0;
+  for (size_t k = 50; k + 1 < with_rf_id.size(); k += 997) {
+    const uint32_t late = with_rf_id[with_rf_id.size() - 1 - k], early = with_rf_id[k];
+    host->nodes[late].rf_id = host->nodes[early].rf_id;
+    host->nodes[with_rf_id[k + 1]].rf_id = host->nodes[early].rf_id;
+    changed += 2;
+  }
+  host->nodes[with_rf_id[with_rf_id.size() / 2]].rf_id = host->nodes[with_rf_id[10]].rf_id;
+  for (size_t k = 20; k < with_rf_id.size(); k += 4001) {
+    host->nodes[with_rf_id[k]].rf_id = uint64_t{1} << 50 | k;
+  }
+  ASSERT_GT(changed, 20u);
+  const testing::ThreadedBatches workers(3);
+  for (Compat compat : {Compat::kDefault, Compat::kChakra}) {
+    DataProblems expected_stats, stats;
+    const HostDeviceMap expected = rf_id_map_in_order(*host, *device, compat, expected_stats);
+    const HostDeviceMap got = map_by_rf_id(*host, *device, compat, stats, &workers);
+    EXPECT_TRUE(got.device_of == expected.device_of);
+    EXPECT_TRUE(got.host_of == expected.host_of);
+    EXPECT_EQ(got.matched, expected.matched);
+    EXPECT_EQ(got.host_ops_with_rf_id, expected.host_ops_with_rf_id);
+    EXPECT_EQ(got.unmatched_with_rf_id, expected.unmatched_with_rf_id);
+    EXPECT_EQ(got.unreachable, expected.unreachable);
+    EXPECT_EQ(got.candidates, expected.candidates);
+    EXPECT_GT(expected.unmatched_with_rf_id, 5u);
+    ASSERT_EQ(stats.entries().size(), expected_stats.entries().size());
+    for (const auto& [kind, entry] : expected_stats.entries()) {
+      EXPECT_EQ(stats.count(kind), entry.count);
+      EXPECT_EQ(stats.entries().at(kind).examples, entry.examples);
+    }
+    if (compat == Compat::kDefault) {
+      EXPECT_GE(expected_stats.count(StatKind::kHostOpsSharingRfId), changed);
+    }
+    // The same with the lookups one after another.
+    DataProblems one_stats;
+    const HostDeviceMap one = map_by_rf_id(*host, *device, compat, one_stats);
+    EXPECT_TRUE(one.device_of == expected.device_of);
+    EXPECT_TRUE(one.host_of == expected.host_of);
   }
 }
 

@@ -18,6 +18,7 @@
 
 #include "stages/common/file_io.h"
 #include "stages/convert/cycle_check.h"
+#include "stages/convert/dependency_encoding.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
 #include "stages/generate/synthetic_trace.h"
@@ -32,6 +33,7 @@
 #include "tests/testing/device_findings.h"
 #include "tests/testing/generated_ranks.h"
 #include "tests/testing/test_util.h"
+#include "tests/testing/threaded_batches.h"
 
 namespace chakraflow {
 namespace {
@@ -512,8 +514,10 @@ TEST(ParallelBatches, ConversionRangesOnTheWorkersGiveTheSameBytes) {
     const ParallelBatches workers(2 * static_cast<size_t>(threads));
     DataProblems stats = trace->stats;
     Conversion conversion = select_nodes(*trace, options, stats, &workers);
-    encode_dependencies(*trace, options, conversion.graph, stats, &conversion.dependencies);
-    ChakraTrace chakra = drop_dangling_nodes(*trace, options, std::move(conversion), stats);
+    encode_dependencies(*trace, options, conversion.graph, stats, &conversion.dependencies,
+                        &workers);
+    ChakraTrace chakra =
+        drop_dangling_nodes(*trace, options, std::move(conversion), stats, &workers);
     ASSERT_TRUE(check_acyclic(*trace, chakra).ok());
     ConvertReport many;
     ASSERT_TRUE(
@@ -523,6 +527,60 @@ TEST(ParallelBatches, ConversionRangesOnTheWorkersGiveTheSameBytes) {
     for (const auto& [kind, entry] : report.stats.entries()) {
       EXPECT_EQ(many.stats.count(kind), entry.count) << threads;
       EXPECT_EQ(many.stats.entries().at(kind).examples, entry.examples) << threads;
+    }
+  }
+}
+
+// Dangling nodes removed in ranges on workers (three threads, ranges from last to first; ranges
+// of 7 and 1,000 records and nodes): the same records, order, ctrl_deps, count and problems as one
+// range in turn. Small ranges put a node's references and ctrl_deps in other ranges than its own.
+TEST(ParallelBatches, DanglingNodesRemovedInRangesAreTheSame) {
+  const SynthRankText text = testing::generated_rank_text(0.5);
+  EtPlusNodeSink sink("host.json", /*keep_host_nodes=*/true);
+  auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, {}, &sink);
+  ASSERT_TRUE(host.ok()) << host.status().message();
+  auto device = parse_device_trace("kineto.json", text.device);
+  ASSERT_TRUE(device.ok()) << device.status().message();
+  LinkOptions link_options;
+  auto linked = link_traces(*host, *device, link_options);
+  ASSERT_TRUE(linked.ok()) << linked.status().message();
+  link_options.mode = resolve_mode(*device, link_options.mode);
+  ConvertOptions options;
+  auto trace = read_linked_nodes(*host, std::move(sink), linked_device_facts(*device, *linked),
+                                 *linked, link_options, options);
+  ASSERT_TRUE(trace.ok()) << trace.status().message();
+  DataProblems stats = trace->stats;
+  Conversion conversion = select_nodes(*trace, options, stats);
+  encode_dependencies(*trace, options, conversion.graph, stats, &conversion.dependencies);
+  // Every third stretch of 50 records loses its dependencies: the records in it that nothing
+  // outside depends on dangle, and the ctrl_deps on them are dropped.
+  for (size_t k = 0; k < conversion.graph.records.size(); ++k) {
+    if (k / 50 % 3 == 0) conversion.graph.records[k].data_deps = DepList();
+  }
+  DataProblems one_stats = stats;
+  const ChakraTrace one = remove_dangling_nodes(*trace, options, ConversionGraph(conversion.graph),
+                                                one_stats, nullptr, SIZE_MAX);
+  ASSERT_GT(one.removed_dangling, 100u);
+  ASSERT_GT(one_stats.count(StatKind::kConvertCtrlDepOnRemoved), 100u);
+  const testing::ThreadedBatches workers(3);
+  for (size_t range : {size_t{7}, size_t{1000}}) {
+    DataProblems many_stats = stats;
+    const ChakraTrace many = remove_dangling_nodes(
+        *trace, options, ConversionGraph(conversion.graph), many_stats, &workers, range);
+    EXPECT_EQ(many.removed_dangling, one.removed_dangling) << range;
+    ASSERT_EQ(many.nodes.size(), one.nodes.size()) << range;
+    for (size_t k = 0; k < one.nodes.size(); ++k) {
+      const ChakraNodeRecord& a = one.nodes[k];
+      const ChakraNodeRecord& b = many.nodes[k];
+      ASSERT_EQ(std::tie(a.source, a.ctrl_dep), std::tie(b.source, b.ctrl_dep)) << k;
+      ASSERT_TRUE(std::equal(a.data_deps.begin(), a.data_deps.end(), b.data_deps.begin(),
+                             b.data_deps.end()))
+          << k;
+    }
+    ASSERT_EQ(many_stats.entries().size(), one_stats.entries().size());
+    for (const auto& [kind, entry] : one_stats.entries()) {
+      EXPECT_EQ(many_stats.count(kind), entry.count) << range;
+      EXPECT_EQ(many_stats.entries().at(kind).examples, entry.examples) << range;
     }
   }
 }
