@@ -375,7 +375,7 @@ ChakraTrace remove_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& op
   for (uint32_t& to : target) {
     if (to == kNoNode) to = removed++;
   }
-  move_to_targets(graph.records, target, m);
+  move_to_targets(graph.records, target, m, &run);
   graph.records.resize(kept);
   out.nodes = std::move(graph.records);
   out.comm = std::move(graph.comm);

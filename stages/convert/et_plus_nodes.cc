@@ -344,7 +344,7 @@ namespace {
 
 // Moves the nodes as read (in file order) to their output positions (`slot`, by host node, in id
 // order) in `nodes` grown to `total`, in place (no second vector of nodes is alive); the growth's
-// pages faulted in through `workers` first.
+// pages faulted in through `workers` first, the moves' paths run on them.
 void place_nodes(const HostTrace& host, const std::vector<uint32_t>& slot, size_t total,
                  std::vector<EtPlusNode>& nodes, const OrderedBatches& workers) {
   const profile::Span span("place nodes");
@@ -352,7 +352,7 @@ void place_nodes(const HostTrace& host, const std::vector<uint32_t>& slot, size_
   const size_t n = nodes.size();
   std::vector<uint32_t> target(n);  // by position as read
   for (uint32_t i = 0; i < n; ++i) target[host.nodes[i].file_index] = slot[i];
-  move_to_targets(nodes, target, total);
+  move_to_targets(nodes, target, total, &workers);
 }
 
 // What linking a range of host nodes adds besides the nodes themselves, joined in order after the

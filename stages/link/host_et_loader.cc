@@ -199,7 +199,7 @@ class HostParser {
         keys, [](const auto& k) { return k.first; }, workers);
     std::vector<uint32_t> target(nodes.size());
     for (uint32_t k = 0; k < keys.size(); ++k) target[keys[k].second] = k;
-    move_to_targets(nodes, target, nodes.size());
+    move_to_targets(nodes, target, nodes.size(), workers);
   }
 
   // The iterator cannot be asked where it is once it has failed: errors name the start of the

@@ -24,6 +24,7 @@
 #include "stages/convert/pytorch_converter.h"
 #include "stages/link/host_et_loader.h"
 #include "tests/testing/test_util.h"
+#include "tests/testing/threaded_batches.h"
 
 namespace chakraflow {
 namespace {
@@ -939,11 +940,13 @@ TEST(pytorch_converter, OutputIsDeterministic) {
 }
 
 // move_to_targets gives what copying each record to its target gives, for permutations with
-// cycles of every length, fixed points, and growth (positions no record targets).
+// cycles of every length, fixed points, and growth (positions no record targets), in turn and with
+// its paths in ranges on three threads (ranges of 16,384 ends: 40,000 positions more).
 TEST(MoveToTargets, MovesEveryRecordToItsTarget) {
   std::mt19937 rng(7);
-  for (size_t n : {0u, 1u, 2u, 5u, 100u, 1000u}) {
-    for (size_t extra : {0u, 3u}) {
+  const testing::ThreadedBatches workers(3);
+  for (size_t n : {0u, 1u, 2u, 5u, 100u, 1000u, 50000u}) {
+    for (size_t extra : {0u, 3u, 40000u}) {
       const size_t total = n + extra;
       std::vector<uint32_t> positions(total);
       for (uint32_t i = 0; i < total; ++i) positions[i] = i;
@@ -954,8 +957,11 @@ TEST(MoveToTargets, MovesEveryRecordToItsTarget) {
         v[i] = "record " + std::to_string(i) + std::string(i % 40, 'x');  // heap-held strings
         expected[target[i]] = v[i];
       }
+      std::vector<std::string> w = v;
       move_to_targets(v, target, total);
       EXPECT_EQ(v, expected) << n << " records, " << extra << " positions more";
+      move_to_targets(w, target, total, &workers);
+      EXPECT_EQ(w, expected) << n << " records, " << extra << " positions more, on workers";
     }
   }
 }
