@@ -387,9 +387,10 @@ void convert_node(const EtPlusTrace& t, const ConvertOptions& options,
   const EtPlusNode& node = t.nodes[i];
   DataProblems& stats = out.stats;
   rec.source = i;
-  // Chakra: ctrl_deps only if the parent is converted before the node. Default:
-  // set_default_parents.
-  if (chakra && parent[i] != kNoNode && graph.slot[parent[i]] < graph.slot[i]) {
+  // Chakra: ctrl_deps only if the parent is converted before the node. Default: whenever the
+  // parent is converted (the slots are all set before the nodes are converted).
+  if (parent[i] != kNoNode && graph.slot[parent[i]] != kNoNode &&
+      (!chakra || graph.slot[parent[i]] < graph.slot[i])) {
     rec.ctrl_dep = parent[i];
   }
   rec.duration_micros = duration_micros(node, options, stats);
@@ -418,15 +419,10 @@ void convert_node(const EtPlusTrace& t, const ConvertOptions& options,
 // Nodes of the conversion order per range when the ranges are converted concurrently.
 constexpr size_t kNodesPerRange = 16384;
 
-// Default mode: ctrl_deps = [parent] whenever the parent is converted; a GPU node whose launcher
-// is not converted is counted.
-void set_default_parents(const EtPlusTrace& t, const std::vector<uint32_t>& parent,
-                         const std::vector<uint8_t>& gpu, ConversionGraph& graph,
-                         DataProblems& stats) {
-  for (ChakraNodeRecord& rec : graph.records) {
-    const uint32_t p = parent[rec.source];
-    if (p != kNoNode && graph.slot[p] != kNoNode) rec.ctrl_dep = p;
-  }
+// Default mode: a GPU node whose launcher is not converted is counted (the other nodes' ctrl_deps
+// are their parents whenever converted: convert_node).
+void count_unconverted_gpu_nodes(const EtPlusTrace& t, const std::vector<uint8_t>& gpu,
+                                 const ConversionGraph& graph, DataProblems& stats) {
   for (uint32_t i = 0; i < t.nodes.size(); ++i) {
     if (!gpu[i] || graph.slot[i] != kNoNode) continue;
     const EtPlusNode& node = t.nodes[i];
@@ -475,7 +471,7 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
       convert_node(t, options, parent, order[k], typer, graph, graph.records[k], parts[r]);
     }
   });
-  span.emplace("join ranges and default parents");
+  span.emplace("join ranges");
   size_t comm_total = 0, keys_total = 0;
   for (const ConvertedRange& p : parts) {
     comm_total += p.comm.size();
@@ -495,7 +491,7 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
     graph.walk.append(p.walk);
     stats.merge(p.stats);
   }
-  if (!chakra) set_default_parents(t, parent, scan.gpu, graph, stats);
+  if (!chakra) count_unconverted_gpu_nodes(t, scan.gpu, graph, stats);
   conversion.pg_names = cpu_group.take_names();
   return conversion;
 }
