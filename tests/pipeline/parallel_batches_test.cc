@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -460,20 +461,43 @@ TEST(ParallelBatches, SyncAndIdsOnTheWorkersAsOnOneThread) {
   }
 }
 
+// A generated rank linked as `run` links it: the host trace read with the converter's node sink
+// (kept for read_linked_nodes), the device trace, the link, and its options (the mode resolved).
+struct LinkedForConversion {
+  EtPlusNodeSink sink{"host.json", /*keep_host_nodes=*/true};
+  std::optional<HostTrace> host;
+  std::optional<DeviceTrace> device;
+  std::optional<LinkedTrace> linked;
+  LinkOptions link_options;
+
+  void link(double scale) {
+    const SynthRankText text = testing::generated_rank_text(scale);
+    auto h = parse_host_trace("host.json", text.host, kHostWindowBytes, {}, &sink);
+    ASSERT_TRUE(h.ok()) << h.status().message();
+    auto d = parse_device_trace("kineto.json", text.device);
+    ASSERT_TRUE(d.ok()) << d.status().message();
+    host = std::move(h).value();
+    device = std::move(d).value();
+    auto l = link_traces(*host, *device, link_options);
+    ASSERT_TRUE(l.ok()) << l.status().message();
+    linked = std::move(l).value();
+    link_options.mode = resolve_mode(*device, link_options.mode);
+  }
+  // The converter's nodes of the linked rank (takes the sink).
+  StatusOr<EtPlusTrace> converter_nodes(const ConvertOptions& options) {
+    return read_linked_nodes(*host, std::move(sink), linked_device_facts(*device, *linked), *linked,
+                             link_options, options);
+  }
+};
+
 // The conversion's stages that run in ranges on the workers (the device facts the converter's
 // nodes copy, select_nodes' records), on a generated rank of several ranges of each, at 2 and 16
 // workers: the same facts, and the same .et bytes and problems as the stages one after another.
 TEST(ParallelBatches, ConversionRangesOnTheWorkersGiveTheSameBytes) {
-  const SynthRankText text = testing::generated_rank_text(6.0);
-  EtPlusNodeSink sink("host.json", /*keep_host_nodes=*/true);
-  auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, {}, &sink);
-  ASSERT_TRUE(host.ok()) << host.status().message();
-  auto device = parse_device_trace("kineto.json", text.device);
-  ASSERT_TRUE(device.ok()) << device.status().message();
-  LinkOptions link_options;
-  auto linked = link_traces(*host, *device, link_options);
-  ASSERT_TRUE(linked.ok()) << linked.status().message();
-  link_options.mode = resolve_mode(*device, link_options.mode);
+  LinkedForConversion rank;
+  ASSERT_NO_FATAL_FAILURE(rank.link(6.0));
+  const std::optional<DeviceTrace>& device = rank.device;
+  const std::optional<LinkedTrace>& linked = rank.linked;
   ASSERT_GT(linked->gpu_events.size(), 2u * 8192);  // several ranges of GPU ops
 
   const LinkedDeviceFacts one = linked_device_facts(*device, *linked);
@@ -501,8 +525,7 @@ TEST(ParallelBatches, ConversionRangesOnTheWorkersGiveTheSameBytes) {
   }
 
   ConvertOptions options;
-  auto trace = read_linked_nodes(*host, std::move(sink), linked_device_facts(*device, *linked),
-                                 *linked, link_options, options);
+  auto trace = rank.converter_nodes(options);
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   testing::TempDir dir;
   ConvertReport report;
@@ -535,19 +558,10 @@ TEST(ParallelBatches, ConversionRangesOnTheWorkersGiveTheSameBytes) {
 // of 7 and 1,000 records and nodes): the same records, order, ctrl_deps, count and problems as one
 // range in turn. Small ranges put a node's references and ctrl_deps in other ranges than its own.
 TEST(ParallelBatches, DanglingNodesRemovedInRangesAreTheSame) {
-  const SynthRankText text = testing::generated_rank_text(0.5);
-  EtPlusNodeSink sink("host.json", /*keep_host_nodes=*/true);
-  auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, {}, &sink);
-  ASSERT_TRUE(host.ok()) << host.status().message();
-  auto device = parse_device_trace("kineto.json", text.device);
-  ASSERT_TRUE(device.ok()) << device.status().message();
-  LinkOptions link_options;
-  auto linked = link_traces(*host, *device, link_options);
-  ASSERT_TRUE(linked.ok()) << linked.status().message();
-  link_options.mode = resolve_mode(*device, link_options.mode);
+  LinkedForConversion rank;
+  ASSERT_NO_FATAL_FAILURE(rank.link(0.5));
   ConvertOptions options;
-  auto trace = read_linked_nodes(*host, std::move(sink), linked_device_facts(*device, *linked),
-                                 *linked, link_options, options);
+  auto trace = rank.converter_nodes(options);
   ASSERT_TRUE(trace.ok()) << trace.status().message();
   DataProblems stats = trace->stats;
   Conversion conversion = select_nodes(*trace, options, stats);
