@@ -233,15 +233,15 @@ void sort_stream_keys(std::vector<WalkLists::StreamKey>& keys) {
   });
 }
 
-// GPU ops chained per (device, stream) in start-time order. The keys were copied out of the
-// nodes as they were converted, so that the sort does not wander over them. Returns the edges
-// added.
+// GPU ops chained per (device, stream) in start-time order: the keys sort_stream_keys put in that
+// order (copied out of the nodes as they were converted, so that the sort does not wander over
+// them), those of nodes the walks did not reach dropped. Returns the edges added.
 template <typename CanDepend>
 uint64_t chain_gpu_streams(const EtPlusTrace& t, ConversionGraph& graph,
                            const std::vector<uint8_t>& reached, const CanDepend& can_depend,
                            DataProblems& stats) {
   using GpuKey = WalkLists::StreamKey;
-  std::vector<GpuKey>& keys = graph.walk.stream_keys;  // sorted (sort_stream_keys)
+  std::vector<GpuKey>& keys = graph.walk.stream_keys;
   std::erase_if(keys, [&reached](const GpuKey& k) { return !reached[k.index]; });
   uint64_t edges = 0;
   for (size_t k = 1; k < keys.size(); ++k) {

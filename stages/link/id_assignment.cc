@@ -425,7 +425,8 @@ void assign_parents(const LinkInputs& in, const LinkOptions& options, LinkedTrac
 // LinkedTrace::exec_tids. Each host tid's home is the device thread most of its matched ops ran
 // on (ties: the lower tid); a device thread is the host tid whose home it is (several: the one
 // with more ops there, then the lower). An op whose event ran off its tid's home ran on the
-// host tid of its event's thread, else on the device tid itself.
+// host tid of its event's thread, else on the device tid itself. Counted and listed in ranges of
+// ops on `workers`: the same list.
 std::vector<std::pair<uint32_t, int64_t>> exec_tids(const LinkInputs& in,
                                                     const std::vector<LinkedHostOp>& ops,
                                                     const OrderedBatches& workers) {
