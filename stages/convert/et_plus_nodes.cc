@@ -248,6 +248,9 @@ enum class FileOrder : uint8_t {
 };
 
 // What follows reading the nodes (in id order): metadata, schema checks, file order, parents.
+// Nodes per range of the loaded nodes' order checks on the workers.
+constexpr size_t kCheckRange = 32768;
+
 void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrder order,
                   EtPlusTrace& t, const OrderedBatches* workers = nullptr) {
   t.host = &host;
@@ -264,15 +267,27 @@ void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrde
     // The bytes the loader repaired are the converter's input's (an ET+ written from a linked
     // rank has them repaired already: the link reported them).
     t.stats.add_count(StatKind::kEtPlusInvalidUtf8Bytes, host.invalid_utf8_bytes);
-    for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[i] = i;
-    // An ET+ lists its nodes in id order: the file order is then the nodes' (no sort).
-    auto in_file_order = [&](uint32_t a, uint32_t b) {
-      return t.nodes[a].byte_offset < t.nodes[b].byte_offset;
-    };
-    if (!std::is_sorted(t.file_order.begin(), t.file_order.end(), in_file_order)) {
-      std::sort(t.file_order.begin(), t.file_order.end(), in_file_order);
+    // An ET+ lists its nodes in id order: the file order is then the nodes' (no sort). Checked
+    // and numbered in ranges on the workers.
+    const size_t n = t.nodes.size();
+    const OrderedBatches& run = batches_or_in_turn(workers);
+    std::vector<uint8_t> range_sorted(range_count(n, kCheckRange), 1);
+    for_each_range(run, n, kCheckRange, [&](size_t r, size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        t.file_order[i] = static_cast<uint32_t>(i);
+        if (i > 0 && t.nodes[i].byte_offset < t.nodes[i - 1].byte_offset) range_sorted[r] = 0;
+      }
+    });
+    if (std::find(range_sorted.begin(), range_sorted.end(), 0) != range_sorted.end()) {
+      std::sort(t.file_order.begin(), t.file_order.end(), [&](uint32_t a, uint32_t b) {
+        return t.nodes[a].byte_offset < t.nodes[b].byte_offset;
+      });
     }
-    for (uint32_t k = 0; k < t.file_order.size(); ++k) t.nodes[t.file_order[k]].file_position = k;
+    for_each_range(run, n, kCheckRange, [&](size_t, size_t begin, size_t end) {
+      for (size_t k = begin; k < end; ++k) {
+        t.nodes[t.file_order[k]].file_position = static_cast<uint32_t>(k);
+      }
+    });
   } else if (order == FileOrder::kFilePosition) {
     for (uint32_t i = 0; i < t.nodes.size(); ++i) t.file_order[t.nodes[i].file_position] = i;
   } else {
@@ -772,26 +787,46 @@ namespace {
 
 // The nodes of an ET+ or host ET text, read in the loader's pass.
 StatusOr<EtPlusFile> et_plus_from(const std::string& path, EtPlusNodeSink& sink,
-                                  StatusOr<HostTrace> host, const ConvertOptions& options) {
+                                  StatusOr<HostTrace> host, const ConvertOptions& options,
+                                  const OrderedBatches* workers) {
   if (!host.ok()) return host.status();
   EtPlusFile file;
   file.trace = sink.take_nodes();
   // The nodes came in file order: id order already for ET+ (no sort), children before
-  // parents in a host ET.
+  // parents in a host ET. Whether they are in id order, and the first repeated id, are found in
+  // ranges on the workers (the nodes' ids lie 184 bytes apart).
   std::vector<EtPlusNode>& nodes = file.trace.nodes;
-  auto by_id = [](const EtPlusNode& a, const EtPlusNode& b) { return a.id < b.id; };
-  if (!std::is_sorted(nodes.begin(), nodes.end(), by_id)) {
-    std::stable_sort(nodes.begin(), nodes.end(), by_id);
-  }
-  for (size_t i = 1; i < nodes.size(); ++i) {
-    if (nodes[i].id == nodes[i - 1].id) {
-      return Status::errorf("{}: duplicate node id {} (nodes at byte {} and byte {})", path,
-                            nodes[i].id, nodes[i - 1].byte_offset, nodes[i].byte_offset);
+  const size_t n = nodes.size();
+  const OrderedBatches& run = batches_or_in_turn(workers);
+  std::vector<uint8_t> range_sorted(range_count(n, kCheckRange), 1);
+  std::vector<size_t> first_repeat(range_sorted.size(), n);
+  for_each_range(run, n, kCheckRange, [&](size_t r, size_t begin, size_t end) {
+    for (size_t i = std::max<size_t>(begin, 1); i < end; ++i) {
+      if (nodes[i].id < nodes[i - 1].id) {
+        range_sorted[r] = 0;
+        return;
+      }
+      if (nodes[i].id == nodes[i - 1].id && first_repeat[r] == n) first_repeat[r] = i;
     }
+  });
+  size_t repeat = n;
+  if (std::find(range_sorted.begin(), range_sorted.end(), 0) != range_sorted.end()) {
+    auto by_id = [](const EtPlusNode& a, const EtPlusNode& b) { return a.id < b.id; };
+    std::stable_sort(nodes.begin(), nodes.end(), by_id);
+    for (size_t i = 1; i < n && repeat == n; ++i) {
+      if (nodes[i].id == nodes[i - 1].id) repeat = i;
+    }
+  } else {
+    repeat = *std::min_element(first_repeat.begin(), first_repeat.end());
+  }
+  if (repeat < n) {
+    return Status::errorf("{}: duplicate node id {} (nodes at byte {} and byte {})", path,
+                          nodes[repeat].id, nodes[repeat - 1].byte_offset,
+                          nodes[repeat].byte_offset);
   }
   std::sort(file.trace.exec_tids.begin(), file.trace.exec_tids.end());
   file.host = std::make_unique<HostTrace>(std::move(*host));
-  finish_trace(*file.host, options, FileOrder::kByteOffset, file.trace);
+  finish_trace(*file.host, options, FileOrder::kByteOffset, file.trace, workers);
   return file;
 }
 
@@ -801,14 +836,15 @@ StatusOr<EtPlusFile> load_et_plus(const std::string& path, const ConvertOptions&
                                   size_t window_bytes, const ParseShards& shards) {
   // Nodes take 500 to 1,000 bytes of JSON: reserve for the smaller, rather than grow by copying.
   EtPlusNodeSink sink(path, /*keep_host_nodes=*/false, text_bytes_to_reserve_for(path), 500);
-  return et_plus_from(path, sink, load_host_trace(path, &sink, window_bytes, shards), options);
+  return et_plus_from(path, sink, load_host_trace(path, &sink, window_bytes, shards), options,
+                      shards.workers);
 }
 
 StatusOr<EtPlusFile> parse_et_plus(std::string path, std::string text,
                                    const ConvertOptions& options, size_t window_bytes) {
   EtPlusNodeSink sink(path, /*keep_host_nodes=*/false, text.size(), 500);
   StatusOr<HostTrace> host = parse_host_trace(path, std::move(text), window_bytes, &sink);
-  return et_plus_from(path, sink, std::move(host), options);
+  return et_plus_from(path, sink, std::move(host), options, nullptr);
 }
 
 }  // namespace chakraflow

@@ -671,6 +671,53 @@ TEST(ParallelBatches, AGzippedEtPlusInflatedInBlocksConvertsToTheSameBytes) {
   }
 }
 
+// An ET+ file loaded in shards on workers (its id order, repeated ids and file order checked in
+// ranges of 32,768 nodes): the same file order, positions and parents as one piece in turn, and,
+// with an id repeated in the second range, the same error.
+TEST(ParallelBatches, EtPlusLoadedOnWorkersChecksItsOrderAsInTurn) {
+  LinkedRank r;
+  ASSERT_NO_FATAL_FAILURE(link_generated_rank(0, &r, {}, nullptr, 4.0));
+  const std::string et_plus = write_with(r.host, r.device, r.linked, r.options, nullptr);
+  testing::TempDir dir;
+  testing::write_text(dir.file("et_plus.json"), et_plus);
+  // Node 40,000 takes the id of the node before it.
+  std::string repeated = et_plus;
+  const std::string node_40000 = "{\"id\":40000,";
+  const size_t at = repeated.find(node_40000);
+  ASSERT_NE(at, std::string::npos);
+  repeated.replace(at, node_40000.size(), "{\"id\":39999,");
+  testing::write_text(dir.file("repeated.json"), repeated);
+  const ConvertOptions options;
+  auto one = load_et_plus(dir.file("et_plus.json"), options);
+  ASSERT_TRUE(one.ok()) << one.status().message();
+  ASSERT_GT(one->trace.nodes.size(), 40000u);  // two ranges
+  const auto one_error = load_et_plus(dir.file("repeated.json"), options);
+  ASSERT_FALSE(one_error.ok());
+  EXPECT_NE(one_error.status().message().find("duplicate node id 39999"), std::string::npos)
+      << one_error.status().message();
+  for (int threads : {2, 16}) {
+    tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
+    const ParallelBatches workers(2 * static_cast<size_t>(threads));
+    const ParseShards shards{&workers, 8, size_t{1} << 20};
+    auto many = load_et_plus(dir.file("et_plus.json"), options, kHostWindowBytes, shards);
+    ASSERT_TRUE(many.ok()) << many.status().message();
+    EXPECT_GE(many->host->parse_shards, 4u);
+    EXPECT_TRUE(many->trace.file_order == one->trace.file_order) << threads;
+    ASSERT_EQ(many->trace.nodes.size(), one->trace.nodes.size());
+    for (size_t i = 0; i < one->trace.nodes.size(); ++i) {
+      const EtPlusNode& a = one->trace.nodes[i];
+      const EtPlusNode& b = many->trace.nodes[i];
+      ASSERT_EQ(std::tie(a.id, a.file_position, a.parent),
+                std::tie(b.id, b.file_position, b.parent))
+          << i;
+    }
+    const auto many_error =
+        load_et_plus(dir.file("repeated.json"), options, kHostWindowBytes, shards);
+    ASSERT_FALSE(many_error.ok());
+    EXPECT_EQ(many_error.status().message(), one_error.status().message()) << threads;
+  }
+}
+
 // An ET+ (sync dependencies and process group names all over it) read with the
 // converter's node sink in shards: every node as read on one thread, with its sync dependencies,
 // communication names and thread, and the same problems.
