@@ -988,13 +988,27 @@ char* InputText::mutable_data() {
 namespace {
 
 // A file mapping's pages mapped now, from the page cache, without being copied
-// (MADV_POPULATE_READ; where the kernel lacks it, as they are read).
-void map_pages_now(void* mapped, size_t bytes) {
+// (MADV_POPULATE_READ; where the kernel lacks it, as they are read). With `workers`, in slices
+// of at least kMapSliceBytes side by side (the kernel takes the mapping's lock for reading).
+constexpr size_t kMapSliceBytes = size_t{8} << 20;
+void map_pages_now(void* mapped, size_t bytes, const OrderedBatches* workers = nullptr) {
 #ifdef MADV_POPULATE_READ
-  ::madvise(mapped, bytes, MADV_POPULATE_READ);
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE));
+  const size_t slices = workers != nullptr ? bytes / kMapSliceBytes : 0;
+  if (slices < 2) {
+    ::madvise(mapped, bytes, MADV_POPULATE_READ);
+    return;
+  }
+  char* const base = static_cast<char*>(mapped);
+  workers->for_each(slices, [&](size_t k) {
+    const size_t from = bytes * k / slices / page * page;
+    const size_t to = k + 1 == slices ? bytes : bytes * (k + 1) / slices / page * page;
+    ::madvise(base + from, to - from, MADV_POPULATE_READ);
+  });
 #else
   (void)mapped;
   (void)bytes;
+  (void)workers;
 #endif
 }
 
@@ -1032,7 +1046,7 @@ StatusOr<InputText> InputText::read(const std::string& path, const OrderedBatche
       void* file = ::mmap(base, file_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, 0);
       if (file != MAP_FAILED) {
         ::close(fd);
-        map_pages_now(base, file_len);
+        map_pages_now(base, file_len, workers);
         InputText text;
         text.map_ = base;
         text.map_len_ = len;
