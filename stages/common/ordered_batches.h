@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "stages/common/status.h"
 
@@ -61,6 +62,22 @@ void for_each_range(const OrderedBatches& batches, size_t n, size_t per_range, F
     const size_t begin = std::min(n, r * per_range);
     fn(r, begin, std::min(n, begin + per_range));
   });
+}
+
+// The least i in [0, n) where pred(i) holds, n if none: searched in ranges of `per_range` through
+// `batches` (each range stops at its first), the same whatever the batches.
+template <typename Pred>
+size_t first_in_ranges(const OrderedBatches& batches, size_t n, size_t per_range, Pred&& pred) {
+  std::vector<size_t> first(range_count(n, per_range), n);
+  for_each_range(batches, n, per_range, [&](size_t r, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      if (pred(i)) {
+        first[r] = i;
+        return;
+      }
+    }
+  });
+  return *std::min_element(first.begin(), first.end());
 }
 
 // `batches`, or when null the base class (one after another on the calling thread): what a stage

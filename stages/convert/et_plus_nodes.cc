@@ -247,9 +247,10 @@ enum class FileOrder : uint8_t {
   kIndex,         // file_position is each node's index (read_linked_nodes, ids in order)
 };
 
-// What follows reading the nodes (in id order): metadata, schema checks, file order, parents.
 // Nodes per range of the loaded nodes' order checks on the workers.
 constexpr size_t kCheckRange = 32768;
+
+// What follows reading the nodes (in id order): metadata, schema checks, file order, parents.
 
 void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrder order,
                   EtPlusTrace& t, const OrderedBatches* workers = nullptr) {
@@ -271,14 +272,13 @@ void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrde
     // and numbered in ranges on the workers.
     const size_t n = t.nodes.size();
     const OrderedBatches& run = batches_or_in_turn(workers);
-    std::vector<uint8_t> range_sorted(range_count(n, kCheckRange), 1);
-    for_each_range(run, n, kCheckRange, [&](size_t r, size_t begin, size_t end) {
-      for (size_t i = begin; i < end; ++i) {
-        t.file_order[i] = static_cast<uint32_t>(i);
-        if (i > 0 && t.nodes[i].byte_offset < t.nodes[i - 1].byte_offset) range_sorted[r] = 0;
-      }
+    for_each_range(run, n, kCheckRange, [&](size_t, size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) t.file_order[i] = static_cast<uint32_t>(i);
     });
-    if (std::find(range_sorted.begin(), range_sorted.end(), 0) != range_sorted.end()) {
+    const auto out_of_order = [&](size_t i) {
+      return i > 0 && t.nodes[i].byte_offset < t.nodes[i - 1].byte_offset;
+    };
+    if (first_in_ranges(run, n, kCheckRange, out_of_order) < n) {
       std::sort(t.file_order.begin(), t.file_order.end(), [&](uint32_t a, uint32_t b) {
         return t.nodes[a].byte_offset < t.nodes[b].byte_offset;
       });
@@ -794,30 +794,18 @@ StatusOr<EtPlusFile> et_plus_from(const std::string& path, EtPlusNodeSink& sink,
   file.trace = sink.take_nodes();
   // The nodes came in file order: id order already for ET+ (no sort), children before
   // parents in a host ET. Whether they are in id order, and the first repeated id, are found in
-  // ranges on the workers (the nodes' ids lie 184 bytes apart).
+  // ranges on the workers (the nodes' ids lie 184 bytes apart): one pass when the ids ascend.
   std::vector<EtPlusNode>& nodes = file.trace.nodes;
   const size_t n = nodes.size();
   const OrderedBatches& run = batches_or_in_turn(workers);
-  std::vector<uint8_t> range_sorted(range_count(n, kCheckRange), 1);
-  std::vector<size_t> first_repeat(range_sorted.size(), n);
-  for_each_range(run, n, kCheckRange, [&](size_t r, size_t begin, size_t end) {
-    for (size_t i = std::max<size_t>(begin, 1); i < end; ++i) {
-      if (nodes[i].id < nodes[i - 1].id) {
-        range_sorted[r] = 0;
-        return;
-      }
-      if (nodes[i].id == nodes[i - 1].id && first_repeat[r] == n) first_repeat[r] = i;
-    }
-  });
-  size_t repeat = n;
-  if (std::find(range_sorted.begin(), range_sorted.end(), 0) != range_sorted.end()) {
-    auto by_id = [](const EtPlusNode& a, const EtPlusNode& b) { return a.id < b.id; };
-    std::stable_sort(nodes.begin(), nodes.end(), by_id);
-    for (size_t i = 1; i < n && repeat == n; ++i) {
-      if (nodes[i].id == nodes[i - 1].id) repeat = i;
-    }
-  } else {
-    repeat = *std::min_element(first_repeat.begin(), first_repeat.end());
+  auto first_where = [&](auto&& pred) {
+    return first_in_ranges(run, n, kCheckRange, [&](size_t i) { return i > 0 && pred(i); });
+  };
+  size_t repeat = first_where([&](size_t i) { return nodes[i].id <= nodes[i - 1].id; });
+  if (repeat < n && first_where([&](size_t i) { return nodes[i].id < nodes[i - 1].id; }) < n) {
+    std::stable_sort(nodes.begin(), nodes.end(),
+                     [](const EtPlusNode& a, const EtPlusNode& b) { return a.id < b.id; });
+    repeat = first_where([&](size_t i) { return nodes[i].id == nodes[i - 1].id; });
   }
   if (repeat < n) {
     return Status::errorf("{}: duplicate node id {} (nodes at byte {} and byte {})", path,
