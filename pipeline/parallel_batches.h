@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 
 #include "stages/common/ordered_batches.h"
@@ -21,7 +22,9 @@ std::shared_ptr<void> limit_threads(size_t threads);
 
 class ParallelBatches final : public OrderedBatches {
  public:
-  explicit ParallelBatches(size_t in_flight) : in_flight_(in_flight < 2 ? 2 : in_flight) {}
+  // `max_range`: see OrderedBatches (tests cut the stages' ranges finer through it).
+  explicit ParallelBatches(size_t in_flight, size_t max_range = SIZE_MAX)
+      : OrderedBatches(max_range), in_flight_(in_flight < 2 ? 2 : in_flight) {}
   // The workers of the calling thread's task arena, at most the process's limit (limit_threads),
   // and batches over them, two per worker in flight at most (what every stage run on the rank
   // graph's workers takes).

@@ -28,14 +28,15 @@ void move_to_targets(std::vector<T>& v, const std::vector<uint32_t>& target, siz
   constexpr uint32_t kNone = UINT32_MAX;
   constexpr size_t kRange = 16384;  // positions per range of the index and of the paths' ends
   const OrderedBatches& run = batches_or_in_turn(batches);
+  const size_t per_range = run.range_size(kRange);
   const size_t n = v.size();
   v.resize(total);
   std::vector<uint32_t> source(total, kNone);  // the record that goes to each position
-  for_each_range(run, n, kRange, [&](size_t, size_t begin, size_t end) {
+  for_each_range(run, n, per_range, [&](size_t, size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) source[target[i]] = static_cast<uint32_t>(i);
   });
   // Paths: from each position past the records (empty), back to a position no record targets.
-  for_each_range(run, total - n, kRange, [&](size_t, size_t begin, size_t end) {
+  for_each_range(run, total - n, per_range, [&](size_t, size_t begin, size_t end) {
     for (size_t path = n + begin; path < n + end; ++path) {
       size_t hole = path;
       while (source[hole] != kNone) {

@@ -23,7 +23,16 @@ namespace chakraflow {
 
 class OrderedBatches {
  public:
+  // `max_range`: the most items a range of a stage's work holds through these batches, whatever
+  // the stage asks for (range_size); SIZE_MAX, the default, leaves the stages' own sizes. Tests
+  // and fuzz targets cut finer, so that small traces reach the seams between ranges that only
+  // large ones reach otherwise: every range size gives the same output.
+  explicit OrderedBatches(size_t max_range = SIZE_MAX)
+      : max_range_(max_range < 1 ? 1 : max_range) {}
   virtual ~OrderedBatches() = default;
+  // The items per range of a stage that splits its work in ranges of `per_range` through these
+  // batches: `per_range`, or max_range when less. A stage takes it once and uses it throughout.
+  size_t range_size(size_t per_range) const { return std::min(per_range, max_range_); }
   virtual Status run(size_t batches, const std::function<Status(size_t, std::string&)>& produce,
                      const std::function<Status(std::string&)>& consume) const {
     std::string out;
@@ -46,6 +55,9 @@ class OrderedBatches {
         nullptr);  // nothing in order
     (void)done;    // the tasks do not fail
   }
+
+ private:
+  size_t max_range_;
 };
 
 // How many ranges of `per_range` items (the last one shorter) a stage splits `n` items into: one

@@ -27,9 +27,9 @@ namespace radix_detail {
 
 inline constexpr size_t kBits = 11;
 inline constexpr size_t kBuckets = size_t{1} << kBits;
-// Below this many records the sort stays on the calling thread; above it, a chunk per this many
-// (at most kMaxChunks): each chunk's pass over its records is long beside the tasks' start.
-inline constexpr size_t kParallelMin = size_t{1} << 16;
+// A chunk per this many records (at most kMaxChunks; the workers' range_size may cut finer), and
+// below two chunks' worth the sort stays on the calling thread: each chunk's pass over its
+// records is long beside the tasks' start.
 inline constexpr size_t kChunkRecords = size_t{1} << 15;
 inline constexpr size_t kMaxChunks = 64;
 
@@ -48,7 +48,7 @@ template <typename T, typename KeyFn>
 void parallel_sort(std::vector<T>& v, KeyFn key, const OrderedBatches& workers) {
   using Key = std::decay_t<decltype(key(v[0]))>;
   const size_t n = v.size();
-  const size_t chunks = std::clamp<size_t>(n / kChunkRecords, 2, kMaxChunks);
+  const size_t chunks = std::clamp<size_t>(n / workers.range_size(kChunkRecords), 2, kMaxChunks);
   auto begin_of = [&](size_t c) { return n * c / chunks; };
   struct Range {
     Key lo{}, hi{};
@@ -133,7 +133,7 @@ void stable_radix_sort(std::vector<T>& v, KeyFn key, const OrderedBatches* worke
     std::stable_sort(v.begin(), v.end(), [&](const T& a, const T& b) { return key(a) < key(b); });
     return;
   }
-  if (workers != nullptr && n >= radix_detail::kParallelMin) {
+  if (workers != nullptr && n / 2 >= workers->range_size(radix_detail::kChunkRecords)) {
     radix_detail::parallel_sort(v, key, *workers);
     return;
   }

@@ -151,16 +151,16 @@ StatusOr<RankCommGroups> comm_groups_of(const EtPlusTrace& trace, const ChakraTr
                                         int name_offset, const OrderedBatches* workers) {
   // The few records that matter, found in ranges (a pass over every record), then read in order.
   const size_t n = chakra.nodes.size();
-  const size_t ranges = range_count(n, kGroupSearchRange);
-  std::vector<std::vector<uint32_t>> found(ranges);
-  for_each_range(batches_or_in_turn(workers), n, kGroupSearchRange,
-                 [&](size_t r, size_t begin, size_t end) {
-                   for (size_t i = begin; i < end; ++i) {
-                     if (declares_or_uses_groups(trace, chakra.nodes[i])) {
-                       found[r].push_back(static_cast<uint32_t>(i));
-                     }
-                   }
-                 });
+  const OrderedBatches& run = batches_or_in_turn(workers);
+  const size_t per_range = run.range_size(kGroupSearchRange);
+  std::vector<std::vector<uint32_t>> found(range_count(n, per_range));
+  for_each_range(run, n, per_range, [&](size_t r, size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      if (declares_or_uses_groups(trace, chakra.nodes[i])) {
+        found[r].push_back(static_cast<uint32_t>(i));
+      }
+    }
+  });
   RankCommGroups out;
   RenderedIo io;
   for (const std::vector<uint32_t>& range : found) {

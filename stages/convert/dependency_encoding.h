@@ -88,8 +88,9 @@ void encode_dependencies(const EtPlusTrace& trace, const ConvertOptions& options
                          const OrderedBatches* workers = nullptr);
 
 // Moves the nodes that survive dangling removal into a ChakraTrace, sorted by id. `workers` (may
-// be null): the passes over the records and nodes in ranges of `range` of them, concurrently (the
-// same trace and problems whatever the workers and range).
+// be null): the passes over the records and nodes in ranges of `range` of them (or of the
+// workers' range_size, when less), concurrently (the same trace and problems whatever the workers
+// and range).
 inline constexpr size_t kDanglingRange = 32768;
 ChakraTrace remove_dangling_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
                                   ConversionGraph&& graph, DataProblems& stats,

@@ -153,13 +153,14 @@ void resolve_parents(EtPlusTrace& t, const OrderedBatches& workers) {
   // Each node's parent index, in ranges: whether a range saw a flat-layout parent, and its first
   // process root.
   const auto n = static_cast<uint32_t>(t.nodes.size());
-  const size_t ranges = range_count(n, kParentRange);
+  const size_t per_range = workers.range_size(kParentRange);
+  const size_t ranges = range_count(n, per_range);
   struct Found {
     uint32_t process_root = kNoNode;
     bool any_flat_parent = false;
   };
   std::vector<Found> found(ranges);
-  for_each_range(workers, n, kParentRange, [&](size_t r, size_t begin, size_t end) {
+  for_each_range(workers, n, per_range, [&](size_t r, size_t begin, size_t end) {
     Found& f = found[r];
     for (auto i = static_cast<uint32_t>(begin); i < end; ++i) {
       EtPlusNode& node = t.nodes[i];
@@ -272,18 +273,19 @@ void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrde
     // and numbered in ranges on the workers.
     const size_t n = t.nodes.size();
     const OrderedBatches& run = batches_or_in_turn(workers);
-    for_each_range(run, n, kCheckRange, [&](size_t, size_t begin, size_t end) {
+    const size_t per_range = run.range_size(kCheckRange);
+    for_each_range(run, n, per_range, [&](size_t, size_t begin, size_t end) {
       for (size_t i = begin; i < end; ++i) t.file_order[i] = static_cast<uint32_t>(i);
     });
     const auto out_of_order = [&](size_t i) {
       return i > 0 && t.nodes[i].byte_offset < t.nodes[i - 1].byte_offset;
     };
-    if (first_in_ranges(run, n, kCheckRange, out_of_order) < n) {
+    if (first_in_ranges(run, n, per_range, out_of_order) < n) {
       std::sort(t.file_order.begin(), t.file_order.end(), [&](uint32_t a, uint32_t b) {
         return t.nodes[a].byte_offset < t.nodes[b].byte_offset;
       });
     }
-    for_each_range(run, n, kCheckRange, [&](size_t, size_t begin, size_t end) {
+    for_each_range(run, n, per_range, [&](size_t, size_t begin, size_t end) {
       for (size_t k = begin; k < end; ++k) {
         t.nodes[t.file_order[k]].file_position = static_cast<uint32_t>(k);
       }
@@ -341,7 +343,8 @@ LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTra
   f.gpu_op.resize(linked.gpu_events.size());
   // Range r: its share of the host ops and of the GPU ops.
   const size_t n = linked.gpu_events.size();
-  const size_t ranges = workers != nullptr ? range_count(n, kGpuOpsPerRange) : 1;
+  const size_t ranges =
+      workers != nullptr ? range_count(n, workers->range_size(kGpuOpsPerRange)) : 1;
   f.arenas.resize(ranges);
   const size_t parts = f.arenas.size();
   batches_or_in_turn(workers).for_each(parts, [&](size_t r) {
@@ -562,7 +565,8 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
   place_nodes(host, slot, total, t.nodes, workers);
   // The nodes linked in ranges of host nodes, concurrently; what each adds to the trace's tables
   // joined in order, the nodes' indices into them moved by what the ranges before added.
-  const uint32_t per_range = std::max<uint32_t>(range_nodes, 1);
+  const auto per_range =
+      static_cast<uint32_t>(std::max<size_t>(workers.range_size(range_nodes), 1));
   const size_t ranges = range_count(hosts, per_range);
   std::vector<LinkedRange> parts(ranges);
   for_each_range(workers, hosts, per_range, [&](size_t r, size_t begin, size_t end) {
@@ -799,7 +803,8 @@ StatusOr<EtPlusFile> et_plus_from(const std::string& path, EtPlusNodeSink& sink,
   const size_t n = nodes.size();
   const OrderedBatches& run = batches_or_in_turn(workers);
   auto first_where = [&](auto&& pred) {
-    return first_in_ranges(run, n, kCheckRange, [&](size_t i) { return i > 0 && pred(i); });
+    return first_in_ranges(run, n, run.range_size(kCheckRange),
+                           [&](size_t i) { return i > 0 && pred(i); });
   };
   size_t repeat = first_where([&](size_t i) { return nodes[i].id <= nodes[i - 1].id; });
   if (repeat < n && first_where([&](size_t i) { return nodes[i].id < nodes[i - 1].id; }) < n) {

@@ -121,7 +121,8 @@ TreeScan scan_tree(const EtPlusTrace& t, const OrderedBatches* workers) {
   TreeScan scan;
   scan.parent.resize(n);
   scan.gpu.resize(n);
-  const size_t ranges = workers != nullptr ? range_count(n, kScanNodesPerRange) : 1;
+  const size_t ranges =
+      workers != nullptr ? range_count(n, workers->range_size(kScanNodesPerRange)) : 1;
   std::vector<TreeScan> parts(ranges);
   batches_or_in_turn(workers).for_each(parts.size(), [&](size_t r) {
     TreeScan& part = parts[r];
@@ -457,7 +458,8 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   grow_prefaulted(graph.records, order.size(), run);
   prepare_walk_facts(options, n, graph);
   const size_t m = order.size();
-  const size_t ranges = workers != nullptr ? range_count(m, kNodesPerRange) : 1;
+  const size_t ranges =
+      workers != nullptr ? range_count(m, workers->range_size(kNodesPerRange)) : 1;
   std::vector<ConvertedRange> parts(ranges);
   CpuCollectiveGroup cpu_group(t);
   run.for_each(parts.size(), [&](size_t r) {
@@ -521,10 +523,10 @@ ChakraTrace drop_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& opti
 }
 
 StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& t, const ConvertOptions& options,
-                                      DataProblems& stats) {
-  Conversion conversion = select_nodes(t, options, stats);
-  encode_dependencies(t, options, conversion.graph, stats, &conversion.dependencies);
-  ChakraTrace out = drop_dangling_nodes(t, options, std::move(conversion), stats);
+                                      DataProblems& stats, const OrderedBatches* workers) {
+  Conversion conversion = select_nodes(t, options, stats, workers);
+  encode_dependencies(t, options, conversion.graph, stats, &conversion.dependencies, workers);
+  ChakraTrace out = drop_dangling_nodes(t, options, std::move(conversion), stats, workers);
   CF_RETURN_IF_ERROR(check_acyclic(t, out));
   return out;
 }
@@ -618,9 +620,10 @@ constexpr size_t kStepRange = 32768;
 
 std::optional<MeasuredStep> measured_step(const EtPlusTrace& t, const OrderedBatches* workers) {
   const size_t n = t.nodes.size();
-  const size_t ranges = range_count(n, kStepRange);
-  std::vector<std::optional<MeasuredStep>> parts(ranges);
-  for_each_range(batches_or_in_turn(workers), n, kStepRange,
+  const OrderedBatches& run = batches_or_in_turn(workers);
+  const size_t per_range = run.range_size(kStepRange);
+  std::vector<std::optional<MeasuredStep>> parts(range_count(n, per_range));
+  for_each_range(run, n, per_range,
                  [&](size_t r, size_t begin, size_t end) { parts[r] = step_of(t, begin, end); });
   // The earliest start and the latest end of the ranges' (times are finite: JSON has no NaN).
   std::optional<MeasuredStep> step;
@@ -958,17 +961,19 @@ Status write_chakra_trace(const EtPlusTrace& t, const ChakraTrace& chakra,
   // The nodes in batches, encoded through `batches` (concurrently where it runs them so) and
   // written in order: the same bytes either way.
   const size_t n = chakra.nodes.size();
-  const size_t count = (n + kEtBatchRecords - 1) / kEtBatchRecords;
+  const OrderedBatches& run = batches_or_in_turn(batches);
+  const size_t per_batch = run.range_size(kEtBatchRecords);
+  const size_t count = (n + per_batch - 1) / per_batch;
   size_t next = 0;  // the batch consumed next
-  return batches_or_in_turn(batches).run(
+  return run.run(
       count,
       [&](size_t b, std::string& out) {
-        const size_t begin = b * kEtBatchRecords;
-        return encode_records(t, chakra, begin, std::min(n, begin + kEtBatchRecords), out);
+        const size_t begin = b * per_batch;
+        return encode_records(t, chakra, begin, std::min(n, begin + per_batch), out);
       },
       [&](std::string& out) {
-        const size_t begin = next++ * kEtBatchRecords;
-        writer.append_records(out, std::min(n, begin + kEtBatchRecords) - begin);
+        const size_t begin = next++ * per_batch;
+        writer.append_records(out, std::min(n, begin + per_batch) - begin);
         return Status();
       });
 }
@@ -1036,7 +1041,7 @@ Status convert_trace(const EtPlusTrace& trace, const std::string& output_path,
                      const ConvertOptions& options, ConvertReport* report,
                      const OrderedBatches* batches) {
   DataProblems stats = trace.stats;
-  CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(trace, options, stats));
+  CF_ASSIGN_OR_RETURN(ChakraTrace chakra, convert_et_plus(trace, options, stats, batches));
   return write_converted(trace, chakra, std::move(stats), output_path, options, report, batches);
 }
 

@@ -55,9 +55,10 @@ struct ConvertReport {
 };
 
 // ET+ nodes → the Chakra nodes that are written, sorted by id, dependencies encoded and checked
-// for cycles: the stages below, in order. Data problems are added to `stats`.
+// for cycles: the stages below, in order. Data problems are added to `stats`. `workers` (may be
+// null): the stages' ranges run through it; the same trace.
 StatusOr<ChakraTrace> convert_et_plus(const EtPlusTrace& trace, const ConvertOptions& options,
-                                      DataProblems& stats);
+                                      DataProblems& stats, const OrderedBatches* workers = nullptr);
 
 // The conversion's stages, one at a time (the rank graph, pipeline/rank_graph.h, runs each as a
 // node of its own): select_nodes -> encode_dependencies (stages/convert/dependency_encoding.h, on

@@ -25,7 +25,7 @@ constexpr uint32_t kClassifyRange = 65536;
 void group_cpu_ops_by_thread(DeviceTrace& trace, const OrderedBatches& run) {
   const size_t n = trace.cpu_ops.size();
   std::vector<int64_t> tids(n);
-  for_each_range(run, n, kClassifyRange, [&](size_t, size_t begin, size_t end) {
+  for_each_range(run, n, run.range_size(kClassifyRange), [&](size_t, size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) tids[k] = trace[trace.cpu_ops[k]].tid;
   });
   std::vector<uint32_t> thread_of(n);
@@ -103,12 +103,13 @@ void sort_by_ts(const std::vector<DeviceEvent>& ev, std::vector<DeviceEventIdx>&
   const OrderedBatches& run = batches_or_in_turn(workers);
   const size_t n = list.size();
   std::vector<std::pair<TimeNs, uint32_t>> keys(n);
-  for_each_range(run, n, kClassifyRange, [&](size_t, size_t begin, size_t end) {
+  const size_t per_range = run.range_size(kClassifyRange);
+  for_each_range(run, n, per_range, [&](size_t, size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) keys[k] = {ev[list[k].value].ts, list[k].value};
   });
   stable_radix_sort(
       keys, [](const auto& k) { return k.first; }, workers);
-  for_each_range(run, n, kClassifyRange, [&](size_t, size_t begin, size_t end) {
+  for_each_range(run, n, per_range, [&](size_t, size_t begin, size_t end) {
     for (size_t k = begin; k < end; ++k) list[k] = DeviceEventIdx{keys[k].second};
   });
 }
@@ -119,9 +120,10 @@ void build_device_indices(DeviceTrace& trace, const OrderedBatches* workers) {
   const OrderedBatches& run = batches_or_in_turn(workers);
   const auto& ev = trace.events;
   const auto n = static_cast<uint32_t>(ev.size());
-  const size_t ranges = range_count(n, kClassifyRange);
+  const size_t per_range = run.range_size(kClassifyRange);
+  const size_t ranges = range_count(n, per_range);
   std::vector<RoleLists> parts(ranges);
-  for_each_range(run, n, kClassifyRange, [&](size_t r, size_t begin, size_t end) {
+  for_each_range(run, n, per_range, [&](size_t r, size_t begin, size_t end) {
     classify_events(ev, static_cast<uint32_t>(begin), static_cast<uint32_t>(end), parts[r]);
   });
   // The ranges' lists joined in order: each list in file order.

@@ -314,7 +314,8 @@ class Writer {
         opt_(options),
         sink_(sink),
         batches_(batches),
-        batch_nodes_(batch_nodes < 1 ? 1 : batch_nodes) {}
+        batch_nodes_(static_cast<uint32_t>(batches.range_size(batch_nodes < 1 ? 1 : batch_nodes))) {
+  }
 
   Status run() {
     std::string extra;

@@ -39,7 +39,7 @@ Status write_document(std::string& buf, const HostTrace& host,
 // link took profiler overhead out or knows the unprofiled step, a top-level "profiler_overhead"
 // object: stages/link/profiler_overhead.h). The nodes are formatted in batches through `batches`
 // (concurrently where it runs them so; one after another without it), `batch_nodes` host nodes
-// each, and written in order: the same bytes either way.
+// each (or the batches' range_size, when less), and written in order: the same bytes either way.
 
 Status write_et_plus(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
                      const LinkOptions& options, const ByteSink& sink,

@@ -62,6 +62,7 @@ constexpr size_t kMapRange = 32768;
 HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Compat compat,
                            DataProblems& stats, const OrderedBatches* workers) {
   const OrderedBatches& run = batches_or_in_turn(workers);
+  const size_t per_range = run.range_size(kMapRange);
   HostDeviceMap map;
   map.device_of.assign(host.nodes.size(), DeviceEventIdx{});
   map.host_of.assign(device.events.size(), HostNodeIdx{});
@@ -74,8 +75,8 @@ HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Com
     size_t count = 0;
   };
   const size_t ops = device.cpu_ops.size();
-  std::vector<Extent> extents(range_count(ops, kMapRange));
-  for_each_range(run, ops, kMapRange, [&](size_t r, size_t begin, size_t end) {
+  std::vector<Extent> extents(range_count(ops, per_range));
+  for_each_range(run, ops, per_range, [&](size_t r, size_t begin, size_t end) {
     Extent& x = extents[r];
     for (size_t k = begin; k < end; ++k) {
       const DeviceEvent& e = device[device.cpu_ops[k]];
@@ -111,8 +112,8 @@ HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Com
     uint64_t with_rf_id = 0, unreachable = 0, unmatched = 0, matched = 0;
     std::vector<uint32_t> not_owner;  // ops whose event another op was stored for
   };
-  std::vector<Counts> counts(range_count(n, kMapRange));
-  for_each_range(run, n, kMapRange, [&](size_t r, size_t begin, size_t end) {
+  std::vector<Counts> counts(range_count(n, per_range));
+  for_each_range(run, n, per_range, [&](size_t r, size_t begin, size_t end) {
     Counts& c = counts[r];
     for (size_t i = begin; i < end; ++i) {
       if (i + kAhead < end) by_rf_id.prefetch(host.nodes[i + kAhead].rf_id);
@@ -134,7 +135,7 @@ HostDeviceMap map_by_rf_id(const HostTrace& host, const DeviceTrace& device, Com
           .store(static_cast<uint32_t>(i), std::memory_order_relaxed);
     }
   });
-  for_each_range(run, n, kMapRange, [&](size_t r, size_t begin, size_t end) {
+  for_each_range(run, n, per_range, [&](size_t r, size_t begin, size_t end) {
     for (size_t i = begin; i < end; ++i) {
       const DeviceEventIdx event = map.device_of[i];
       if (event.valid() && map.host_of[event.value].value != i) {

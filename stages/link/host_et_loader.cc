@@ -192,7 +192,8 @@ class HostParser {
     const size_t n = nodes.size();
     constexpr size_t kRange = 65536;
     std::vector<std::pair<uint64_t, uint32_t>> keys(n);
-    for_each_range(batches_or_in_turn(workers), n, kRange, [&](size_t, size_t begin, size_t end) {
+    const OrderedBatches& run = batches_or_in_turn(workers);
+    for_each_range(run, n, run.range_size(kRange), [&](size_t, size_t begin, size_t end) {
       for (size_t i = begin; i < end; ++i) keys[i] = {nodes[i].id, static_cast<uint32_t>(i)};
     });
     stable_radix_sort(

@@ -297,14 +297,15 @@ uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrac
   // dependency and count of GPU ops; then, the counts summed in order, its id and its GPU ops'
   // place in gpu_events (the same as one pass in order).
   const auto n = static_cast<uint32_t>(in.host.nodes.size());
-  const size_t ranges = range_count(n, kNumberRange);
+  const size_t per_range = workers.range_size(kNumberRange);
+  const size_t ranges = range_count(n, per_range);
   // Pass 1 keeps each op's GPU ops' place in GpuOpsByHost in gpu_begin and their count in
   // gpu_end (Chakra attaches a CPU event's GPU ops to every host op paired with it, the owner's
   // group; in default mode only one host op is paired with an event: see map_by_rf_id), and each
   // range's count of them.
   std::vector<DataProblems> problems(ranges);
   std::vector<uint32_t> gpu_before(ranges + 1, 0);  // GPU ops of the ranges before each
-  for_each_range(workers, n, kNumberRange, [&](size_t r, size_t begin, size_t end) {
+  for_each_range(workers, n, per_range, [&](size_t r, size_t begin, size_t end) {
     uint32_t count = 0;
     for (auto i = static_cast<uint32_t>(begin); i < end; ++i) {
       LinkedHostOp& op = out.ops[i];
@@ -328,7 +329,7 @@ uint64_t number_ops(const LinkInputs& in, const LinkOptions& options, LinkedTrac
     out.stats.merge(problems[r]);
   }
   grow_prefaulted(out.gpu_events, gpu_before[ranges], workers);
-  for_each_range(workers, n, kNumberRange, [&](size_t r, size_t begin, size_t end) {
+  for_each_range(workers, n, per_range, [&](size_t r, size_t begin, size_t end) {
     uint32_t at = gpu_before[r];
     for (auto i = static_cast<uint32_t>(begin); i < end; ++i) {
       LinkedHostOp& op = out.ops[i];
@@ -381,10 +382,11 @@ void reattach(const HostNode& n, uint32_t i, int64_t process_root,
 void assign_parents(const LinkInputs& in, const LinkOptions& options, LinkedTrace& out,
                     uint64_t* next_id, const OrderedBatches& workers) {
   const auto& nodes = in.host.nodes;
-  const size_t ranges = range_count(nodes.size(), kNumberRange);
+  const size_t per_range = workers.range_size(kNumberRange);
+  const size_t ranges = range_count(nodes.size(), per_range);
   std::vector<uint64_t> ids(nodes.size());
   std::vector<std::vector<uint32_t>> roots(ranges);  // the thread roots of each range, in order
-  for_each_range(workers, nodes.size(), kNumberRange, [&](size_t r, size_t begin, size_t end) {
+  for_each_range(workers, nodes.size(), per_range, [&](size_t r, size_t begin, size_t end) {
     for (auto i = static_cast<uint32_t>(begin); i < end; ++i) {
       ids[i] = nodes[i].id;
       if (nodes[i].name == kThreadRoot || nodes[i].name == kThreadRootLegacy) {
@@ -397,7 +399,7 @@ void assign_parents(const LinkInputs& in, const LinkOptions& options, LinkedTrac
     for (uint32_t i : range_roots) thread_root_by_tid.try_emplace(nodes[i].tid, out.ops[i].new_id);
   }
   std::vector<std::vector<uint32_t>> missing(ranges);  // ops whose parent is not a host op
-  for_each_range(workers, nodes.size(), kNumberRange, [&](size_t r, size_t begin, size_t end) {
+  for_each_range(workers, nodes.size(), per_range, [&](size_t r, size_t begin, size_t end) {
     for (auto i = static_cast<uint32_t>(begin); i < end; ++i) {
       const HostNode& n = nodes[i];
       if (n.parent_key == ParentKey::kNone) continue;
@@ -440,9 +442,10 @@ std::vector<std::pair<uint32_t, int64_t>> exec_tids(const LinkInputs& in,
   };
   // Ops per (host tid, device tid), counted in ranges of ops on the workers and summed. Ops come
   // in long runs of one pair: the last pair's counter saves most lookups.
-  const size_t ranges = range_count(ops.size(), kNumberRange);
+  const size_t per_range = workers.range_size(kNumberRange);
+  const size_t ranges = range_count(ops.size(), per_range);
   std::vector<std::map<Pair, uint64_t>> range_counts(ranges);
-  for_each_range(workers, ops.size(), kNumberRange, [&](size_t r, size_t begin, size_t end) {
+  for_each_range(workers, ops.size(), per_range, [&](size_t r, size_t begin, size_t end) {
     std::map<Pair, uint64_t>& count = range_counts[r];
     Pair last_key;
     uint64_t* last_count = nullptr;
@@ -473,7 +476,7 @@ std::vector<std::pair<uint32_t, int64_t>> exec_tids(const LinkInputs& in,
   }
   // The ops off their home, in ranges again, joined in order.
   std::vector<std::vector<std::pair<uint32_t, int64_t>>> parts(ranges);
-  for_each_range(workers, ops.size(), kNumberRange, [&](size_t r, size_t begin, size_t end) {
+  for_each_range(workers, ops.size(), per_range, [&](size_t r, size_t begin, size_t end) {
     std::vector<std::pair<uint32_t, int64_t>>& out = parts[r];
     uint64_t last_tid = 0;
     int64_t last_home = 0;

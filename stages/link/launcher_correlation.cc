@@ -96,7 +96,7 @@ ThreadIndex index_thread(const DeviceTrace& trace, Compat compat, std::vector<De
   t.ts.resize(n);
   t.by_external_id.resize(n);
   auto copy_out = [&] {
-    for_each_range(run, n, kRange, [&](size_t, size_t from, size_t to) {
+    for_each_range(run, n, run.range_size(kRange), [&](size_t, size_t from, size_t to) {
       for (size_t p = from; p < to; ++p) {
         const DeviceEvent& ev = trace[t.ops[p]];
         t.ts[p] = ev.ts;
@@ -359,7 +359,7 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataP
   }
   // The GPU ops in ranges, concurrently; their lists, counts and problems joined in order.
   const size_t n = trace.gpu_ops.size();
-  const size_t ranges = workers != nullptr ? range_count(n, kGpuOpsPerRange) : 1;
+  const size_t ranges = workers != nullptr ? range_count(n, run.range_size(kGpuOpsPerRange)) : 1;
   std::vector<RangeLinks> parts(ranges);
   run.for_each(parts.size(), [&](size_t r) {
     const size_t begin = n * r / parts.size();

@@ -67,9 +67,10 @@ StatusOr<HostDeviceMap> map_host_to_device(const HostTrace& host, const DeviceTr
 
 StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace& device,
                                         const DeviceFindings& found, const LinkOptions& options,
-                                        DataProblems stats) {
-  CF_ASSIGN_OR_RETURN(HostDeviceMap mapping, map_host_to_device(host, device, options, stats));
-  return assign_linked_ids(host, device, found, mapping, options, std::move(stats));
+                                        DataProblems stats, const OrderedBatches* workers) {
+  CF_ASSIGN_OR_RETURN(HostDeviceMap mapping,
+                      map_host_to_device(host, device, options, stats, workers));
+  return assign_linked_ids(host, device, found, mapping, options, std::move(stats), workers);
 }
 
 LinkedRank assign_linked_ids(const HostTrace& host, const DeviceTrace& device,
@@ -137,19 +138,20 @@ StatusOr<std::optional<ProfilerOverheadNote>> prepare_device_trace(DeviceTrace& 
 }
 
 StatusOr<LinkedRank> link_rank(const HostTrace& host, const DeviceTrace& device,
-                               const LinkOptions& options) {
+                               const LinkOptions& options, const OrderedBatches* workers) {
   DataProblems stats;
   ExclusiveDurations exclusive = compute_exclusive_durations(device, options.compat);
   GapDependencies gaps = compute_gap_dependencies(device, options.gap_threshold);
-  LauncherLinks launchers = correlate_launchers(device, options.compat, stats);
-  SyncDependencies sync = compute_sync_dependencies(device, launchers, options.compat, stats);
+  LauncherLinks launchers = correlate_launchers(device, options.compat, stats, workers);
+  SyncDependencies sync =
+      compute_sync_dependencies(device, launchers, options.compat, stats, workers);
   return map_and_assign_ids(host, device, {exclusive, gaps, launchers, &sync}, options,
-                            std::move(stats));
+                            std::move(stats), workers);
 }
 
 StatusOr<LinkedTrace> link_traces(const HostTrace& host, const DeviceTrace& device,
-                                  const LinkOptions& options) {
-  CF_ASSIGN_OR_RETURN(LinkedRank rank, link_rank(host, device, options));
+                                  const LinkOptions& options, const OrderedBatches* workers) {
+  CF_ASSIGN_OR_RETURN(LinkedRank rank, link_rank(host, device, options, workers));
   return std::move(rank.trace);
 }
 

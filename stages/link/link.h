@@ -62,9 +62,11 @@ struct LinkedRank {
 
 // Stages 6-7: host-device mapping, then id assignment. `stats` holds what the device-side stages
 // counted; the result's trace.stats has them with the mapping's and the id assignment's.
+// `workers` (may be null): both stages' parts run through it; the same rank.
 StatusOr<LinkedRank> map_and_assign_ids(const HostTrace& host, const DeviceTrace& device,
                                         const DeviceFindings& found, const LinkOptions& options,
-                                        DataProblems stats);
+                                        DataProblems stats,
+                                        const OrderedBatches* workers = nullptr);
 
 // Stage 7 alone, given stage 6's `mapping` (which needs neither launchers nor sync, so that the
 // flow graph maps while they run): the same result as map_and_assign_ids when `stats` holds the
@@ -89,13 +91,15 @@ void add_linked_sync(const HostTrace& host, const DeviceTrace& device, const Dev
 StatusOr<std::optional<ProfilerOverheadNote>> prepare_device_trace(DeviceTrace& device,
                                                                    const LinkOptions& options);
 
-// Every link stage in order, on one thread (the flow graph runs the device-side ones
-// concurrently, then map_and_assign_ids).
+// Every link stage in order (the flow graph runs the device-side ones concurrently, then
+// map_and_assign_ids). `workers` (may be null: all on the calling thread): the stages that split
+// their work run it through it, as on the flow graph; the same rank whatever the workers.
 StatusOr<LinkedRank> link_rank(const HostTrace& host, const DeviceTrace& device,
-                               const LinkOptions& options);
+                               const LinkOptions& options, const OrderedBatches* workers = nullptr);
 // link_rank's trace.
 StatusOr<LinkedTrace> link_traces(const HostTrace& host, const DeviceTrace& device,
-                                  const LinkOptions& options);
+                                  const LinkOptions& options,
+                                  const OrderedBatches* workers = nullptr);
 
 LinkSummary summarize(const HostTrace& host, const DeviceTrace& device,
                       const LauncherLinks& launchers, const HostDeviceMap& mapping,

@@ -3,8 +3,9 @@
 // messages write_chakra_trace writes. What it accepts must be a trace the feeder can play to the
 // end: ids unique and sorted, every data dependency on a written node, no cycle, every node
 // parsing back. The same text read in windows of 64 bytes (parse_et_plus, the loader's reading of
-// large files) must agree with it: both accept or both reject, and what both accept converts to
-// the same bytes.
+// large files), and read in shards and converted with every stage's ranges and batches cut to two
+// items (what large traces on workers cross), must agree with it: all accept or all reject, and
+// what they accept converts to the same bytes.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <google/protobuf/stubs/logging.h>
 
 #include "proto/et_def.pb.h"
+#include "stages/common/ordered_batches.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
 #include "stages/et/et_io.h"
@@ -50,12 +52,13 @@ void feed_to_the_end(const std::string& et, size_t nodes) {
   if ((*feeder)->stats().nodes_completed != nodes) __builtin_trap();
 }
 
-// The .et bytes the converter writes for `trace`, or nullopt when it stops with an error (which
-// must name `path`).
+// The .et bytes the converter writes for `trace` (its stages' ranges through `workers`), or nullopt
+// when it stops with an error (which must name `path`).
 std::optional<std::string> convert(const EtPlusTrace& trace, const ConvertOptions& options,
-                                   const std::string& path) {
+                                   const std::string& path,
+                                   const chakraflow::OrderedBatches* workers = nullptr) {
   chakraflow::DataProblems stats = trace.stats;
-  auto chakra = chakraflow::convert_et_plus(trace, options, stats);
+  auto chakra = chakraflow::convert_et_plus(trace, options, stats, workers);
   if (!chakra.ok()) {
     if (chakra.status().message().find(path) == std::string::npos) __builtin_trap();
     return std::nullopt;
@@ -120,6 +123,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     if (whole.has_value() != in_windows.has_value()) __builtin_trap();
     if (whole && in_windows && *whole != *in_windows) __builtin_trap();
+    // In shards of 64 bytes, every stage's ranges of two items.
+    const chakraflow::OrderedBatches fine(2);
+    std::optional<std::string> in_ranges;
+    auto sharded =
+        chakraflow::load_et_plus(file.path(), options, 64, chakraflow::ParseShards{&fine, 4, 64});
+    if (sharded.ok()) in_ranges = convert(sharded->trace, options, file.path(), &fine);
+    if (sharded.ok() != input.ok()) __builtin_trap();
+    if (!sharded.ok() && sharded.status().message() != input.status().message()) __builtin_trap();
+    if (whole.has_value() != in_ranges.has_value()) __builtin_trap();
+    if (whole && in_ranges && *whole != *in_ranges) __builtin_trap();
   }
   return 0;
 }

@@ -93,6 +93,22 @@ TEST(ParallelBatches, ConsumesInOrderAndStopsAtTheFirstFailure) {
   }
 }
 
+// Batches one after another on the calling thread (the base class), in ranges of at most
+// `max_range` items, counting the batches they ran.
+class CountedBatches final : public OrderedBatches {
+ public:
+  explicit CountedBatches(size_t max_range) : OrderedBatches(max_range) {}
+  Status run(size_t batches, const std::function<Status(size_t, std::string&)>& produce,
+             const std::function<Status(std::string&)>& consume) const override {
+    ran_ += batches;
+    return OrderedBatches::run(batches, produce, consume);
+  }
+  size_t ran() const { return ran_; }
+
+ private:
+  mutable size_t ran_ = 0;
+};
+
 std::string write_with(const HostTrace& host, const DeviceTrace& device, const LinkedTrace& linked,
                        const LinkOptions& options, const OrderedBatches* batches,
                        uint32_t batch_nodes = kEtPlusBatchNodes) {
@@ -292,9 +308,13 @@ TEST(ParallelBatches, TracesReadInShardsLinkToTheSameBytes) {
 }
 
 // Every real pair in ../shared/data (pairs/, pt211_h200/: schemas 1.0.2 to 1.1.1, rf_id and
-// sequence matching, gloo and NCCL), its traces read in shards of 64 KB on 2 and 16 workers, its
-// ET+ written in batches on them, that ET+ read back in shards and converted in batches: the same
-// ET+ and .et bytes, and the same data problems, as on one thread, in both compat modes.
+// sequence matching, gloo and NCCL), its traces read in shards of 64 KB on 2 and 16 workers, linked
+// with the stages' ranges on them, its ET+ written in batches on them, that ET+ read back in
+// shards and converted in ranges and batches: the same ET+ and .et bytes, and the same data
+// problems, as on one thread, in both compat modes. The same again with every stage's ranges and
+// batches cut to a few items (on 16 workers, and one after another on the calling thread): real
+// traces of thousands of nodes then cross the seams between ranges that only ranks of hundreds of
+// thousands of nodes reach at the stages' own sizes.
 TEST(ParallelBatches, SharedPairsAreTheSameBytesInShardsAtAnyThreadCount) {
   const std::filesystem::path data = std::string(CHAKRAFLOW_SHARED_DATA);
   std::vector<std::pair<std::string, std::string>> pairs;  // host, device
@@ -316,10 +336,15 @@ TEST(ParallelBatches, SharedPairsAreTheSameBytesInShardsAtAnyThreadCount) {
   ASSERT_GE(pairs.size(), 20u);
   testing::TempDir dir;
   size_t shards_read = 0;  // pieces the traces were read in, past one each
+  const CountedBatches in_turn(3);
+  auto host_nodes = [](const std::string& path) {
+    auto host = load_host_trace(path);
+    return host.ok() ? host->nodes.size() : 0;
+  };
   // The ET+ and the .et of a pair, with their problems' counts, read in `shards` and written
   // through `workers` (one thread: neither).
   auto run = [&](const std::pair<std::string, std::string>& pair, Compat compat,
-                 const ParallelBatches* workers, const ParseShards& shards) {
+                 const OrderedBatches* workers, const ParseShards& shards) {
     auto host = load_host_trace(pair.first, nullptr, kHostWindowBytes, shards);
     auto device = load_device_trace(pair.second, shards);
     EXPECT_TRUE(host.ok() && device.ok()) << pair.first;
@@ -327,7 +352,7 @@ TEST(ParallelBatches, SharedPairsAreTheSameBytesInShardsAtAnyThreadCount) {
     shards_read += host->parse_shards + device->parse_shards;
     LinkOptions options;
     options.compat = compat;
-    auto linked = link_traces(*host, *device, options);
+    auto linked = link_traces(*host, *device, options, workers);
     EXPECT_TRUE(linked.ok()) << pair.first << ": " << linked.status().message();
     if (!linked.ok()) return std::string();
     options.mode = resolve_mode(*device, options.mode);
@@ -352,14 +377,25 @@ TEST(ParallelBatches, SharedPairsAreTheSameBytesInShardsAtAnyThreadCount) {
       const std::string one = run(pair, compat, nullptr, ParseShards{});
       ASSERT_FALSE(one.empty()) << pair.first;
       ASSERT_EQ(shards_read, before) << pair.first << ": read in one piece";
+      const char* mode = compat == Compat::kChakra ? "chakra" : "default";
       for (int threads : {2, 16}) {
         tbb::global_control limit(tbb::global_control::max_allowed_parallelism, threads);
         const ParallelBatches workers(2 * static_cast<size_t>(threads));
         const ParseShards shards{&workers, 16, size_t{64} << 10};
         EXPECT_TRUE(run(pair, compat, &workers, shards) == one)
-            << pair.first << " (" << (compat == Compat::kChakra ? "chakra" : "default") << "), "
-            << threads << " threads";
+            << pair.first << " (" << mode << "), " << threads << " threads";
       }
+      {
+        tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 16);
+        const ParallelBatches workers(32, 5);
+        EXPECT_TRUE(run(pair, compat, &workers, ParseShards{&workers, 16, size_t{16} << 10}) == one)
+            << pair.first << " (" << mode << "), 16 threads, ranges of 5";
+      }
+      const size_t ran_before = in_turn.ran();
+      EXPECT_TRUE(run(pair, compat, &in_turn, ParseShards{&in_turn, 16, size_t{16} << 10}) == one)
+          << pair.first << " (" << mode << "), in turn, ranges of 3";
+      // Cut that fine, a trace of n host nodes runs several batches per node.
+      EXPECT_GT(in_turn.ran() - ran_before, 3 * host_nodes(pair.first)) << pair.first;
     }
   }
   EXPECT_GT(shards_read, 4 * pairs.size());
@@ -629,6 +665,64 @@ TEST(ParallelBatches, ConverterNodesReadInShardsConvertToTheSameBytes) {
         convert(ParseShards{&workers, 16, size_t{64} << 10}, "many.et", &many);
     EXPECT_GE(many.host.parse_shards, 8u) << threads << " threads";
     EXPECT_TRUE(sharded == sequential) << threads << " threads";
+  }
+}
+
+// `run`'s whole path on a generated rank (sync dependencies, NCCL and gloo, GPU ops on several
+// streams) with every stage's ranges and batches cut to a few items: the traces read in shards,
+// linked, the ET+ written, the converter's nodes read from the link and converted, through
+// workers that split as finely as 2 to 7 items (on 16 threads, on 3 threads taking their work last
+// to first, and one after another): the same ET+ and .et bytes and the same problems as one pass
+// in order, in both compat modes. The stages' own ranges hold thousands of items: at their sizes
+// only ranks of hundreds of thousands of nodes cross the seams this rank crosses everywhere.
+TEST(ParallelBatches, AGeneratedRankInRangesOfAFewItemsIsTheSameBytes) {
+  const SynthRankText text = testing::generated_rank_text(0.25);
+  testing::TempDir dir;
+  auto link_and_convert = [&](Compat compat, const OrderedBatches* workers) {
+    const ParseShards shards =
+        workers != nullptr ? ParseShards{workers, 8, size_t{16} << 10} : ParseShards{};
+    EtPlusNodeSink sink("host.json", /*keep_host_nodes=*/true);
+    auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, shards, &sink);
+    auto device = parse_device_trace("kineto.json", text.device, kDeviceWindowBytes, shards);
+    EXPECT_TRUE(host.ok() && device.ok());
+    if (!host.ok() || !device.ok()) return std::string();
+    LinkOptions options;
+    options.compat = compat;
+    auto linked = link_traces(*host, *device, options, workers);
+    EXPECT_TRUE(linked.ok()) << linked.status().message();
+    if (!linked.ok()) return std::string();
+    options.mode = resolve_mode(*device, options.mode);
+    std::string out = write_with(*host, *device, *linked, options, workers) +
+                      fmt::format("/{}/", linked->stats.entries().size());
+    ConvertOptions convert;
+    convert.compat = compat;
+    auto trace =
+        read_linked_nodes(*host, std::move(sink), linked_device_facts(*device, *linked, workers),
+                          *linked, options, convert, workers);
+    EXPECT_TRUE(trace.ok()) << trace.status().message();
+    if (!trace.ok()) return out;
+    ConvertReport report;
+    Status s = convert_trace(*trace, dir.file("trace.et"), convert, &report, workers);
+    EXPECT_TRUE(s.ok()) << s.message();
+    out += testing::read_text(dir.file("trace.et"));
+    for (const auto& [kind, entry] : report.stats.entries()) {
+      out += fmt::format("/{}:{}:{}", static_cast<int>(kind), entry.count,
+                         fmt::join(entry.examples, ","));
+    }
+    return out;
+  };
+  for (Compat compat : {Compat::kDefault, Compat::kChakra}) {
+    const std::string one = link_and_convert(compat, nullptr);
+    ASSERT_GT(one.size(), 100000u);
+    {
+      tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 16);
+      const ParallelBatches workers(32, 5);
+      EXPECT_TRUE(link_and_convert(compat, &workers) == one) << "16 threads, ranges of 5";
+    }
+    const testing::ThreadedBatches threaded(3, 7);
+    EXPECT_TRUE(link_and_convert(compat, &threaded) == one) << "3 threads, ranges of 7";
+    const OrderedBatches in_turn(2);
+    EXPECT_TRUE(link_and_convert(compat, &in_turn) == one) << "in turn, ranges of 2";
   }
 }
 

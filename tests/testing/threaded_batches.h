@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <thread>
@@ -15,7 +16,8 @@ namespace chakraflow::testing {
 
 class ThreadedBatches final : public OrderedBatches {
  public:
-  explicit ThreadedBatches(size_t threads) : threads_(threads < 1 ? 1 : threads) {}
+  explicit ThreadedBatches(size_t threads, size_t max_range = SIZE_MAX)
+      : OrderedBatches(max_range), threads_(threads < 1 ? 1 : threads) {}
 
   Status run(size_t batches, const std::function<Status(size_t, std::string&)>& produce,
              const std::function<Status(std::string&)>& consume) const override {
