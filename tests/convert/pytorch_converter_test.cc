@@ -23,6 +23,7 @@
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
 #include "stages/link/host_et_loader.h"
+#include "tests/testing/linked_rank_bytes.h"
 #include "tests/testing/test_util.h"
 #include "tests/testing/threaded_batches.h"
 
@@ -922,6 +923,18 @@ TEST(pytorch_converter, NodesConvertedInRangesEqualOneRange) {
       EXPECT_EQ(entry.examples, ranges_stats.entries().at(kind).examples);
     }
   }
+}
+
+// A generated rank linked and converted (testing::linked_rank_bytes) with every stage's ranges and
+// batches cut to 3 items, on 4 plain threads taking their work last to first, and one after
+// another with ranges of 2: the same ET+ and .et bytes and problems as one pass in order, in both
+// compat modes. No oneTBB here: ThreadSanitizer (scripts/tsan.sh) sees every hand-off between the
+// ranges' threads.
+TEST(pytorch_converter, AGeneratedRankInRangesOfAFewItemsOnThreadsIsTheSameBytes) {
+  const testing::ThreadedBatches threads(4, 3);
+  const OrderedBatches in_turn(2);
+  testing::expect_linked_rank_bytes_as_in_order(
+      0.25, {{&threads, "4 threads, ranges of 3"}, {&in_turn, "in turn, ranges of 2"}});
 }
 
 TEST(pytorch_converter, OutputIsDeterministic) {

@@ -33,6 +33,7 @@
 #include "stages/link/sync_dependencies.h"
 #include "tests/testing/device_findings.h"
 #include "tests/testing/generated_ranks.h"
+#include "tests/testing/linked_rank_bytes.h"
 #include "tests/testing/test_util.h"
 #include "tests/testing/threaded_batches.h"
 
@@ -668,62 +669,15 @@ TEST(ParallelBatches, ConverterNodesReadInShardsConvertToTheSameBytes) {
   }
 }
 
-// `run`'s whole path on a generated rank (sync dependencies, NCCL and gloo, GPU ops on several
-// streams) with every stage's ranges and batches cut to a few items: the traces read in shards,
-// linked, the ET+ written, the converter's nodes read from the link and converted, through
-// workers that split as finely as 2 to 7 items (on 16 threads, on 3 threads taking their work last
-// to first, and one after another): the same ET+ and .et bytes and the same problems as one pass
-// in order, in both compat modes. The stages' own ranges hold thousands of items: at their sizes
-// only ranks of hundreds of thousands of nodes cross the seams this rank crosses everywhere.
+// `run`'s whole path on a generated rank (testing::linked_rank_bytes) with every stage's ranges and
+// batches cut to 5 items on 16 of oneTBB's workers: the same ET+ and .et bytes and the same
+// problems as one pass in order, in both compat modes (tests/convert has the same on plain
+// threads, for ThreadSanitizer). At the stages' own sizes only ranks of hundreds of thousands of
+// nodes cross the seams this rank crosses everywhere.
 TEST(ParallelBatches, AGeneratedRankInRangesOfAFewItemsIsTheSameBytes) {
-  const SynthRankText text = testing::generated_rank_text(0.25);
-  testing::TempDir dir;
-  auto link_and_convert = [&](Compat compat, const OrderedBatches* workers) {
-    const ParseShards shards =
-        workers != nullptr ? ParseShards{workers, 8, size_t{16} << 10} : ParseShards{};
-    EtPlusNodeSink sink("host.json", /*keep_host_nodes=*/true);
-    auto host = parse_host_trace("host.json", text.host, kHostWindowBytes, shards, &sink);
-    auto device = parse_device_trace("kineto.json", text.device, kDeviceWindowBytes, shards);
-    EXPECT_TRUE(host.ok() && device.ok());
-    if (!host.ok() || !device.ok()) return std::string();
-    LinkOptions options;
-    options.compat = compat;
-    auto linked = link_traces(*host, *device, options, workers);
-    EXPECT_TRUE(linked.ok()) << linked.status().message();
-    if (!linked.ok()) return std::string();
-    options.mode = resolve_mode(*device, options.mode);
-    std::string out = write_with(*host, *device, *linked, options, workers) +
-                      fmt::format("/{}/", linked->stats.entries().size());
-    ConvertOptions convert;
-    convert.compat = compat;
-    auto trace =
-        read_linked_nodes(*host, std::move(sink), linked_device_facts(*device, *linked, workers),
-                          *linked, options, convert, workers);
-    EXPECT_TRUE(trace.ok()) << trace.status().message();
-    if (!trace.ok()) return out;
-    ConvertReport report;
-    Status s = convert_trace(*trace, dir.file("trace.et"), convert, &report, workers);
-    EXPECT_TRUE(s.ok()) << s.message();
-    out += testing::read_text(dir.file("trace.et"));
-    for (const auto& [kind, entry] : report.stats.entries()) {
-      out += fmt::format("/{}:{}:{}", static_cast<int>(kind), entry.count,
-                         fmt::join(entry.examples, ","));
-    }
-    return out;
-  };
-  for (Compat compat : {Compat::kDefault, Compat::kChakra}) {
-    const std::string one = link_and_convert(compat, nullptr);
-    ASSERT_GT(one.size(), 100000u);
-    {
-      tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 16);
-      const ParallelBatches workers(32, 5);
-      EXPECT_TRUE(link_and_convert(compat, &workers) == one) << "16 threads, ranges of 5";
-    }
-    const testing::ThreadedBatches threaded(3, 7);
-    EXPECT_TRUE(link_and_convert(compat, &threaded) == one) << "3 threads, ranges of 7";
-    const OrderedBatches in_turn(2);
-    EXPECT_TRUE(link_and_convert(compat, &in_turn) == one) << "in turn, ranges of 2";
-  }
+  tbb::global_control limit(tbb::global_control::max_allowed_parallelism, 16);
+  const ParallelBatches workers(32, 5);
+  testing::expect_linked_rank_bytes_as_in_order(0.25, {{&workers, "16 threads, ranges of 5"}});
 }
 
 // A gzip'd ET+ of ours (OutputFile: its block index) read through the workers is inflated in its
