@@ -1,5 +1,6 @@
 // Fuzz target: the Kineto device trace loader and the per-thread stages on what it accepts; the
-// same text read in small windows and in shards gives the same events, or the same error.
+// same text read in small windows and in shards, its indices and launcher correlation in ranges of
+// two items, gives the same events, indices and links, or the same error.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -12,9 +13,9 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string text(reinterpret_cast<const char*>(data), size);
-  const chakraflow::OrderedBatches in_turn;
-  auto sharded = chakraflow::parse_device_trace("fuzz.json", text, 64,
-                                                chakraflow::ParseShards{&in_turn, 4, 64});
+  const chakraflow::OrderedBatches fine(2);
+  auto sharded =
+      chakraflow::parse_device_trace("fuzz.json", text, 64, chakraflow::ParseShards{&fine, 4, 64});
   auto trace = chakraflow::parse_device_trace("fuzz.json", std::move(text));
   if (trace.ok() != sharded.ok()) __builtin_trap();
   if (!trace.ok()) {
@@ -35,6 +36,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       __builtin_trap();
     }
   }
+  if (trace->cpu_ops != sharded->cpu_ops || trace->launches != sharded->launches ||
+      trace->gpu_ops != sharded->gpu_ops || trace->other_with_args != sharded->other_with_args ||
+      trace->cpu_ops_by_thread != sharded->cpu_ops_by_thread ||
+      trace->thread_begin != sharded->thread_begin || trace->has_rf_ids != sharded->has_rf_ids) {
+    __builtin_trap();
+  }
   for (auto compat : {chakraflow::Compat::kDefault, chakraflow::Compat::kChakra}) {
     auto x = chakraflow::compute_exclusive_durations(*trace, compat);
     for (auto idx : trace->cpu_ops) {
@@ -45,6 +52,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     chakraflow::DataProblems stats;
     auto l = chakraflow::correlate_launchers(*trace, compat, stats);
     if (l.linked + l.no_launch_event + l.no_cpu_op != l.gpu_ops.size()) __builtin_trap();
+    chakraflow::DataProblems fine_stats;
+    auto f = chakraflow::correlate_launchers(*trace, compat, fine_stats, &fine);
+    if (f.launch_of != l.launch_of || f.cpu_op_of != l.cpu_op_of || f.gpu_ops != l.gpu_ops ||
+        f.linked != l.linked || fine_stats.entries().size() != stats.entries().size()) {
+      __builtin_trap();
+    }
   }
   auto g = chakraflow::compute_gap_dependencies(*trace, 1000 * 1000);
   for (auto idx : trace->cpu_ops) {
