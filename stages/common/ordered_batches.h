@@ -66,6 +66,12 @@ inline size_t range_count(size_t n, size_t per_range) {
   return n == 0 ? 1 : (n - 1) / per_range + 1;  // (no overflow for a per_range near SIZE_MAX)
 }
 
+// The ranges a stage that splits `n` items only when given workers cuts them into: one without
+// workers (the whole in one pass), else range_count of the workers' range_size(per_range).
+inline size_t range_count_on(const OrderedBatches* workers, size_t n, size_t per_range) {
+  return workers != nullptr ? range_count(n, workers->range_size(per_range)) : 1;
+}
+
 // fn(r, begin, end) for each range r of `per_range` items [begin, end) of [0, n) (range_count of
 // them; one empty range when n is 0), through `batches`: possibly concurrently.
 template <typename Fn>

@@ -325,9 +325,9 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
 
 ChakraTrace remove_dangling_nodes(const EtPlusTrace& t, const ConvertOptions& options,
                                   ConversionGraph&& graph, DataProblems& stats,
-                                  const OrderedBatches* workers, size_t per_range) {
+                                  const OrderedBatches* workers) {
   const OrderedBatches& run = batches_or_in_turn(workers);
-  const size_t range = std::max<size_t>(run.range_size(per_range), 1);
+  const size_t range = run.range_size(kDanglingRange);
   const size_t n = t.nodes.size();
   const size_t m = graph.records.size();
   // The nodes some record depends on, marked in ranges of records on the workers (every mark

@@ -88,13 +88,12 @@ void encode_dependencies(const EtPlusTrace& trace, const ConvertOptions& options
                          const OrderedBatches* workers = nullptr);
 
 // Moves the nodes that survive dangling removal into a ChakraTrace, sorted by id. `workers` (may
-// be null): the passes over the records and nodes in ranges of `range` of them (or of the
+// be null): the passes over the records and nodes in ranges of kDanglingRange of them (or of the
 // workers' range_size, when less), concurrently (the same trace and problems whatever the workers
 // and range).
 inline constexpr size_t kDanglingRange = 32768;
 ChakraTrace remove_dangling_nodes(const EtPlusTrace& trace, const ConvertOptions& options,
                                   ConversionGraph&& graph, DataProblems& stats,
-                                  const OrderedBatches* workers = nullptr,
-                                  size_t range = kDanglingRange);
+                                  const OrderedBatches* workers = nullptr);
 
 }  // namespace chakraflow

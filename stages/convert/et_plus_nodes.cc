@@ -252,7 +252,6 @@ enum class FileOrder : uint8_t {
 constexpr size_t kCheckRange = 32768;
 
 // What follows reading the nodes (in id order): metadata, schema checks, file order, parents.
-
 void finish_trace(const HostTrace& host, const ConvertOptions& options, FileOrder order,
                   EtPlusTrace& t, const OrderedBatches* workers = nullptr) {
   t.host = &host;
@@ -343,8 +342,7 @@ LinkedDeviceFacts linked_device_facts(const DeviceTrace& device, const LinkedTra
   f.gpu_op.resize(linked.gpu_events.size());
   // Range r: its share of the host ops and of the GPU ops.
   const size_t n = linked.gpu_events.size();
-  const size_t ranges =
-      workers != nullptr ? range_count(n, workers->range_size(kGpuOpsPerRange)) : 1;
+  const size_t ranges = range_count_on(workers, n, kGpuOpsPerRange);
   f.arenas.resize(ranges);
   const size_t parts = f.arenas.size();
   batches_or_in_turn(workers).for_each(parts, [&](size_t r) {
@@ -546,8 +544,7 @@ class NodeLinker {
 // and data problems in `t`).
 StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDeviceFacts device,
                                  const LinkedTrace& linked, const LinkOptions& link_options,
-                                 const ConvertOptions& options, const OrderedBatches& workers,
-                                 uint32_t range_nodes) {
+                                 const ConvertOptions& options, const OrderedBatches& workers) {
   if (t.nodes.size() != host.nodes.size()) {
     return Status::errorf("{}: internal error: {} nodes read for {} host nodes", host.path,
                           t.nodes.size(), host.nodes.size());
@@ -565,8 +562,7 @@ StatusOr<EtPlusTrace> link_nodes(const HostTrace& host, EtPlusTrace t, LinkedDev
   place_nodes(host, slot, total, t.nodes, workers);
   // The nodes linked in ranges of host nodes, concurrently; what each adds to the trace's tables
   // joined in order, the nodes' indices into them moved by what the ranges before added.
-  const auto per_range =
-      static_cast<uint32_t>(std::max<size_t>(workers.range_size(range_nodes), 1));
+  const auto per_range = static_cast<uint32_t>(workers.range_size(kLinkRangeNodes));
   const size_t ranges = range_count(hosts, per_range);
   std::vector<LinkedRange> parts(ranges);
   for_each_range(workers, hosts, per_range, [&](size_t r, size_t begin, size_t end) {
@@ -782,9 +778,9 @@ StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, EtPlusNodeSink no
                                         LinkedDeviceFacts device, const LinkedTrace& linked,
                                         const LinkOptions& link_options,
                                         const ConvertOptions& options,
-                                        const OrderedBatches* workers, uint32_t range_nodes) {
+                                        const OrderedBatches* workers) {
   return link_nodes(host, nodes.take_nodes(), std::move(device), linked, link_options, options,
-                    batches_or_in_turn(workers), range_nodes);
+                    batches_or_in_turn(workers));
 }
 
 namespace {

@@ -117,16 +117,16 @@ class EtPlusNodeSink final : public HostNodeSink {
 // those load_et_plus reads from the written ET+ (tests/golden/linked_convert_test.cc checks the
 // .et bytes), except that errors and examples name the host trace's byte offsets and original
 // ids. `host` must outlive the result (views into its text). The nodes are linked in ranges of
-// `range_nodes` host nodes (and their GPU ops), through `workers` (may be null) concurrently, what
-// each range adds to the trace's tables (sync deps, communication names, exec_tids, repaired
-// strings, data problems) joined in order: the same trace whatever the workers and range size.
+// kLinkRangeNodes host nodes (and their GPU ops; the workers' range_size when less), through
+// `workers` (may be null) concurrently, what each range adds to the trace's tables (sync deps,
+// communication names, exec_tids, repaired strings, data problems) joined in order: the same
+// trace whatever the workers and range size.
 inline constexpr uint32_t kLinkRangeNodes = 16384;
 StatusOr<EtPlusTrace> read_linked_nodes(const HostTrace& host, EtPlusNodeSink nodes,
                                         LinkedDeviceFacts device, const LinkedTrace& linked,
                                         const LinkOptions& link_options,
                                         const ConvertOptions& options,
-                                        const OrderedBatches* workers = nullptr,
-                                        uint32_t range_nodes = kLinkRangeNodes);
+                                        const OrderedBatches* workers = nullptr);
 
 // True for the thread annotation names Chakra takes as dependency roots.
 bool is_thread_root_name(std::string_view name);

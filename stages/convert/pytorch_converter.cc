@@ -121,8 +121,7 @@ TreeScan scan_tree(const EtPlusTrace& t, const OrderedBatches* workers) {
   TreeScan scan;
   scan.parent.resize(n);
   scan.gpu.resize(n);
-  const size_t ranges =
-      workers != nullptr ? range_count(n, workers->range_size(kScanNodesPerRange)) : 1;
+  const size_t ranges = range_count_on(workers, n, kScanNodesPerRange);
   std::vector<TreeScan> parts(ranges);
   batches_or_in_turn(workers).for_each(parts.size(), [&](size_t r) {
     TreeScan& part = parts[r];
@@ -458,8 +457,7 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   grow_prefaulted(graph.records, order.size(), run);
   prepare_walk_facts(options, n, graph);
   const size_t m = order.size();
-  const size_t ranges =
-      workers != nullptr ? range_count(m, workers->range_size(kNodesPerRange)) : 1;
+  const size_t ranges = range_count_on(workers, m, kNodesPerRange);
   std::vector<ConvertedRange> parts(ranges);
   CpuCollectiveGroup cpu_group(t);
   run.for_each(parts.size(), [&](size_t r) {

@@ -359,7 +359,7 @@ LauncherLinks correlate_launchers(const DeviceTrace& trace, Compat compat, DataP
   }
   // The GPU ops in ranges, concurrently; their lists, counts and problems joined in order.
   const size_t n = trace.gpu_ops.size();
-  const size_t ranges = workers != nullptr ? range_count(n, run.range_size(kGpuOpsPerRange)) : 1;
+  const size_t ranges = range_count_on(workers, n, kGpuOpsPerRange);
   std::vector<RangeLinks> parts(ranges);
   run.for_each(parts.size(), [&](size_t r) {
     const size_t begin = n * r / parts.size();

@@ -17,6 +17,7 @@
 
 #include "proto/et_def.pb.h"
 #include "stages/common/file_io.h"
+#include "stages/common/ordered_batches.h"
 #include "stages/convert/et_plus_nodes.h"
 #include "stages/convert/pytorch_converter.h"
 #include "stages/et/et_io.h"
@@ -115,8 +116,9 @@ Both convert_both_ways(const HostTrace& host, const DeviceTrace& device,
   expect_same_host(host, *again);
   // The same nodes: the link's result holds for them too. Linked in ranges of 3 host nodes,
   // so that every trace's sync deps, communication names and exec_tids fall in many ranges.
+  const OrderedBatches in_ranges_of_3(3);
   auto trace = read_linked_nodes(*again, std::move(sink), linked_device_facts(device, *linked),
-                                 *linked, resolved, convert_options, nullptr, /*range_nodes=*/3);
+                                 *linked, resolved, convert_options, &in_ranges_of_3);
   EXPECT_TRUE(trace.ok()) << trace.status().message();
   if (!trace.ok()) return out;
   Status b = convert_trace(*trace, dir.file("memory.et"), convert_options, &out.in_memory.report);

@@ -609,15 +609,16 @@ TEST(ParallelBatches, DanglingNodesRemovedInRangesAreTheSame) {
     if (k / 50 % 3 == 0) conversion.graph.records[k].data_deps = DepList();
   }
   DataProblems one_stats = stats;
-  const ChakraTrace one = remove_dangling_nodes(*trace, options, ConversionGraph(conversion.graph),
-                                                one_stats, nullptr, SIZE_MAX);
+  ASSERT_LE(trace->nodes.size(), kDanglingRange);  // one range in turn
+  const ChakraTrace one =
+      remove_dangling_nodes(*trace, options, ConversionGraph(conversion.graph), one_stats, nullptr);
   ASSERT_GT(one.removed_dangling, 100u);
   ASSERT_GT(one_stats.count(StatKind::kConvertCtrlDepOnRemoved), 100u);
-  const testing::ThreadedBatches workers(3);
   for (size_t range : {size_t{7}, size_t{1000}}) {
+    const testing::ThreadedBatches workers(3, range);
     DataProblems many_stats = stats;
     const ChakraTrace many = remove_dangling_nodes(
-        *trace, options, ConversionGraph(conversion.graph), many_stats, &workers, range);
+        *trace, options, ConversionGraph(conversion.graph), many_stats, &workers);
     EXPECT_EQ(many.removed_dangling, one.removed_dangling) << range;
     ASSERT_EQ(many.nodes.size(), one.nodes.size()) << range;
     for (size_t k = 0; k < one.nodes.size(); ++k) {
