@@ -8,6 +8,7 @@
 #include <queue>
 #include <set>
 #include <tuple>
+#include <unordered_set>
 
 #include "stages/common/move_to_targets.h"
 #include "stages/convert/et_plus_nodes.h"
@@ -40,14 +41,20 @@ StartKey start_key(const ConversionGraph& graph, uint32_t i) {
 // for). Then the algorithm takes the nodes in key order (the next node in that order is ready,
 // and no ready node has a smaller key): the keys themselves are the order, and this returns an
 // empty vector (no queue, no dependents lists, no ranks to store).
-std::vector<uint32_t> dependency_ranks(const ConversionGraph& graph, size_t n) {
-  bool forward = true;
-  for (const ChakraNodeRecord& r : graph.records) {
-    const StartKey k = start_key(graph, r.source);
-    for (uint32_t d : r.data_deps) forward &= start_key(graph, d) < k;
-    if (!forward) break;
-  }
-  if (forward) return {};
+//
+// The check that every key is below its node's reads the records in ranges through `run`.
+std::vector<uint32_t> dependency_ranks(const ConversionGraph& graph, size_t n,
+                                       const OrderedBatches& run, size_t range) {
+  const size_t m = graph.records.size();
+  const size_t backward = first_in_ranges(run, m, range, [&graph](size_t k) {
+    const ChakraNodeRecord& r = graph.records[k];
+    const StartKey key = start_key(graph, r.source);
+    for (uint32_t d : r.data_deps) {
+      if (!(start_key(graph, d) < key)) return true;
+    }
+    return false;
+  });
+  if (backward == m) return {};
 
   std::vector<uint32_t> rank(n, UINT32_MAX);
   using Key = StartKey;
@@ -92,9 +99,10 @@ void order_off_thread_nodes(const EtPlusTrace& t, ConversionGraph& graph,
     const CommAttrs* c = rec.comm == kNoNode ? nullptr : &graph.comm[rec.comm];
     return c != nullptr && c->exec_tid ? *c->exec_tid : t.nodes[rec.source].tid;
   };
-  for (const ChakraNodeRecord& rec : graph.records) {
-    if (rec.has(ChakraNodeRecord::kOffThread) && reached[rec.source])
-      threads.insert(thread_of(rec));
+  // The off-thread nodes were listed as they were converted (note_walk_facts): most traces have
+  // none, and then no pass over the records.
+  for (uint32_t i : graph.walk.off_thread) {
+    if (reached[i]) threads.insert(thread_of(*graph.record_of(i)));
   }
   if (threads.empty()) return;
   struct Key {
@@ -145,49 +153,128 @@ void add_inter_thread_dep(const EtPlusTrace& t, const ConversionGraph& graph, ui
   }
 }
 
-// Chakra's convert_ctrl_dep_to_data_dep, once per root (the thread roots, then the extra roots)
-// with fresh state: each CPU node depends on the CPU node before it in the walk, each GPU node
-// (or node like one) on the node before the last CPU node. Returns which nodes the walks reached.
-// What the walks ask of the nodes was copied out as they were converted (note_walk_facts): the
-// walks read a node only for a message.
-std::vector<uint8_t> walk_from_roots(const EtPlusTrace& t, ConversionGraph& graph,
-                                     DataProblems& stats) {
-  const size_t n = t.nodes.size();
+// Chakra's convert_ctrl_dep_to_data_dep for one walk, the nodes given in its pre-order: each CPU
+// node depends on the CPU node before it in the walk, each GPU node (or node like one) on the node
+// before the last CPU node. Each walk starts with fresh state. What the walks ask of the nodes was
+// copied out as they were converted (note_walk_facts): a node is read only for a message.
+class WalkDeps {
+ public:
+  WalkDeps(const EtPlusTrace& t, ConversionGraph& graph, DataProblems& stats)
+      : t_(t), graph_(graph), stats_(stats) {}
+  void visit(uint32_t i) {
+    ChakraNodeRecord& rec = *graph_.record_of(i);
+    if (!rec.is_cpu_op || rec.has(ChakraNodeRecord::kOffThread)) {  // a GPU node, or like one
+      if (last_any_ != kNoNode) add_dep(rec, last_any_);
+      last_any_ = last_cpu_;
+    } else {
+      if (rec.has(ChakraNodeRecord::kInterThreadDep)) {
+        add_inter_thread_dep(t_, graph_, i, rec, stats_);
+      }
+      if (last_cpu_ != kNoNode) add_dep(rec, last_cpu_);
+      last_cpu_ = last_any_ = i;
+    }
+  }
+
+ private:
+  const EtPlusTrace& t_;
+  ConversionGraph& graph_;
+  DataProblems& stats_;
+  uint32_t last_cpu_ = kNoNode, last_any_ = kNoNode;
+};
+
+// The walks' roots: the thread roots, then the extra roots.
+std::vector<uint32_t> walk_roots(const ConversionGraph& graph) {
   std::vector<uint32_t> roots = graph.walk.thread_roots;
   roots.insert(roots.end(), graph.extra_roots.begin(), graph.extra_roots.end());
-  // `visited` holds the walk number, so that it needs no clearing between walks.
+  return roots;
+}
+
+// A pre-order DFS from `root` over the converted nodes of the call tree (children in ascending id
+// order), numbered `walk`: visit(i) for each node. `visited` holds the number of the walk that
+// last visited each node (no clearing between walks).
+template <typename Visit>
+void walk_tree(const ConversionGraph& graph, uint32_t root, uint32_t walk,
+               std::vector<uint32_t>& visited, std::vector<uint32_t>& stack, Visit&& visit) {
+  stack.assign(1, root);
+  while (!stack.empty()) {
+    const uint32_t i = stack.back();
+    stack.pop_back();
+    if (visited[i] == walk) continue;
+    visited[i] = walk;
+    visit(i);
+    // Children, largest id first, so that the smallest is visited next.
+    for (uint32_t k = graph.child_begin[i + 1]; k-- > graph.child_begin[i];) {
+      const uint32_t c = graph.children[k];
+      if (graph.slot[c] != kNoNode && visited[c] != walk) stack.push_back(c);
+    }
+  }
+}
+
+// The walks one after another, as Chakra's. Returns which nodes they reached.
+std::vector<uint8_t> walk_from_roots(const EtPlusTrace& t, ConversionGraph& graph,
+                                     const std::vector<uint32_t>& roots, DataProblems& stats) {
+  const size_t n = t.nodes.size();
   std::vector<uint32_t> visited(n, 0);
   std::vector<uint8_t> reached(n, 0);
   std::vector<uint32_t> stack;
   uint32_t walk = 0;
   for (uint32_t root : roots) {
-    ++walk;
-    stack.assign(1, root);
-    uint32_t last_cpu = kNoNode, last_any = kNoNode;
-    while (!stack.empty()) {
-      const uint32_t i = stack.back();
-      stack.pop_back();
-      if (visited[i] == walk) continue;
-      visited[i] = walk;
+    WalkDeps deps(t, graph, stats);
+    walk_tree(graph, root, ++walk, visited, stack, [&](uint32_t i) {
       reached[i] = 1;
-      ChakraNodeRecord& rec = *graph.record_of(i);
-      if (!rec.is_cpu_op || rec.has(ChakraNodeRecord::kOffThread)) {  // a GPU node, or like one
-        if (last_any != kNoNode) add_dep(rec, last_any);
-        last_any = last_cpu;
-      } else {
-        if (rec.has(ChakraNodeRecord::kInterThreadDep)) {
-          add_inter_thread_dep(t, graph, i, rec, stats);
-        }
-        if (last_cpu != kNoNode) add_dep(rec, last_cpu);
-        last_cpu = last_any = i;
-      }
-      // Children, largest id first, so that the smallest is visited next.
-      for (uint32_t k = graph.child_begin[i + 1]; k-- > graph.child_begin[i];) {
-        const uint32_t c = graph.children[k];
-        if (graph.slot[c] != kNoNode && visited[c] != walk) stack.push_back(c);
-      }
+      deps.visit(i);
+    });
+  }
+  return reached;
+}
+
+// Whether some node lies under two of the roots (the walks from them would both visit it): a root
+// listed twice, or a root whose chain of converted ancestors reaches another root (a thread root
+// under another's op, say). A chain longer than kClimb is taken to reach one.
+bool roots_share_nodes(const ConversionGraph& graph, const std::vector<uint32_t>& roots) {
+  constexpr size_t kClimb = 4096;  // deeper than any call stack a trace holds
+  std::unordered_set<uint32_t> root_set(roots.begin(), roots.end());
+  if (root_set.size() != roots.size()) return true;
+  for (uint32_t root : roots) {
+    size_t steps = 0;
+    for (uint32_t c = graph.parent[root]; c != kNoNode && graph.slot[c] != kNoNode;
+         c = graph.parent[c]) {
+      if (root_set.count(c) != 0 || ++steps > kClimb) return true;
     }
   }
+  return false;
+}
+
+// The walks concurrently when no node lies under two roots: each walk then writes only its own
+// nodes' records (and elements of `visited` and `reached`). In `groups` groups of consecutive
+// roots, each with its own problems, joined in order: what walking one root after another gives.
+// `beside` runs as one more task. Returns which nodes the walks reached.
+std::vector<uint8_t> walk_from_roots_concurrently(const EtPlusTrace& t, ConversionGraph& graph,
+                                                  const std::vector<uint32_t>& roots,
+                                                  const OrderedBatches& run, size_t groups,
+                                                  DataProblems& stats,
+                                                  const std::function<void()>& beside) {
+  const size_t n = t.nodes.size();
+  std::vector<uint32_t> visited(n, 0);
+  std::vector<uint8_t> reached(n, 0);
+  std::vector<DataProblems> problems(groups);
+  // Task g runs the walks of group g (the first roots, the threads', first: the largest walks
+  // start first), task `groups` runs `beside`.
+  run.for_each(groups + 1, [&](size_t g) {
+    if (g == groups) {
+      beside();
+      return;
+    }
+    std::vector<uint32_t> stack;
+    for (size_t r = roots.size() * g / groups; r < roots.size() * (g + 1) / groups; ++r) {
+      WalkDeps deps(t, graph, problems[g]);
+      walk_tree(graph, roots[r], static_cast<uint32_t>(r + 1), visited, stack, [&](uint32_t i) {
+        reached[i] = 1;
+        deps.visit(i);
+      });
+    }
+  });
+  for (const DataProblems& p : problems) stats.merge(p);
   return reached;
 }
 
@@ -235,31 +322,60 @@ void sort_stream_keys(std::vector<WalkLists::StreamKey>& keys) {
 
 // GPU ops chained per (device, stream) in start-time order: the keys sort_stream_keys put in that
 // order (copied out of the nodes as they were converted, so that the sort does not wander over
-// them), those of nodes the walks did not reach dropped. Returns the edges added.
+// them), those of nodes the walks did not reach passed over. In ranges of keys through `run`: each
+// range starts from the last reached key before it, and its problems are joined in order. Returns
+// the edges added.
 template <typename CanDepend>
 uint64_t chain_gpu_streams(const EtPlusTrace& t, ConversionGraph& graph,
                            const std::vector<uint8_t>& reached, const CanDepend& can_depend,
-                           DataProblems& stats) {
+                           const OrderedBatches& run, size_t range, DataProblems& stats) {
   using GpuKey = WalkLists::StreamKey;
-  std::vector<GpuKey>& keys = graph.walk.stream_keys;
-  std::erase_if(keys, [&reached](const GpuKey& k) { return !reached[k.index]; });
-  uint64_t edges = 0;
-  for (size_t k = 1; k < keys.size(); ++k) {
-    const GpuKey& prev_key = keys[k - 1];
-    const GpuKey& cur_key = keys[k];
-    if (prev_key.device != cur_key.device || prev_key.stream != cur_key.stream) continue;
-    if (!can_depend(cur_key.index, prev_key.index)) {
-      stats.add(
-          StatKind::kConvertStreamEdgeSkipped,
-          fmt::format("node {} after {}", t.nodes[cur_key.index].id, t.nodes[prev_key.index].id));
-      continue;
+  const std::vector<GpuKey>& keys = graph.walk.stream_keys;
+  const size_t count = keys.size();
+  const size_t ranges = range_count(count, range);
+  // The last reached key of each range (count if none), then before each range.
+  std::vector<size_t> last(ranges, count);
+  for_each_range(run, count, range, [&](size_t r, size_t begin, size_t end) {
+    for (size_t k = end; k-- > begin;) {
+      if (reached[keys[k].index]) {
+        last[r] = k;
+        return;
+      }
     }
-    ChakraNodeRecord& rec = *graph.record_of(cur_key.index);
-    const size_t before = rec.data_deps.size();
-    add_dep(rec, prev_key.index);
-    edges += rec.data_deps.size() - before;
+  });
+  std::vector<size_t> before(ranges, count);
+  for (size_t r = 1; r < ranges; ++r)
+    before[r] = last[r - 1] != count ? last[r - 1] : before[r - 1];
+  std::vector<DataProblems> problems(ranges);
+  std::vector<uint64_t> edges(ranges, 0);
+  for_each_range(run, count, range, [&](size_t r, size_t begin, size_t end) {
+    size_t prev = before[r];
+    for (size_t k = begin; k < end; ++k) {
+      const GpuKey& cur_key = keys[k];
+      if (!reached[cur_key.index]) continue;
+      const size_t p = prev;
+      prev = k;
+      if (p == count) continue;
+      const GpuKey& prev_key = keys[p];
+      if (prev_key.device != cur_key.device || prev_key.stream != cur_key.stream) continue;
+      if (!can_depend(cur_key.index, prev_key.index)) {
+        problems[r].add(
+            StatKind::kConvertStreamEdgeSkipped,
+            fmt::format("node {} after {}", t.nodes[cur_key.index].id, t.nodes[prev_key.index].id));
+        continue;
+      }
+      ChakraNodeRecord& rec = *graph.record_of(cur_key.index);
+      const size_t had = rec.data_deps.size();
+      add_dep(rec, prev_key.index);
+      edges[r] += rec.data_deps.size() - had;
+    }
+  });
+  uint64_t total = 0;
+  for (size_t r = 0; r < ranges; ++r) {
+    stats.merge(problems[r]);
+    total += edges[r];
   }
-  return edges;
+  return total;
 }
 
 }  // namespace
@@ -268,6 +384,7 @@ void WalkLists::append(const WalkLists& later) {
   stream_keys.insert(stream_keys.end(), later.stream_keys.begin(), later.stream_keys.end());
   thread_roots.insert(thread_roots.end(), later.thread_roots.begin(), later.thread_roots.end());
   with_sync.insert(with_sync.end(), later.with_sync.begin(), later.with_sync.end());
+  off_thread.insert(off_thread.end(), later.off_thread.begin(), later.off_thread.end());
 }
 
 void prepare_walk_facts(const ConvertOptions& options, size_t n, ConversionGraph& graph) {
@@ -287,6 +404,7 @@ void note_walk_facts(const EtPlusTrace& t, const ConvertOptions& options, uint32
   }
   if (node.sync_dep_count != 0) lists.with_sync.push_back(index);
   if (options.compat != Compat::kDefault) return;
+  if (rec.has(ChakraNodeRecord::kOffThread)) lists.off_thread.push_back(index);
   if (node.has_ts) graph.start[index] = node.ts;
   if (node.kind == OpKind::kGpu && node.stream_given && node.has_stream && node.has_ts) {
     lists.stream_keys.push_back({node.device, node.stream, node.ts, index});
@@ -296,15 +414,29 @@ void note_walk_facts(const EtPlusTrace& t, const ConvertOptions& options, uint32
 void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
                          ConversionGraph& graph, DataProblems& stats, DependencyStats* out,
                          const OrderedBatches* workers) {
+  const OrderedBatches& run = batches_or_in_turn(workers);
+  const size_t range = run.range_size(kEncodeRange);
   // The walks beside the GPU ops' sort (which touches only the stream keys).
+  auto sort_keys = [&] {
+    if (options.compat == Compat::kDefault) sort_stream_keys(graph.walk.stream_keys);
+  };
+  const std::vector<uint32_t> roots = walk_roots(graph);
   std::vector<uint8_t> reached;
-  batches_or_in_turn(workers).for_each(2, [&](size_t task) {
-    if (task == 0) {
-      reached = walk_from_roots(t, graph, stats);
-    } else if (options.compat == Compat::kDefault) {
-      sort_stream_keys(graph.walk.stream_keys);
-    }
-  });
+  if (workers != nullptr && roots.size() > 1 && !roots_share_nodes(graph, roots)) {
+    // At most 64 groups of consecutive roots: a trace may have thousands of orphans walked as
+    // roots of their own.
+    constexpr size_t kRootGroups = 64;
+    reached = walk_from_roots_concurrently(t, graph, roots, run,
+                                           std::min(roots.size(), kRootGroups), stats, sort_keys);
+  } else {
+    run.for_each(2, [&](size_t task) {
+      if (task == 0) {
+        reached = walk_from_roots(t, graph, roots, stats);
+      } else {
+        sort_keys();
+      }
+    });
+  }
   DependencyStats result;
   if (options.compat == Compat::kChakra) {
     // Chakra keeps a sync dependency only if the target's start_time_micros is below the node's;
@@ -312,13 +444,13 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
     if (out != nullptr) *out = result;
     return;
   }
-  const std::vector<uint32_t> rank = dependency_ranks(graph, t.nodes.size());
+  const std::vector<uint32_t> rank = dependency_ranks(graph, t.nodes.size(), run, range);
   auto can_depend = [&](uint32_t node, uint32_t dep) {
     if (rank.empty()) return start_key(graph, dep) < start_key(graph, node);  // the key order
     return rank[dep] != UINT32_MAX && rank[node] != UINT32_MAX && rank[dep] < rank[node];
   };
   result.sync_edges = add_sync_deps(t, graph, reached, can_depend, stats);
-  result.gpu_stream_edges = chain_gpu_streams(t, graph, reached, can_depend, stats);
+  result.gpu_stream_edges = chain_gpu_streams(t, graph, reached, can_depend, run, range, stats);
   order_off_thread_nodes(t, graph, reached, can_depend);
   if (out != nullptr) *out = result;
 }

@@ -41,6 +41,7 @@ struct WalkLists {
   std::vector<StreamKey> stream_keys;  // default mode: GPU nodes with a stream and a start time
   std::vector<uint32_t> thread_roots;  // the thread roots
   std::vector<uint32_t> with_sync;     // the nodes with sync deps
+  std::vector<uint32_t> off_thread;    // default mode: the off-thread nodes (kOffThread)
 
   // `later`'s entries after these (ranges of the conversion order, joined in order).
   void append(const WalkLists& later);
@@ -54,6 +55,7 @@ struct ConversionGraph {
   // children[child_begin[i] .. child_begin[i + 1]).
   std::vector<uint32_t> child_begin;
   std::vector<uint32_t> children;
+  std::vector<uint32_t> parent;  // the same tree: each node's parent, kNoNode if none
   // Extra walk roots (default mode: orphans with no thread root to attach to), in id order.
   std::vector<uint32_t> extra_roots;
 
@@ -82,7 +84,12 @@ struct DependencyStats {
   uint64_t sync_edges = 0;
 };
 
-// `workers` (may be null): the walks run beside the sort of the GPU ops' keys.
+// `workers` (may be null): the walks from the roots run concurrently when no node lies under two
+// of them (else one after another, as Chakra's), beside the sort of the GPU ops' keys; the check
+// of the start-time order and the GPU streams' chains in ranges of kEncodeRange (or of the
+// workers' range_size, when less). The same dependencies and problems whatever the workers. The
+// records hold no data dependency yet (select_nodes leaves them so).
+inline constexpr size_t kEncodeRange = 16384;
 void encode_dependencies(const EtPlusTrace& trace, const ConvertOptions& options,
                          ConversionGraph& graph, DataProblems& stats, DependencyStats* out,
                          const OrderedBatches* workers = nullptr);

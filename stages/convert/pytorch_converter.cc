@@ -471,6 +471,7 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
       convert_node(t, options, parent, order[k], typer, graph, graph.records[k], parts[r]);
     }
   });
+  graph.parent = std::move(parent);
   span.emplace("join ranges");
   size_t comm_total = 0, keys_total = 0;
   for (const ConvertedRange& p : parts) {

@@ -900,6 +900,8 @@ TEST(pytorch_converter, NodesConvertedInRangesEqualOneRange) {
     EXPECT_EQ(a.walk.thread_roots, b.walk.thread_roots);
     EXPECT_EQ(a.walk.with_sync, b.walk.with_sync);
     EXPECT_EQ(a.walk.with_sync.size(), static_cast<size_t>(kBlocks));
+    EXPECT_EQ(a.walk.off_thread, b.walk.off_thread);
+    EXPECT_EQ(a.walk.off_thread.size(), mode == Compat::kDefault ? size_t{kBlocks} : 0u);
     ASSERT_EQ(a.walk.stream_keys.size(), b.walk.stream_keys.size());
     for (size_t k = 0; k < a.walk.stream_keys.size(); ++k) {
       EXPECT_EQ(a.walk.stream_keys[k].index, b.walk.stream_keys[k].index) << k;
@@ -923,6 +925,114 @@ TEST(pytorch_converter, NodesConvertedInRangesEqualOneRange) {
       EXPECT_EQ(entry.examples, ranges_stats.entries().at(kind).examples);
     }
   }
+}
+
+// The dependencies encoded on workers (three threads taking their ranges of 5 last to first, and
+// one after another from last to first) against one pass in turn: the same data_deps on every
+// record, problems and edge counts, in both modes. Three thread roots with work of their own
+// (kernels on shared streams, inter-thread and sync dependencies, dependencies on themselves and
+// on missing nodes, off-thread gloo collectives) and, in default mode, 100 orphans walked as roots
+// of their own: more roots than groups. `nested` puts a fourth thread root under an op of the
+// first: its nodes lie under two roots, and the walks must run one after another.
+void expect_dependencies_as_in_turn(bool nested) {
+  auto kernel = [](double ts, int stream) {
+    return timed(ts, 2) + fmt::format(R"(, "cat": "kernel", "stream": {})", stream);
+  };
+  std::vector<std::string> nodes = {
+      node(0, "[pytorch|profiler|execution_trace|process]", 0, 0),
+      node(1, "[pytorch|profiler|execution_trace|thread]", 0, 1),
+      node(2, "[pytorch|profiler|execution_trace|thread]", 0, 2),
+      node(3, "[pytorch|profiler|execution_trace|thread]", 0, 3),
+      node(4, "## process_group:init ##", 1, 1, "", kPgInit),
+  };
+  constexpr int kBlocks = 300;
+  uint64_t id = 10;
+  for (int b = 0; b < kBlocks; ++b) {
+    for (int64_t thread = 1; thread <= 3; ++thread, id += 10) {
+      const double ts = 1000.0 + 100.0 * b + 7.0 * static_cast<double>(thread);
+      nodes.push_back(node(id, "c10d::allreduce_", thread, thread, timed(ts, 10), kC10dInputs));
+      nodes.push_back(node(id + 1, "ncclDevKernel_AllReduce_Sum_f32", id, thread, kernel(ts + 5, 7),
+                           kC10dInputs));
+      nodes.push_back(node(id + 2, "gloo:all_reduce", id + 3, thread,
+                           timed(ts + 20, 50) + R"(, "exec_tid": 6)", kGlooInputs));
+      nodes.push_back(node(id + 3, "aten::mul", thread, thread, timed(ts + 15, 20)));
+      nodes.push_back(node(id + 4, "kernel_x", id + 3, thread, kernel(ts + 30, b % 2 ? 9 : 7)));
+      // On the op of the thread before (the first one's: on none), on itself, on a node that is
+      // not there.
+      const uint64_t other = id >= 20 ? id - 10 + 3 : 0;
+      const uint64_t dep = b % 5 == 0 ? id + 5 : b % 5 == 1 ? 999999999 : other;
+      nodes.push_back(node(
+          id + 5, "aten::sync", thread, thread,
+          timed(ts + 60, 1) +
+              (dep == 0
+                   ? std::string()
+                   : fmt::format(R"(, "sync_dep": [{}], "inter_thread_dep": {})", id + 4, dep))));
+      nodes.push_back(node(id + 6, "aten::add", id + 5, thread, timed(ts + 62, 3)));
+    }
+  }
+  for (int k = 0; k < 100; ++k, ++id) {
+    nodes.push_back(node(id, "aten::orphan", 999999999, 77, timed(1e6 + k, 2)));
+  }
+  if (nested) {
+    nodes.push_back(node(id, "[pytorch|profiler|execution_trace|thread]", 13, 4));
+    nodes.push_back(node(id + 1, "aten::inner", static_cast<int64_t>(id), 4, timed(1018, 1)));
+    nodes.push_back(node(id + 2, "kernel_y", static_cast<int64_t>(id + 1), 4, kernel(1019, 7)));
+  }
+  const std::string text = trace(nodes);
+  for (Compat mode : {Compat::kChakra, Compat::kDefault}) {
+    SCOPED_TRACE(mode == Compat::kChakra ? "chakra" : "default");
+    ConvertOptions options;
+    options.compat = mode;
+    auto file = parse_et_plus("test.json", text, options);
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    const EtPlusTrace& t = file->trace;
+    DataProblems one_stats;
+    Conversion one = select_nodes(t, options, one_stats);
+    if (mode == Compat::kDefault) {
+      ASSERT_EQ(one.graph.extra_roots.size(), 100u);
+      ASSERT_EQ(one.graph.walk.off_thread.size(), 3u * kBlocks);
+    }
+    DependencyStats one_edges;
+    encode_dependencies(t, options, one.graph, one_stats, &one_edges);
+    EXPECT_GT(one_stats.count(StatKind::kConvertInterThreadDepOnSelf), 100u);
+    EXPECT_GT(one_stats.count(StatKind::kConvertInterThreadDepNotConverted), 100u);
+    if (mode == Compat::kDefault) {
+      EXPECT_GT(one_edges.gpu_stream_edges, 1000u);
+      EXPECT_GT(one_edges.sync_edges, 100u);
+    }
+    const testing::ThreadedBatches threads(3, 5);
+    const LastToFirst last_to_first;
+    for (const OrderedBatches* workers : {static_cast<const OrderedBatches*>(&threads),
+                                          static_cast<const OrderedBatches*>(&last_to_first)}) {
+      DataProblems stats;
+      Conversion many = select_nodes(t, options, stats);
+      DependencyStats edges;
+      encode_dependencies(t, options, many.graph, stats, &edges, workers);
+      ASSERT_EQ(many.graph.records.size(), one.graph.records.size());
+      for (size_t k = 0; k < one.graph.records.size(); ++k) {
+        const DepList& a = one.graph.records[k].data_deps;
+        const DepList& b = many.graph.records[k].data_deps;
+        ASSERT_EQ(std::vector<uint32_t>(a.begin(), a.end()),
+                  std::vector<uint32_t>(b.begin(), b.end()))
+            << "record " << k << " (node " << t.nodes[one.graph.records[k].source].id << ")";
+      }
+      EXPECT_EQ(edges.gpu_stream_edges, one_edges.gpu_stream_edges);
+      EXPECT_EQ(edges.sync_edges, one_edges.sync_edges);
+      ASSERT_EQ(stats.entries().size(), one_stats.entries().size());
+      for (const auto& [kind, entry] : one_stats.entries()) {
+        EXPECT_EQ(stats.count(kind), entry.count);
+        EXPECT_EQ(stats.entries().at(kind).examples, entry.examples);
+      }
+    }
+  }
+}
+
+TEST(pytorch_converter, DependenciesEncodedOnWorkersEqualOnePass) {
+  expect_dependencies_as_in_turn(false);
+}
+
+TEST(pytorch_converter, DependenciesUnderTwoRootsOnWorkersEqualOnePass) {
+  expect_dependencies_as_in_turn(true);
 }
 
 // A generated rank linked and converted (testing::linked_rank_bytes) with every stage's ranges and
