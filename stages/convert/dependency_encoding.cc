@@ -380,8 +380,7 @@ uint64_t chain_gpu_streams(const EtPlusTrace& t, ConversionGraph& graph,
 
 }  // namespace
 
-void WalkLists::append(const WalkLists& later) {
-  stream_keys.insert(stream_keys.end(), later.stream_keys.begin(), later.stream_keys.end());
+void WalkLists::append_lists(const WalkLists& later) {
   thread_roots.insert(thread_roots.end(), later.thread_roots.begin(), later.thread_roots.end());
   with_sync.insert(with_sync.end(), later.with_sync.begin(), later.with_sync.end());
   off_thread.insert(off_thread.end(), later.off_thread.begin(), later.off_thread.end());

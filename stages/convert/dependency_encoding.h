@@ -43,8 +43,9 @@ struct WalkLists {
   std::vector<uint32_t> with_sync;     // the nodes with sync deps
   std::vector<uint32_t> off_thread;    // default mode: the off-thread nodes (kOffThread)
 
-  // `later`'s entries after these (ranges of the conversion order, joined in order).
-  void append(const WalkLists& later);
+  // `later`'s roots, nodes with sync deps and off-thread nodes after these (ranges of the
+  // conversion order, joined in order); the stream keys are joined apart.
+  void append_lists(const WalkLists& later);
 };
 
 struct ConversionGraph {

@@ -421,16 +421,23 @@ constexpr size_t kNodesPerRange = 16384;
 
 // Default mode: a GPU node whose launcher is not converted is counted (the other nodes' ctrl_deps
 // are their parents whenever converted: convert_node).
+// In `ranges` ranges of nodes through `run`, their problems joined in order.
 void count_unconverted_gpu_nodes(const EtPlusTrace& t, const std::vector<uint8_t>& gpu,
-                                 const ConversionGraph& graph, DataProblems& stats) {
-  for (uint32_t i = 0; i < t.nodes.size(); ++i) {
-    if (!gpu[i] || graph.slot[i] != kNoNode) continue;
-    const EtPlusNode& node = t.nodes[i];
-    if (node.parent != kNoNode) {
-      stats.add(StatKind::kConvertGpuLauncherNotConverted,
-                fmt::format("node {} (launcher {})", node.id, t.nodes[node.parent].id));
+                                 const ConversionGraph& graph, const OrderedBatches& run,
+                                 size_t ranges, DataProblems& stats) {
+  const size_t n = t.nodes.size();
+  std::vector<DataProblems> problems(ranges);
+  run.for_each(ranges, [&](size_t r) {
+    for (size_t i = n * r / ranges; i < n * (r + 1) / ranges; ++i) {
+      if (!gpu[i] || graph.slot[i] != kNoNode) continue;
+      const EtPlusNode& node = t.nodes[i];
+      if (node.parent != kNoNode) {
+        problems[r].add(StatKind::kConvertGpuLauncherNotConverted,
+                        fmt::format("node {} (launcher {})", node.id, t.nodes[node.parent].id));
+      }
     }
-  }
+  });
+  for (const DataProblems& p : problems) stats.merge(p);
 }
 
 }  // namespace
@@ -442,21 +449,32 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   Conversion conversion;
   ConversionGraph& graph = conversion.graph;
   std::optional<profile::Span> span(std::in_place, "tree scan and parents");
+  const OrderedBatches& run = batches_or_in_turn(workers);
   TreeScan scan = scan_tree(t, workers);
-  std::vector<uint32_t> parent = walk_parents(t, options, scan, &graph.extra_roots, stats);
-  if (!chakra) parent_cpu_collectives(t, scan, parent, stats);
-  build_children(parent, graph);
-  span.emplace("conversion order");
   // Chakra's conversion loop: CPU and METADATA nodes in input order, each followed by its GPU
   // children. The order first; then the nodes converted in ranges of it (concurrently, given
   // workers), each range's communication attributes, lists and problems joined in order: the
-  // same records whatever the ranges.
-  const std::vector<uint32_t> order = conversion_order(t, scan.gpu, graph);
+  // same records whatever the ranges. The parents, the call tree and the order (passes over
+  // the nodes one after another) beside the fresh memory the conversion fills: room for a record
+  // per node (the order's length is not known yet; it is at most one per node) and the walk
+  // facts' arrays.
+  std::vector<uint32_t> parent;
+  std::vector<uint32_t> order;
+  run.for_each(2, [&](size_t task) {
+    if (task == 0) {
+      parent = walk_parents(t, options, scan, &graph.extra_roots, stats);
+      if (!chakra) parent_cpu_collectives(t, scan, parent, stats);
+      build_children(parent, graph);
+      const profile::Span order_span("conversion order");
+      order = conversion_order(t, scan.gpu, graph);
+    } else {
+      grow_prefaulted(graph.records, n, run);
+      prepare_walk_facts(options, n, graph);
+    }
+  });
   span.emplace("convert nodes");
-  const OrderedBatches& run = batches_or_in_turn(workers);
-  grow_prefaulted(graph.records, order.size(), run);
-  prepare_walk_facts(options, n, graph);
   const size_t m = order.size();
+  graph.records.resize(m);
   const size_t ranges = range_count_on(workers, m, kNodesPerRange);
   std::vector<ConvertedRange> parts(ranges);
   CpuCollectiveGroup cpu_group(t);
@@ -473,26 +491,35 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   });
   graph.parent = std::move(parent);
   span.emplace("join ranges");
-  size_t comm_total = 0, keys_total = 0;
-  for (const ConvertedRange& p : parts) {
-    comm_total += p.comm.size();
-    keys_total += p.walk.stream_keys.size();
-  }
-  graph.comm.reserve(comm_total);
-  graph.walk.stream_keys.reserve(keys_total);
+  // Each range's communication attributes and stream keys copied to their place after the ranges
+  // before them (its records' comm indices moved by as much), the ranges on the workers; the short
+  // lists and the problems joined in order.
+  std::vector<size_t> comm_at(parts.size() + 1, 0), keys_at(parts.size() + 1, 0);
   for (size_t r = 0; r < parts.size(); ++r) {
-    ConvertedRange& p = parts[r];
-    if (!p.comm.empty()) {
-      const auto base = static_cast<uint32_t>(graph.comm.size());
+    comm_at[r + 1] = comm_at[r] + parts[r].comm.size();
+    keys_at[r + 1] = keys_at[r] + parts[r].walk.stream_keys.size();
+  }
+  graph.comm.resize(comm_at.back());
+  graph.walk.stream_keys.resize(keys_at.back());
+  run.for_each(parts.size(), [&](size_t r) {
+    const ConvertedRange& p = parts[r];
+    if (!p.comm.empty() && comm_at[r] != 0) {
+      const auto base = static_cast<uint32_t>(comm_at[r]);
       for (size_t k = m * r / parts.size(); k < m * (r + 1) / parts.size(); ++k) {
         if (graph.records[k].comm != kNoNode) graph.records[k].comm += base;
       }
-      graph.comm.insert(graph.comm.end(), p.comm.begin(), p.comm.end());
     }
-    graph.walk.append(p.walk);
+    std::copy(p.comm.begin(), p.comm.end(), graph.comm.begin() + comm_at[r]);
+    std::copy(p.walk.stream_keys.begin(), p.walk.stream_keys.end(),
+              graph.walk.stream_keys.begin() + keys_at[r]);
+  });
+  for (const ConvertedRange& p : parts) {
+    graph.walk.append_lists(p.walk);
     stats.merge(p.stats);
   }
-  if (!chakra) count_unconverted_gpu_nodes(t, scan.gpu, graph, stats);
+  if (!chakra)
+    count_unconverted_gpu_nodes(t, scan.gpu, graph, run, range_count_on(workers, n, kNodesPerRange),
+                                stats);
   conversion.pg_names = cpu_group.take_names();
   return conversion;
 }
