@@ -233,6 +233,7 @@ std::vector<uint8_t> walk_from_roots(const EtPlusTrace& t, ConversionGraph& grap
 // under another's op, say). A chain longer than kClimb is taken to reach one.
 bool roots_share_nodes(const ConversionGraph& graph, const std::vector<uint32_t>& roots) {
   constexpr size_t kClimb = 4096;  // deeper than any call stack a trace holds
+  if (graph.parent.size() != graph.slot.size()) return true;  // no tree to climb: take no risk
   std::unordered_set<uint32_t> root_set(roots.begin(), roots.end());
   if (root_set.size() != roots.size()) return true;
   for (uint32_t root : roots) {
@@ -258,8 +259,8 @@ std::vector<uint8_t> walk_from_roots_concurrently(const EtPlusTrace& t, Conversi
   std::vector<uint32_t> visited(n, 0);
   std::vector<uint8_t> reached(n, 0);
   std::vector<DataProblems> problems(groups);
-  // Task g runs the walks of group g (the first roots, the threads', first: the largest walks
-  // start first), task `groups` runs `beside`.
+  // Task g runs the walks of group g, task `groups` runs `beside`: the thread roots' walks, the
+  // longest, are handed out first.
   run.for_each(groups + 1, [&](size_t g) {
     if (g == groups) {
       beside();
@@ -344,8 +345,9 @@ uint64_t chain_gpu_streams(const EtPlusTrace& t, ConversionGraph& graph,
     }
   });
   std::vector<size_t> before(ranges, count);
-  for (size_t r = 1; r < ranges; ++r)
+  for (size_t r = 1; r < ranges; ++r) {
     before[r] = last[r - 1] != count ? last[r - 1] : before[r - 1];
+  }
   std::vector<DataProblems> problems(ranges);
   std::vector<uint64_t> edges(ranges, 0);
   for_each_range(run, count, range, [&](size_t r, size_t begin, size_t end) {

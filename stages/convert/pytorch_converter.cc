@@ -420,8 +420,8 @@ void convert_node(const EtPlusTrace& t, const ConvertOptions& options,
 constexpr size_t kNodesPerRange = 16384;
 
 // Default mode: a GPU node whose launcher is not converted is counted (the other nodes' ctrl_deps
-// are their parents whenever converted: convert_node).
-// In `ranges` ranges of nodes through `run`, their problems joined in order.
+// are their parents whenever converted: convert_node). In `ranges` ranges of nodes through `run`,
+// their problems joined in order.
 void count_unconverted_gpu_nodes(const EtPlusTrace& t, const std::vector<uint8_t>& gpu,
                                  const ConversionGraph& graph, const OrderedBatches& run,
                                  size_t ranges, DataProblems& stats) {
@@ -517,9 +517,10 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
     graph.walk.append_lists(p.walk);
     stats.merge(p.stats);
   }
-  if (!chakra)
-    count_unconverted_gpu_nodes(t, scan.gpu, graph, run, range_count_on(workers, n, kNodesPerRange),
-                                stats);
+  if (!chakra) {
+    const size_t node_ranges = range_count_on(workers, n, kNodesPerRange);
+    count_unconverted_gpu_nodes(t, scan.gpu, graph, run, node_ranges, stats);
+  }
   conversion.pg_names = cpu_group.take_names();
   return conversion;
 }
