@@ -11,12 +11,11 @@
 
 namespace chakraflow {
 
-// Moves v[i] to position target[i] for every i < target.size() (the records: v's first
-// target.size() elements), in place: each record is moved once (plus one move per cycle), filling
-// each position from the record that goes there, and no second vector of records is allocated (one
-// index per position instead). `target` must be one-to-one into [0, total), total >= the records;
-// v is grown to `total` first (unless it has been already), and a position no record targets holds
-// a default-constructed record.
+// Moves v[i] to position target[i] for every i < v.size(), in place: each record is moved once
+// (plus one move per cycle), filling each position from the record that goes there, and no second
+// vector of records is allocated (one index per position instead). `target` must be one-to-one into
+// [0, total), total >= v.size(); v is grown to `total` first, and a position no record targets
+// holds a default-constructed record.
 //
 // The moves form paths (from each position past the records back to a position no record
 // targets) and cycles (among the records' own positions); no two share a position. `batches` (may
@@ -30,7 +29,7 @@ void move_to_targets(std::vector<T>& v, const std::vector<uint32_t>& target, siz
   constexpr size_t kRange = 16384;  // positions per range of the index and of the paths' ends
   const OrderedBatches& run = batches_or_in_turn(batches);
   const size_t per_range = run.range_size(kRange);
-  const size_t n = target.size();
+  const size_t n = v.size();
   v.resize(total);
   std::vector<uint32_t> source(total, kNone);  // the record that goes to each position
   for_each_range(run, n, per_range, [&](size_t, size_t begin, size_t end) {

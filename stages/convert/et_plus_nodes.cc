@@ -363,26 +363,18 @@ constexpr size_t kPlaceRange = 32768;
 
 // Moves the nodes as read (in file order) to their output positions (`slot`, by host node, in id
 // order) in `nodes` grown to `total`, in place (no second vector of nodes is alive); the growth's
-// pages faulted in through `workers` first, the new nodes constructed beside the targets' index
-// (read from the host nodes in ranges), the moves' paths run on the workers.
+// pages faulted in through `workers` first, the targets' index read from the host nodes in ranges
+// on them, the moves' paths run on them.
 void place_nodes(const HostTrace& host, const std::vector<uint32_t>& slot, size_t total,
                  std::vector<EtPlusNode>& nodes, const OrderedBatches& workers) {
   const profile::Span span("place nodes");
   reserve_prefaulted(nodes, total, workers);
   const size_t n = nodes.size();
   std::vector<uint32_t> target(n);  // by position as read
-  workers.for_each(2, [&](size_t task) {
-    if (task == 0) {
-      nodes.resize(total);  // within the room reserved: `target` is not read here
-      return;
-    }
-    for_each_range(workers, n, workers.range_size(kPlaceRange),
-                   [&](size_t, size_t begin, size_t end) {
-                     for (size_t i = begin; i < end; ++i) {
-                       target[host.nodes[i].file_index] = slot[i];
-                     }
-                   });
-  });
+  for_each_range(workers, n, workers.range_size(kPlaceRange),
+                 [&](size_t, size_t begin, size_t end) {
+                   for (size_t i = begin; i < end; ++i) target[host.nodes[i].file_index] = slot[i];
+                 });
   move_to_targets(nodes, target, total, &workers);
 }
 

@@ -451,30 +451,19 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   std::optional<profile::Span> span(std::in_place, "tree scan and parents");
   const OrderedBatches& run = batches_or_in_turn(workers);
   TreeScan scan = scan_tree(t, workers);
+  std::vector<uint32_t> parent = walk_parents(t, options, scan, &graph.extra_roots, stats);
+  if (!chakra) parent_cpu_collectives(t, scan, parent, stats);
+  build_children(parent, graph);
+  span.emplace("conversion order");
   // Chakra's conversion loop: CPU and METADATA nodes in input order, each followed by its GPU
   // children. The order first; then the nodes converted in ranges of it (concurrently, given
   // workers), each range's communication attributes, lists and problems joined in order: the
-  // same records whatever the ranges. The parents, the call tree and the order (passes over
-  // the nodes one after another) beside the fresh memory the conversion fills: room for a record
-  // per node (the order's length is not known yet; it is at most one per node) and the walk
-  // facts' arrays.
-  std::vector<uint32_t> parent;
-  std::vector<uint32_t> order;
-  run.for_each(2, [&](size_t task) {
-    if (task == 0) {
-      parent = walk_parents(t, options, scan, &graph.extra_roots, stats);
-      if (!chakra) parent_cpu_collectives(t, scan, parent, stats);
-      build_children(parent, graph);
-      const profile::Span order_span("conversion order");
-      order = conversion_order(t, scan.gpu, graph);
-    } else {
-      grow_prefaulted(graph.records, n, run);
-      prepare_walk_facts(options, n, graph);
-    }
-  });
+  // same records whatever the ranges.
+  const std::vector<uint32_t> order = conversion_order(t, scan.gpu, graph);
   span.emplace("convert nodes");
+  grow_prefaulted(graph.records, order.size(), run);
+  prepare_walk_facts(options, n, graph);
   const size_t m = order.size();
-  graph.records.resize(m);
   const size_t ranges = range_count_on(workers, m, kNodesPerRange);
   std::vector<ConvertedRange> parts(ranges);
   CpuCollectiveGroup cpu_group(t);
