@@ -67,6 +67,11 @@ std::string timed(double ts, double dur) {
   return fmt::format(R"(, "inclusive_dur": {}, "exclusive_dur": {}, "ts": {})", dur, dur, ts);
 }
 
+// A kernel's keys: 2 us from `ts`, on `stream`.
+std::string kernel(double ts, int stream) {
+  return timed(ts, 2) + fmt::format(R"(, "cat": "kernel", "stream": {})", stream);
+}
+
 struct Converted {
   std::map<uint64_t, pb::Node> nodes;
   pb::GlobalMetadata metadata;
@@ -795,6 +800,28 @@ TEST(pytorch_converter, WideAttributesAndLongListsAreWrittenWhole) {
 
 // Runs the batches last to first, then consumes them in order: what a stage sees from workers
 // that finish out of order.
+// check(options, trace) on `text` parsed in each compat mode: Chakra's, then the default.
+template <typename Check>
+void in_each_mode(const std::string& text, Check&& check) {
+  for (Compat mode : {Compat::kChakra, Compat::kDefault}) {
+    SCOPED_TRACE(mode == Compat::kChakra ? "chakra" : "default");
+    ConvertOptions options;
+    options.compat = mode;
+    auto file = parse_et_plus("test.json", text, options);
+    ASSERT_TRUE(file.ok()) << file.status().message();
+    check(options, file->trace);
+  }
+}
+
+// The same kinds of problems, each with the same count and examples.
+void expect_same_problems(const DataProblems& expected, const DataProblems& actual) {
+  ASSERT_EQ(actual.entries().size(), expected.entries().size());
+  for (const auto& [kind, entry] : expected.entries()) {
+    EXPECT_EQ(actual.count(kind), entry.count);
+    EXPECT_EQ(actual.entries().at(kind).examples, entry.examples);
+  }
+}
+
 class LastToFirst : public OrderedBatches {
  public:
   Status run(size_t batches, const std::function<Status(size_t, std::string&)>& produce,
@@ -815,9 +842,6 @@ class LastToFirst : public OrderedBatches {
 // communication attributes, the walks' facts and the problems equal those of the one-range
 // conversion, in both modes.
 TEST(pytorch_converter, NodesConvertedInRangesEqualOneRange) {
-  auto kernel = [](double ts, int stream) {
-    return timed(ts, 2) + fmt::format(R"(, "cat": "kernel", "stream": {})", stream);
-  };
   std::vector<std::string> nodes = {
       node(0, "[pytorch|profiler|execution_trace|process]", 0, 0),
       node(1, "[pytorch|profiler|execution_trace|thread]", 0, 1),
@@ -856,14 +880,8 @@ TEST(pytorch_converter, NodesConvertedInRangesEqualOneRange) {
   nodes.push_back(node(last, "[pytorch|profiler|execution_trace|thread]", 0, 9));
   nodes.push_back(node(last + 1, "aten::orphan", 999999999, 9, timed(1e6, 2)));
   nodes.push_back(node(last + 2, "aten::self", static_cast<int64_t>(last + 2), 9, timed(1e6, 2)));
-  const std::string text = trace(nodes);
-  for (Compat mode : {Compat::kChakra, Compat::kDefault}) {
-    SCOPED_TRACE(mode == Compat::kChakra ? "chakra" : "default");
-    ConvertOptions options;
-    options.compat = mode;
-    auto file = parse_et_plus("test.json", text, options);
-    ASSERT_TRUE(file.ok()) << file.status().message();
-    const EtPlusTrace& t = file->trace;
+  in_each_mode(trace(nodes), [&](const ConvertOptions& options, const EtPlusTrace& t) {
+    const Compat mode = options.compat;
     DataProblems one_stats, ranges_stats;
     const Conversion one = select_nodes(t, options, one_stats);
     const LastToFirst workers;
@@ -919,12 +937,8 @@ TEST(pytorch_converter, NodesConvertedInRangesEqualOneRange) {
       EXPECT_EQ(one_stats.count(StatKind::kConvertParentMissingAttached), 1u);
       EXPECT_EQ(a.walk.thread_roots.size(), 3u);
     }
-    ASSERT_EQ(one_stats.entries().size(), ranges_stats.entries().size());
-    for (const auto& [kind, entry] : one_stats.entries()) {
-      EXPECT_EQ(entry.count, ranges_stats.count(kind));
-      EXPECT_EQ(entry.examples, ranges_stats.entries().at(kind).examples);
-    }
-  }
+    expect_same_problems(one_stats, ranges_stats);
+  });
 }
 
 // The dependencies encoded on workers (three threads taking their ranges of 5 last to first, and
@@ -935,9 +949,6 @@ TEST(pytorch_converter, NodesConvertedInRangesEqualOneRange) {
 // of their own: more roots than groups. `nested` puts a fourth thread root under an op of the
 // first: its nodes lie under two roots, and the walks must run one after another.
 void expect_dependencies_as_in_turn(bool nested) {
-  auto kernel = [](double ts, int stream) {
-    return timed(ts, 2) + fmt::format(R"(, "cat": "kernel", "stream": {})", stream);
-  };
   std::vector<std::string> nodes = {
       node(0, "[pytorch|profiler|execution_trace|process]", 0, 0),
       node(1, "[pytorch|profiler|execution_trace|thread]", 0, 1),
@@ -978,17 +989,11 @@ void expect_dependencies_as_in_turn(bool nested) {
     nodes.push_back(node(id + 1, "aten::inner", static_cast<int64_t>(id), 4, timed(1018, 1)));
     nodes.push_back(node(id + 2, "kernel_y", static_cast<int64_t>(id + 1), 4, kernel(1019, 7)));
   }
-  const std::string text = trace(nodes);
-  for (Compat mode : {Compat::kChakra, Compat::kDefault}) {
-    SCOPED_TRACE(mode == Compat::kChakra ? "chakra" : "default");
-    ConvertOptions options;
-    options.compat = mode;
-    auto file = parse_et_plus("test.json", text, options);
-    ASSERT_TRUE(file.ok()) << file.status().message();
-    const EtPlusTrace& t = file->trace;
+  in_each_mode(trace(nodes), [&](const ConvertOptions& options, const EtPlusTrace& t) {
+    const bool default_mode = options.compat == Compat::kDefault;
     DataProblems one_stats;
     Conversion one = select_nodes(t, options, one_stats);
-    if (mode == Compat::kDefault) {
+    if (default_mode) {
       ASSERT_EQ(one.graph.extra_roots.size(), 100u);
       ASSERT_EQ(one.graph.walk.off_thread.size(), 3u * kBlocks);
     }
@@ -996,7 +1001,7 @@ void expect_dependencies_as_in_turn(bool nested) {
     encode_dependencies(t, options, one.graph, one_stats, &one_edges);
     EXPECT_GT(one_stats.count(StatKind::kConvertInterThreadDepOnSelf), 100u);
     EXPECT_GT(one_stats.count(StatKind::kConvertInterThreadDepNotConverted), 100u);
-    if (mode == Compat::kDefault) {
+    if (default_mode) {
       EXPECT_GT(one_edges.gpu_stream_edges, 1000u);
       EXPECT_GT(one_edges.sync_edges, 100u);
     }
@@ -1018,13 +1023,9 @@ void expect_dependencies_as_in_turn(bool nested) {
       }
       EXPECT_EQ(edges.gpu_stream_edges, one_edges.gpu_stream_edges);
       EXPECT_EQ(edges.sync_edges, one_edges.sync_edges);
-      ASSERT_EQ(stats.entries().size(), one_stats.entries().size());
-      for (const auto& [kind, entry] : one_stats.entries()) {
-        EXPECT_EQ(stats.count(kind), entry.count);
-        EXPECT_EQ(stats.entries().at(kind).examples, entry.examples);
-      }
+      expect_same_problems(one_stats, stats);
     }
-  }
+  });
 }
 
 TEST(pytorch_converter, DependenciesEncodedOnWorkersEqualOnePass) {
