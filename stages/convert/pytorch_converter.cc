@@ -449,7 +449,6 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   Conversion conversion;
   ConversionGraph& graph = conversion.graph;
   std::optional<profile::Span> span(std::in_place, "tree scan and parents");
-  const OrderedBatches& run = batches_or_in_turn(workers);
   TreeScan scan = scan_tree(t, workers);
   std::vector<uint32_t> parent = walk_parents(t, options, scan, &graph.extra_roots, stats);
   if (!chakra) parent_cpu_collectives(t, scan, parent, stats);
@@ -461,6 +460,7 @@ Conversion select_nodes(const EtPlusTrace& t, const ConvertOptions& options, Dat
   // same records whatever the ranges.
   const std::vector<uint32_t> order = conversion_order(t, scan.gpu, graph);
   span.emplace("convert nodes");
+  const OrderedBatches& run = batches_or_in_turn(workers);
   grow_prefaulted(graph.records, order.size(), run);
   prepare_walk_facts(options, n, graph);
   const size_t m = order.size();
