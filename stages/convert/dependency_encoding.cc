@@ -210,24 +210,6 @@ void walk_tree(const ConversionGraph& graph, uint32_t root, uint32_t walk,
   }
 }
 
-// The walks one after another, as Chakra's. Returns which nodes they reached.
-std::vector<uint8_t> walk_from_roots(const EtPlusTrace& t, ConversionGraph& graph,
-                                     const std::vector<uint32_t>& roots, DataProblems& stats) {
-  const size_t n = t.nodes.size();
-  std::vector<uint32_t> visited(n, 0);
-  std::vector<uint8_t> reached(n, 0);
-  std::vector<uint32_t> stack;
-  uint32_t walk = 0;
-  for (uint32_t root : roots) {
-    WalkDeps deps(t, graph, stats);
-    walk_tree(graph, root, ++walk, visited, stack, [&](uint32_t i) {
-      reached[i] = 1;
-      deps.visit(i);
-    });
-  }
-  return reached;
-}
-
 // Whether some node lies under two of the roots (the walks from them would both visit it): a root
 // listed twice, or a root whose chain of converted ancestors reaches another root (a thread root
 // under another's op, say). A chain longer than kClimb is taken to reach one.
@@ -246,15 +228,15 @@ bool roots_share_nodes(const ConversionGraph& graph, const std::vector<uint32_t>
   return false;
 }
 
-// The walks concurrently when no node lies under two roots: each walk then writes only its own
-// nodes' records (and elements of `visited` and `reached`). In `groups` groups of consecutive
-// roots, each with its own problems, joined in order: what walking one root after another gives.
+// The walks from the roots in `groups` groups of consecutive roots, side by side, each group's
+// walks one after another with problems of their own, joined in order: what walking one root
+// after another (one group) gives. Several groups only when no node lies under two roots: each
+// walk then writes only its own nodes' records (and elements of `visited` and `reached`).
 // `beside` runs as one more task. Returns which nodes the walks reached.
-std::vector<uint8_t> walk_from_roots_concurrently(const EtPlusTrace& t, ConversionGraph& graph,
-                                                  const std::vector<uint32_t>& roots,
-                                                  const OrderedBatches& run, size_t groups,
-                                                  DataProblems& stats,
-                                                  const std::function<void()>& beside) {
+std::vector<uint8_t> walk_from_roots(const EtPlusTrace& t, ConversionGraph& graph,
+                                     const std::vector<uint32_t>& roots, const OrderedBatches& run,
+                                     size_t groups, DataProblems& stats,
+                                     const std::function<void()>& beside) {
   const size_t n = t.nodes.size();
   std::vector<uint32_t> visited(n, 0);
   std::vector<uint8_t> reached(n, 0);
@@ -422,22 +404,14 @@ void encode_dependencies(const EtPlusTrace& t, const ConvertOptions& options,
     if (options.compat == Compat::kDefault) sort_stream_keys(graph.walk.stream_keys);
   };
   const std::vector<uint32_t> roots = walk_roots(graph);
-  std::vector<uint8_t> reached;
-  if (workers != nullptr && roots.size() > 1 && !roots_share_nodes(graph, roots)) {
-    // At most 64 groups of consecutive roots: a trace may have thousands of orphans walked as
-    // roots of their own.
-    constexpr size_t kRootGroups = 64;
-    reached = walk_from_roots_concurrently(t, graph, roots, run,
-                                           std::min(roots.size(), kRootGroups), stats, sort_keys);
-  } else {
-    run.for_each(2, [&](size_t task) {
-      if (task == 0) {
-        reached = walk_from_roots(t, graph, roots, stats);
-      } else {
-        sort_keys();
-      }
-    });
-  }
+  // At most 64 groups of consecutive roots (a trace may have thousands of orphans walked as
+  // roots of their own); one, as Chakra walks them, without workers or when roots share nodes.
+  constexpr size_t kRootGroups = 64;
+  const size_t groups = workers != nullptr && roots.size() > 1 && !roots_share_nodes(graph, roots)
+                            ? std::min(roots.size(), kRootGroups)
+                            : 1;
+  const std::vector<uint8_t> reached =
+      walk_from_roots(t, graph, roots, run, groups, stats, sort_keys);
   DependencyStats result;
   if (options.compat == Compat::kChakra) {
     // Chakra keeps a sync dependency only if the target's start_time_micros is below the node's;
